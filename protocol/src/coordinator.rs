@@ -1,0 +1,594 @@
+//! The coordinator: the job table and its lease records. Its clock is the only arbiter of lease
+//! time (P3). It owns claim, conditional heartbeat and conditional commit; it never reads a
+//! client's clock, never extends a lease it cannot justify, and never applies a refused result.
+
+use crate::types::*;
+use crate::variant::Switches;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// A job class: the lease length lives here, on the coordinator, never in the payload (P7).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassSpec {
+    /// Lease length L on the coordinator's clock.
+    pub lease_ns: Nanos,
+    /// Attempts after which a failed job is not re-queued (P11).
+    pub max_attempts: u32,
+}
+
+/// A job as it is enqueued.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// The job's class.
+    pub class: ClassId,
+    /// Hash of the payload; the payload text never enters the protocol state (P18).
+    pub payload_hash: u64,
+}
+
+/// One row of the job table, every field of P1.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRow {
+    /// The job id.
+    pub id: JobId,
+    /// The class.
+    pub class: ClassId,
+    /// The state; lease and state are separate facts.
+    pub state: JobState,
+    /// Who holds or last held the lease.
+    pub owner: Option<WorkerName>,
+    /// Lease expiry on the coordinator's clock.
+    pub lease_until: Option<Nanos>,
+    /// The current fencing token (0 before the first claim).
+    pub token: Token,
+    /// The last accepted heartbeat.
+    pub heartbeat_at: Option<Nanos>,
+    /// Attempts so far.
+    pub attempt: u32,
+    /// The job's unique idempotency key.
+    pub idem_key: IdemKey,
+    /// Hash of the payload.
+    pub payload_hash: u64,
+    /// Hash of the accepted result.
+    pub result: Option<u64>,
+    /// The last reported error.
+    pub error: Option<ErrorCode>,
+}
+
+/// One lease record per grant (P2): protocol state, not an audit nicety.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseRecord {
+    /// The job.
+    pub job: JobId,
+    /// The holder.
+    pub holder: WorkerName,
+    /// The fencing epoch of this grant.
+    pub token: Token,
+    /// When it was issued, on the coordinator's clock.
+    pub issued_at: Nanos,
+    /// Every renewal time, on the coordinator's clock.
+    pub renewals: Vec<Nanos>,
+    /// The expiry rule: lease length from the class.
+    pub lease_ns: Nanos,
+    /// The expired lease this grant took over, if any.
+    pub took_over: Option<Token>,
+}
+
+/// The coordinator state machine.
+#[derive(Clone, Debug)]
+pub struct Coordinator {
+    classes: Vec<ClassSpec>,
+    jobs: Vec<JobRow>,
+    leases: Vec<LeaseRecord>,
+    switches: Switches,
+    out: VecDeque<Output>,
+}
+
+impl Coordinator {
+    /// Builds the job table. Job ids are the indices of `jobs`.
+    pub fn new(classes: Vec<ClassSpec>, jobs: &[JobSpec], switches: Switches) -> Self {
+        let jobs = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                assert!(
+                    (spec.class.0 as usize) < classes.len(),
+                    "job {i} names an unknown class"
+                );
+                let id = JobId(i as u32);
+                JobRow {
+                    id,
+                    class: spec.class,
+                    state: JobState::Queued,
+                    owner: None,
+                    lease_until: None,
+                    token: Token(0),
+                    heartbeat_at: None,
+                    attempt: 0,
+                    idem_key: IdemKey {
+                        job: id,
+                        op: OpId(u8::MAX),
+                        salt: 0,
+                    },
+                    payload_hash: spec.payload_hash,
+                    result: None,
+                    error: None,
+                }
+            })
+            .collect();
+        Coordinator {
+            classes,
+            jobs,
+            leases: Vec::new(),
+            switches,
+            out: VecDeque::new(),
+        }
+    }
+
+    /// The job table.
+    pub fn jobs(&self) -> &[JobRow] {
+        &self.jobs
+    }
+
+    /// Every lease record, in grant order.
+    pub fn leases(&self) -> &[LeaseRecord] {
+        &self.leases
+    }
+
+    /// Whether every job is in a terminal state.
+    pub fn all_terminal(&self) -> bool {
+        self.jobs.iter().all(|j| j.state.is_terminal())
+    }
+
+    /// The next output to carry out, if any.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// Handles one request. `from` is the host address replies go to.
+    pub fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
+        let reply_to = Peer::Addr(from);
+        match msg {
+            Msg::Claim { req, worker } => {
+                let reply = match self.claim(now, worker) {
+                    Some((job, token, lease_ns, class)) => Msg::ClaimGranted {
+                        req,
+                        job,
+                        token,
+                        lease_ns,
+                        class,
+                    },
+                    None => Msg::ClaimEmpty { req },
+                };
+                self.out.push_back(Output::Send {
+                    to: reply_to,
+                    msg: reply,
+                });
+            }
+            Msg::Heartbeat {
+                req,
+                job,
+                worker,
+                token,
+            } => {
+                let reply = match self.heartbeat(now, job, worker, token) {
+                    Ok(lease_ns) => Msg::HeartbeatOk {
+                        req,
+                        job,
+                        token,
+                        lease_ns,
+                    },
+                    Err(_) => Msg::HeartbeatRejected { req, job, token },
+                };
+                self.out.push_back(Output::Send {
+                    to: reply_to,
+                    msg: reply,
+                });
+            }
+            Msg::Commit {
+                req,
+                job,
+                worker,
+                token,
+                outcome,
+            } => {
+                let reply = match self.commit(now, job, worker, token, outcome) {
+                    Ok(()) => Msg::CommitAccepted { req, job, token },
+                    Err(_) => Msg::CommitRejected { req, job, token },
+                };
+                self.out.push_back(Output::Send {
+                    to: reply_to,
+                    msg: reply,
+                });
+            }
+            // The coordinator serves only requests; anything else is ignored, like a stray
+            // packet on a server port.
+            _ => {}
+        }
+    }
+
+    /// P3: one atomic step. Picks the first job (by id) that is queued, or running with a lease
+    /// expired by the coordinator's clock, and grants it. Never the client's clock.
+    fn claim(&mut self, now: Nanos, worker: WorkerName) -> Option<(JobId, Token, Nanos, ClassId)> {
+        let row = self.jobs.iter_mut().find(|j| match j.state {
+            JobState::Queued => true,
+            // `lease_until < now()`, as in the article's claim query.
+            JobState::Running => j.lease_until.is_some_and(|until| until < now),
+            _ => false,
+        })?;
+        let class = &self.classes[row.class.0 as usize];
+        let took_over = (row.state == JobState::Running).then_some(row.token);
+        let token = Token(row.token.0 + 1);
+        assert!(token > row.token, "P3: fencing token must increase");
+        row.state = JobState::Running;
+        row.owner = Some(worker);
+        row.lease_until = Some(now + class.lease_ns);
+        row.heartbeat_at = Some(now);
+        row.token = token;
+        row.attempt += 1;
+        self.leases.push(LeaseRecord {
+            job: row.id,
+            holder: worker,
+            token,
+            issued_at: now,
+            renewals: Vec::new(),
+            lease_ns: class.lease_ns,
+            took_over,
+        });
+        self.out.push_back(Output::Journal(Event::LeaseGranted {
+            job: row.id,
+            holder: worker,
+            token,
+            attempt: row.attempt,
+            lease_until: now + class.lease_ns,
+            took_over,
+        }));
+        Some((row.id, token, class.lease_ns, row.class))
+    }
+
+    /// The conditions of P4 and P8: running, owner, token, unexpired.
+    fn check_holder(
+        row: &JobRow,
+        now: Nanos,
+        worker: WorkerName,
+        token: Token,
+    ) -> Result<(), RefusalReason> {
+        if row.state != JobState::Running {
+            return Err(RefusalReason::NotRunning);
+        }
+        if row.owner != Some(worker) {
+            return Err(RefusalReason::NotOwner);
+        }
+        if row.token != token {
+            return Err(RefusalReason::StaleToken);
+        }
+        // `lease_until > now()`.
+        if !row.lease_until.is_some_and(|until| until > now) {
+            return Err(RefusalReason::Expired);
+        }
+        Ok(())
+    }
+
+    /// P4: extends only the current, unexpired holder's lease.
+    fn heartbeat(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        worker: WorkerName,
+        token: Token,
+    ) -> Result<Nanos, RefusalReason> {
+        let Some(row) = self.jobs.get_mut(job.0 as usize) else {
+            return Err(RefusalReason::NotRunning);
+        };
+        if let Err(reason) = Self::check_holder(row, now, worker, token) {
+            self.out.push_back(Output::Journal(Event::HeartbeatRefused {
+                job,
+                worker,
+                token,
+                reason,
+            }));
+            return Err(reason);
+        }
+        let lease_ns = self.classes[row.class.0 as usize].lease_ns;
+        row.lease_until = Some(now + lease_ns);
+        row.heartbeat_at = Some(now);
+        let record = self
+            .leases
+            .iter_mut()
+            .rev()
+            .find(|l| l.job == job && l.token == token)
+            .expect("a running job with a matching token has a lease record");
+        record.renewals.push(now);
+        self.out.push_back(Output::Journal(Event::LeaseRenewed {
+            job,
+            worker,
+            token,
+            lease_until: now + lease_ns,
+        }));
+        Ok(lease_ns)
+    }
+
+    /// P8: the final commit is conditional; a refused one is journaled, never applied.
+    fn commit(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        worker: WorkerName,
+        token: Token,
+        outcome: Outcome,
+    ) -> Result<(), RefusalReason> {
+        let Some(row) = self.jobs.get_mut(job.0 as usize) else {
+            return Err(RefusalReason::NotRunning);
+        };
+        let check = Self::check_holder(row, now, worker, token);
+        let result_hash = match outcome {
+            Outcome::Success { result } => result,
+            Outcome::Failure { .. } => 0,
+        };
+        if let Err(reason) = check {
+            if !self.switches.unconditional_commit {
+                self.out.push_back(Output::Journal(Event::ResultRejected {
+                    job,
+                    worker,
+                    token,
+                    reason,
+                    result_hash,
+                }));
+                return Err(reason);
+            }
+            // V2: `update ... set state = 'succeeded' where id = :job_id`, nothing else checked.
+        }
+        let max_attempts = self.classes[row.class.0 as usize].max_attempts;
+        match outcome {
+            Outcome::Success { result } => {
+                row.state = JobState::Succeeded;
+                row.result = Some(result);
+            }
+            Outcome::Failure { error, retryable } => {
+                row.error = Some(error);
+                // P11: retry transient failures while attempts remain; otherwise terminal.
+                row.state = if retryable && row.attempt < max_attempts {
+                    JobState::Queued
+                } else {
+                    JobState::Failed
+                };
+            }
+        }
+        row.lease_until = None;
+        if row.state == JobState::Queued {
+            row.owner = None;
+        }
+        self.out.push_back(Output::Journal(Event::ResultAccepted {
+            job,
+            worker,
+            token,
+            state: row.state,
+        }));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: Nanos = 30 * SECOND_NS;
+
+    fn coord(jobs: usize, switches: Switches) -> Coordinator {
+        Coordinator::new(
+            vec![ClassSpec {
+                lease_ns: L,
+                max_attempts: 3,
+            }],
+            &vec![
+                JobSpec {
+                    class: ClassId(0),
+                    payload_hash: 7
+                };
+                jobs
+            ],
+            switches,
+        )
+    }
+
+    fn drain(c: &mut Coordinator) -> Vec<Output> {
+        std::iter::from_fn(|| c.poll_output()).collect()
+    }
+
+    fn reply(c: &mut Coordinator) -> Msg {
+        drain(c)
+            .into_iter()
+            .find_map(|o| match o {
+                Output::Send { msg, .. } => Some(msg),
+                Output::Journal(_) => None,
+            })
+            .expect("a reply")
+    }
+
+    fn claim(c: &mut Coordinator, now: Nanos, w: u32) -> Msg {
+        c.handle_message(
+            now,
+            w,
+            Msg::Claim {
+                req: 1,
+                worker: WorkerName(w),
+            },
+        );
+        reply(c)
+    }
+
+    fn hb(c: &mut Coordinator, now: Nanos, w: u32, token: u64) -> Msg {
+        c.handle_message(
+            now,
+            w,
+            Msg::Heartbeat {
+                req: 2,
+                job: JobId(0),
+                worker: WorkerName(w),
+                token: Token(token),
+            },
+        );
+        reply(c)
+    }
+
+    fn commit(c: &mut Coordinator, now: Nanos, w: u32, token: u64) -> Msg {
+        c.handle_message(
+            now,
+            w,
+            Msg::Commit {
+                req: 3,
+                job: JobId(0),
+                worker: WorkerName(w),
+                token: Token(token),
+                outcome: Outcome::Success { result: 9 },
+            },
+        );
+        reply(c)
+    }
+
+    #[test]
+    fn claim_race_grants_one_job_once_p3() {
+        let mut c = coord(1, Switches::default());
+        assert!(matches!(
+            claim(&mut c, 0, 1),
+            Msg::ClaimGranted {
+                token: Token(1),
+                ..
+            }
+        ));
+        // A second claim at the same instant finds nothing: the claim is one atomic step.
+        assert!(matches!(claim(&mut c, 0, 2), Msg::ClaimEmpty { .. }));
+        // Still nothing at exactly lease_until (`lease_until < now` is strict).
+        assert!(matches!(claim(&mut c, L, 2), Msg::ClaimEmpty { .. }));
+        // After expiry the next claim takes over with a higher token.
+        assert!(matches!(
+            claim(&mut c, L + 1, 2),
+            Msg::ClaimGranted {
+                token: Token(2),
+                ..
+            }
+        ));
+        assert_eq!(c.jobs()[0].attempt, 2);
+        assert_eq!(c.leases().len(), 2);
+        assert_eq!(c.leases()[1].took_over, Some(Token(1)));
+    }
+
+    #[test]
+    fn heartbeat_by_stale_token_or_after_expiry_is_refused_p4() {
+        let mut c = coord(1, Switches::default());
+        claim(&mut c, 0, 1);
+        assert!(matches!(hb(&mut c, 10, 1, 1), Msg::HeartbeatOk { .. }));
+        assert_eq!(c.jobs()[0].lease_until, Some(10 + L));
+        assert_eq!(c.leases()[0].renewals, vec![10]);
+        // Wrong owner, stale token, and expiry are each "no row".
+        assert!(matches!(
+            hb(&mut c, 20, 2, 1),
+            Msg::HeartbeatRejected { .. }
+        ));
+        assert!(matches!(
+            hb(&mut c, 20, 1, 0),
+            Msg::HeartbeatRejected { .. }
+        ));
+        assert!(matches!(
+            hb(&mut c, 10 + L, 1, 1),
+            Msg::HeartbeatRejected { .. }
+        ));
+        assert_eq!(
+            c.jobs()[0].lease_until,
+            Some(10 + L),
+            "refusals change nothing"
+        );
+        // Once W2 took over, W1's token is stale even though it names itself correctly.
+        claim(&mut c, 11 + L, 2);
+        assert!(matches!(
+            hb(&mut c, 12 + L, 1, 1),
+            Msg::HeartbeatRejected { .. }
+        ));
+        let journal = drain(&mut c);
+        assert!(journal.is_empty());
+    }
+
+    #[test]
+    fn commit_after_expiry_is_rejected_and_journaled_p8() {
+        let mut c = coord(1, Switches::default());
+        claim(&mut c, 0, 1);
+        c.handle_message(
+            L + 5,
+            1,
+            Msg::Commit {
+                req: 3,
+                job: JobId(0),
+                worker: WorkerName(1),
+                token: Token(1),
+                outcome: Outcome::Success { result: 9 },
+            },
+        );
+        let outs = drain(&mut c);
+        assert!(outs.iter().any(|o| matches!(
+            o,
+            Output::Journal(Event::ResultRejected {
+                reason: RefusalReason::Expired,
+                result_hash: 9,
+                ..
+            })
+        )));
+        assert!(outs.iter().any(|o| matches!(
+            o,
+            Output::Send {
+                msg: Msg::CommitRejected { .. },
+                ..
+            }
+        )));
+        assert_eq!(c.jobs()[0].state, JobState::Running);
+        assert_eq!(
+            c.jobs()[0].result,
+            None,
+            "a rejected result is never applied"
+        );
+    }
+
+    #[test]
+    fn unconditional_commit_variant_applies_a_stale_result_v2() {
+        let mut c = coord(
+            1,
+            Switches {
+                unconditional_commit: true,
+                ..Switches::default()
+            },
+        );
+        claim(&mut c, 0, 1);
+        claim(&mut c, L + 1, 2);
+        assert!(matches!(
+            commit(&mut c, L + 2, 1, 1),
+            Msg::CommitAccepted { .. }
+        ));
+        assert_eq!(c.jobs()[0].state, JobState::Succeeded);
+    }
+
+    #[test]
+    fn transient_failure_requeues_until_attempts_run_out_p11() {
+        let mut c = coord(1, Switches::default());
+        for attempt in 1..=3u64 {
+            assert!(matches!(
+                claim(&mut c, attempt * 10, 1),
+                Msg::ClaimGranted { .. }
+            ));
+            c.handle_message(
+                attempt * 10 + 1,
+                1,
+                Msg::Commit {
+                    req: 3,
+                    job: JobId(0),
+                    worker: WorkerName(1),
+                    token: Token(attempt),
+                    outcome: Outcome::Failure {
+                        error: ErrorCode::ToolFailed,
+                        retryable: true,
+                    },
+                },
+            );
+            drain(&mut c);
+        }
+        assert_eq!(c.jobs()[0].state, JobState::Failed);
+        assert!(matches!(claim(&mut c, 100, 1), Msg::ClaimEmpty { .. }));
+    }
+}

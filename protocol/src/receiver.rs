@@ -1,0 +1,194 @@
+//! An effect receiver: an external system (payments, tickets) that accepts or refuses side
+//! effects. It remembers the highest fence admitted per entity and refuses lower ones (P9), and
+//! answers a repeated idempotency key with the first result, applying nothing (P10).
+
+use crate::types::*;
+use crate::variant::Switches;
+use std::collections::{BTreeMap, VecDeque};
+
+/// The receiver state machine. Its whole state is durable: an external system does not forget
+/// what it applied.
+#[derive(Clone, Debug)]
+pub struct Receiver {
+    /// Whether this receiver can check fences at all. Some real receivers cannot; then safety
+    /// rests on stable keys (SPEC I2).
+    supports_fence: bool,
+    switches: Switches,
+    marks: BTreeMap<EntityId, Token>,
+    applied: BTreeMap<IdemKey, Token>,
+    out: VecDeque<Output>,
+}
+
+impl Receiver {
+    /// A receiver; `supports_fence` says whether it checks the execution fence.
+    pub fn new(supports_fence: bool, switches: Switches) -> Self {
+        Receiver {
+            supports_fence,
+            switches,
+            marks: BTreeMap::new(),
+            applied: BTreeMap::new(),
+            out: VecDeque::new(),
+        }
+    }
+
+    /// Whether this receiver checks fences.
+    pub fn supports_fence(&self) -> bool {
+        self.supports_fence
+    }
+
+    /// The highest admitted fence for an entity.
+    pub fn mark(&self, entity: EntityId) -> Option<Token> {
+        self.marks.get(&entity).copied()
+    }
+
+    /// The next output, if any.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// Handles one effect request; anything else is ignored.
+    pub fn handle_message(&mut self, _now: Nanos, from: u32, msg: Msg) {
+        let Msg::Effect {
+            req,
+            job,
+            entity,
+            key,
+            fence,
+        } = msg
+        else {
+            return;
+        };
+        let outcome = self.admit(entity, key, fence);
+        self.out.push_back(Output::Journal(match outcome {
+            EffectOutcome::Applied => Event::EffectApplied { entity, key, fence },
+            EffectOutcome::Duplicate { .. } => Event::EffectDuplicate { entity, key, fence },
+            EffectOutcome::StaleFence { mark } => Event::EffectFenced {
+                entity,
+                key,
+                fence,
+                mark,
+            },
+        }));
+        self.out.push_back(Output::Send {
+            to: Peer::Addr(from),
+            msg: Msg::EffectAck {
+                req,
+                job,
+                key,
+                outcome,
+            },
+        });
+    }
+
+    fn admit(&mut self, entity: EntityId, key: IdemKey, fence: Token) -> EffectOutcome {
+        let checks_fence = self.supports_fence && !self.switches.receiver_ignores_fence;
+        if checks_fence {
+            if let Some(&mark) = self.marks.get(&entity) {
+                // P9: a lower fence than the highest admitted for the entity is refused.
+                if fence < mark {
+                    return EffectOutcome::StaleFence { mark };
+                }
+            }
+        }
+        // P9: raise the mark on every admitted request, also one answered from the idempotency
+        // store, so that a successor's first contact already fences off its predecessor.
+        let mark = self.marks.entry(entity).or_insert(fence);
+        *mark = (*mark).max(fence);
+        // P10: a repeated key returns the first result and applies nothing.
+        if let Some(&first_fence) = self.applied.get(&key) {
+            return EffectOutcome::Duplicate { first_fence };
+        }
+        self.applied.insert(key, fence);
+        EffectOutcome::Applied
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(op: u8) -> IdemKey {
+        IdemKey {
+            job: JobId(0),
+            op: OpId(op),
+            salt: 0,
+        }
+    }
+
+    fn send(r: &mut Receiver, op: u8, fence: u64) -> EffectOutcome {
+        r.handle_message(
+            0,
+            9,
+            Msg::Effect {
+                req: 1,
+                job: JobId(0),
+                entity: EntityId(5),
+                key: key(op),
+                fence: Token(fence),
+            },
+        );
+        std::iter::from_fn(|| r.poll_output())
+            .find_map(|o| match o {
+                Output::Send {
+                    msg: Msg::EffectAck { outcome, .. },
+                    to: Peer::Addr(9),
+                } => Some(outcome),
+                _ => None,
+            })
+            .expect("an ack to the sender")
+    }
+
+    #[test]
+    fn repeated_key_returns_first_result_and_applies_nothing_p10() {
+        let mut r = Receiver::new(true, Switches::default());
+        assert_eq!(send(&mut r, 1, 41), EffectOutcome::Applied);
+        assert_eq!(
+            send(&mut r, 1, 41),
+            EffectOutcome::Duplicate {
+                first_fence: Token(41)
+            }
+        );
+    }
+
+    #[test]
+    fn lower_fence_is_refused_after_a_duplicate_raised_the_mark_p9() {
+        let mut r = Receiver::new(true, Switches::default());
+        assert_eq!(send(&mut r, 1, 41), EffectOutcome::Applied);
+        // The successor's first contact is a repeated key, yet it raises the mark to 42...
+        assert!(matches!(
+            send(&mut r, 1, 42),
+            EffectOutcome::Duplicate { .. }
+        ));
+        assert_eq!(r.mark(EntityId(5)), Some(Token(42)));
+        // ...so the predecessor's late second effect is fenced off (Kleppmann's 33 and 34).
+        assert_eq!(
+            send(&mut r, 2, 41),
+            EffectOutcome::StaleFence { mark: Token(42) }
+        );
+        assert_eq!(send(&mut r, 2, 42), EffectOutcome::Applied);
+    }
+
+    #[test]
+    fn receiver_ignoring_fences_accepts_the_stale_effect_v3() {
+        let mut r = Receiver::new(
+            true,
+            Switches {
+                receiver_ignores_fence: true,
+                ..Switches::default()
+            },
+        );
+        send(&mut r, 1, 42);
+        assert_eq!(send(&mut r, 2, 41), EffectOutcome::Applied);
+    }
+
+    #[test]
+    fn receiver_without_fence_support_relies_on_keys_only() {
+        let mut r = Receiver::new(false, Switches::default());
+        send(&mut r, 1, 42);
+        assert_eq!(send(&mut r, 2, 41), EffectOutcome::Applied);
+        assert!(matches!(
+            send(&mut r, 2, 43),
+            EffectOutcome::Duplicate { .. }
+        ));
+    }
+}

@@ -1,0 +1,144 @@
+//! The tool: an external call whose duration and answer the scenario decides. The tool keeps
+//! no lease state and knows nothing of fences: it is the "vendor API" that may answer late.
+
+use crate::types::*;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// How the tool answers one call.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// How long the call takes, on the tool's clock.
+    pub duration_ns: Nanos,
+    /// What it answers.
+    pub answer: ToolAnswer,
+}
+
+/// A pending answer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Pending {
+    due: Nanos,
+    to: u32,
+    msg: Msg,
+}
+
+/// The tool state machine. Which call gets which [`ToolCall`] is decided by the host (the
+/// scenario), since the tool models the outside world.
+#[derive(Clone, Debug, Default)]
+pub struct Tool {
+    pending: Vec<Pending>,
+    out: VecDeque<Output>,
+}
+
+/// Bound on calls in flight at the tool; beyond it a call is answered with a transient failure
+/// at once (an overloaded vendor), so the queue cannot grow without limit.
+pub const TOOL_PENDING_MAX: usize = 1024;
+
+impl Tool {
+    /// An idle tool.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The next output, if any.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// When the tool next needs to be woken.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        self.pending.iter().map(|p| p.due).min()
+    }
+
+    /// Handles a request with the behaviour the host chose for it.
+    pub fn handle_request(&mut self, now: Nanos, from: u32, msg: Msg, call: ToolCall) {
+        let Msg::ToolRequest { req, job, step, .. } = msg else {
+            return;
+        };
+        let (due, answer) = if self.pending.len() >= TOOL_PENDING_MAX {
+            (now, ToolAnswer::Failure { transient: true })
+        } else {
+            (now + call.duration_ns, call.answer)
+        };
+        self.pending.push(Pending {
+            due,
+            to: from,
+            msg: Msg::ToolResponse {
+                req,
+                job,
+                step,
+                answer,
+            },
+        });
+    }
+
+    /// Sends every answer that is due. A spurious call is a no-op.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        // Answer in due order; ties keep arrival order, so the outcome is deterministic.
+        let mut i = 0;
+        let mut due: Vec<Pending> = Vec::new();
+        while i < self.pending.len() {
+            if self.pending[i].due <= now {
+                due.push(self.pending.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        due.sort_by_key(|p| p.due);
+        for p in due {
+            self.out.push_back(Output::Send {
+                to: Peer::Addr(p.to),
+                msg: p.msg,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_after_its_duration_in_due_order() {
+        let mut t = Tool::new();
+        let req = |req| Msg::ToolRequest {
+            req,
+            job: JobId(0),
+            token: Token(1),
+            step: 0,
+        };
+        let ok = ToolAnswer::Success { result: 1 };
+        t.handle_request(
+            0,
+            1,
+            req(1),
+            ToolCall {
+                duration_ns: 50,
+                answer: ok,
+            },
+        );
+        t.handle_request(
+            0,
+            2,
+            req(2),
+            ToolCall {
+                duration_ns: 20,
+                answer: ok,
+            },
+        );
+        assert_eq!(t.poll_timeout(), Some(20));
+        t.handle_timeout(19);
+        assert!(t.poll_output().is_none(), "nothing is due yet");
+        t.handle_timeout(60);
+        let order: Vec<u32> = std::iter::from_fn(|| t.poll_output())
+            .map(|o| match o {
+                Output::Send {
+                    to: Peer::Addr(a), ..
+                } => a,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(order, vec![2, 1]);
+        assert_eq!(t.poll_timeout(), None);
+    }
+}

@@ -1,0 +1,662 @@
+//! The worker: claims a job, heartbeats on its own timer whatever the tool call is doing (P5),
+//! runs the job's plan (effects carrying the fence and a stable key, tool calls with a bounded
+//! client timeout), and asks for a conditional commit (P8).
+//!
+//! It measures its conservative local deadline from the *send* time of the last acknowledged
+//! renewal, minus a drift allowance and a stop margin (P6, Gray and Cheriton). Past it, it is in
+//! jeopardy (P13): it starts no effect and claims no success. "No row" means lost (P12 a).
+//! It never reads a clock: every input carries its local `now`.
+
+use crate::timing::holder_deadline;
+use crate::types::*;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// One step of a job's plan.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Step {
+    /// A side effect on the job's entity at a receiver, under a stable key for `op` (P10).
+    Effect {
+        /// The operation's meaning.
+        op: OpId,
+        /// Which receiver.
+        receiver: u8,
+    },
+    /// A call to the tool; the next step waits for its answer.
+    Tool,
+}
+
+/// What a worker knows about each job class: the steps of its plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+}
+
+/// A worker's configuration (its durable identity and its timing).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerConfig {
+    /// The logical name it claims under.
+    pub name: WorkerName,
+    /// Heartbeat period H on the worker's own clock.
+    pub heartbeat_ns: Nanos,
+    /// The clock rate error bound rho the worker assumes, in parts per million.
+    pub drift_ppm_max: u32,
+    /// Stop margin G: the time the worker needs to stop producing effects.
+    pub stop_margin_ns: Nanos,
+    /// Client timeout of a tool call.
+    pub tool_timeout_ns: Nanos,
+    /// Period of claim polling while idle.
+    pub claim_poll_ns: Nanos,
+    /// Period of commit retries while the answer is missing.
+    pub commit_retry_ns: Nanos,
+    /// Commit requests sent before the worker gives up asking.
+    pub commit_attempts_max: u32,
+    /// Delay from start (or restart) to the first claim.
+    pub start_delay_ns: Nanos,
+    /// The plan of each class, indexed by class id.
+    pub plans: Vec<Plan>,
+}
+
+/// The worker's named timers (quinn style: a small table, the earliest is the next wake).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Timer {
+    Deadline = 0,
+    Heartbeat = 1,
+    ToolTimeout = 2,
+    CommitRetry = 3,
+    Poll = 4,
+}
+const TIMERS: [Timer; 5] = [
+    Timer::Deadline,
+    Timer::Heartbeat,
+    Timer::ToolTimeout,
+    Timer::CommitRetry,
+    Timer::Poll,
+];
+
+/// Bound on requests remembered for matching replies.
+const INFLIGHT_MAX: usize = 8;
+
+#[derive(Clone, Debug)]
+struct CommitState {
+    outcome: Outcome,
+    attempts: u32,
+}
+
+/// One attempt at one job, from grant to commit or loss.
+#[derive(Clone, Debug)]
+struct Attempt {
+    job: JobId,
+    token: Token,
+    class: ClassId,
+    lease_ns: Nanos,
+    /// Local send time of the last acknowledged claim or renewal.
+    confirmed_send: Nanos,
+    deadline: Nanos,
+    jeopardy: bool,
+    next_step: usize,
+    tool: Option<u64>,
+    heartbeats: VecDeque<(u64, Nanos)>,
+    commit: Option<CommitState>,
+    result: u64,
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    Idle { claims: VecDeque<(u64, Nanos)> },
+    Holding(Box<Attempt>),
+}
+
+/// The worker state machine.
+#[derive(Clone, Debug)]
+pub struct Worker {
+    cfg: WorkerConfig,
+    /// Durable: request numbers never repeat across restarts, so a reply meant for the previous
+    /// process cannot be taken for one of ours.
+    next_req: u64,
+    state: State,
+    timers: [Option<Nanos>; 5],
+    out: VecDeque<Output>,
+}
+
+impl Worker {
+    /// A worker that has not started yet.
+    pub fn new(cfg: WorkerConfig) -> Self {
+        Worker {
+            cfg,
+            next_req: 1,
+            state: State::Idle {
+                claims: VecDeque::new(),
+            },
+            timers: [None; 5],
+            out: VecDeque::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WorkerConfig {
+        &self.cfg
+    }
+
+    /// The job and token currently held, if any, and whether the worker is in jeopardy.
+    pub fn holding(&self) -> Option<(JobId, Token, bool)> {
+        match &self.state {
+            State::Holding(a) => Some((a.job, a.token, a.jeopardy)),
+            State::Idle { .. } => None,
+        }
+    }
+
+    /// The next output, if any.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// The earliest armed timer.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        self.timers.iter().flatten().copied().min()
+    }
+
+    /// Starts (or restarts) the process: the first claim after the start delay.
+    pub fn start(&mut self, now: Nanos) {
+        self.set(Timer::Poll, now + self.cfg.start_delay_ns);
+    }
+
+    /// A crash: every volatile fact is gone. The durable request counter survives.
+    pub fn crash(&mut self) {
+        self.state = State::Idle {
+            claims: VecDeque::new(),
+        };
+        self.timers = [None; 5];
+        self.out.clear();
+    }
+
+    fn set(&mut self, t: Timer, at: Nanos) {
+        self.timers[t as usize] = Some(at);
+    }
+
+    fn clear(&mut self, t: Timer) {
+        self.timers[t as usize] = None;
+    }
+
+    fn req(&mut self) -> u64 {
+        let r = self.next_req;
+        self.next_req += 1;
+        r
+    }
+
+    fn send(&mut self, to: Peer, msg: Msg) {
+        self.out.push_back(Output::Send { to, msg });
+    }
+
+    fn journal(&mut self, e: Event) {
+        self.out.push_back(Output::Journal(e));
+    }
+
+    /// Handles every due timer. A spurious call is a no-op.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        for t in TIMERS {
+            if self.timers[t as usize].is_some_and(|at| at <= now) {
+                self.timers[t as usize] = None;
+                match t {
+                    Timer::Deadline => self.enter_jeopardy(),
+                    Timer::Heartbeat => self.on_heartbeat_timer(now),
+                    Timer::ToolTimeout => self.on_tool_timeout(now),
+                    Timer::CommitRetry => self.on_commit_retry(now),
+                    Timer::Poll => self.on_poll(now),
+                }
+            }
+        }
+    }
+
+    /// Handles a reply from the coordinator, the tool or a receiver.
+    pub fn handle_message(&mut self, now: Nanos, msg: Msg) {
+        match msg {
+            Msg::ClaimGranted {
+                req,
+                job,
+                token,
+                lease_ns,
+                class,
+            } => self.on_granted(now, req, job, token, lease_ns, class),
+            Msg::HeartbeatOk {
+                req, job, token, ..
+            } => self.on_heartbeat_ok(now, req, job, token),
+            Msg::HeartbeatRejected { job, token, .. } => {
+                if self.holds(job, token) {
+                    // P12 a: "no row" is not "retry", it is "you are not the owner".
+                    self.journal(Event::HeartbeatLost { job, token });
+                    self.go_idle(now);
+                }
+            }
+            Msg::ToolResponse { req, answer, .. } => self.on_tool_answer(now, req, answer),
+            Msg::EffectAck {
+                job, key, outcome, ..
+            } => {
+                // The receiver's answer is recorded; ownership is judged by the coordinator only.
+                if let State::Holding(a) = &self.state {
+                    let token = a.token;
+                    if a.job == job {
+                        self.journal(Event::EffectAnswered {
+                            job,
+                            token,
+                            key,
+                            outcome,
+                        });
+                    }
+                }
+            }
+            Msg::CommitAccepted { job, token, .. } => {
+                if let State::Holding(a) = &self.state {
+                    if a.job == job && a.token == token {
+                        if let Some(CommitState {
+                            outcome: Outcome::Success { .. },
+                            ..
+                        }) = a.commit
+                        {
+                            // P13: success is claimed only once the coordinator accepted it.
+                            self.journal(Event::SuccessClaimed { job, token });
+                        }
+                        self.go_idle(now);
+                    }
+                }
+            }
+            Msg::CommitRejected { job, token, .. } => {
+                if self.holds(job, token) {
+                    // P8: the result is kept for investigation, never published.
+                    self.journal(Event::CommitRefused { job, token });
+                    self.go_idle(now);
+                }
+            }
+            Msg::ClaimEmpty { .. } => {}
+            // Requests are not addressed to workers.
+            Msg::Claim { .. }
+            | Msg::Heartbeat { .. }
+            | Msg::Commit { .. }
+            | Msg::ToolRequest { .. }
+            | Msg::Effect { .. } => {}
+        }
+    }
+
+    fn holds(&self, job: JobId, token: Token) -> bool {
+        matches!(&self.state, State::Holding(a) if a.job == job && a.token == token)
+    }
+
+    fn go_idle(&mut self, now: Nanos) {
+        self.state = State::Idle {
+            claims: VecDeque::new(),
+        };
+        self.timers = [None; 5];
+        self.set(Timer::Poll, now + self.cfg.claim_poll_ns);
+    }
+
+    fn on_poll(&mut self, now: Nanos) {
+        let req = self.req();
+        let State::Idle { claims } = &mut self.state else {
+            return;
+        };
+        if claims.len() == INFLIGHT_MAX {
+            claims.pop_front();
+        }
+        claims.push_back((req, now));
+        let worker = self.cfg.name;
+        self.send(Peer::Coordinator, Msg::Claim { req, worker });
+        self.set(Timer::Poll, now + self.cfg.claim_poll_ns);
+    }
+
+    fn on_granted(
+        &mut self,
+        now: Nanos,
+        req: u64,
+        job: JobId,
+        token: Token,
+        lease_ns: Nanos,
+        class: ClassId,
+    ) {
+        let State::Idle { claims } = &self.state else {
+            // Already busy: the grant is left to expire on the coordinator.
+            return;
+        };
+        let Some(&(_, sent_at)) = claims.iter().find(|(r, _)| *r == req) else {
+            return;
+        };
+        if (class.0 as usize) >= self.cfg.plans.len() {
+            // A class this worker cannot run: let the lease expire.
+            return;
+        }
+        // The deadline runs from the claim's send time, never from the reply's arrival.
+        let deadline = holder_deadline(
+            sent_at,
+            lease_ns,
+            self.cfg.drift_ppm_max,
+            self.cfg.stop_margin_ns,
+        );
+        self.state = State::Holding(Box::new(Attempt {
+            job,
+            token,
+            class,
+            lease_ns,
+            confirmed_send: sent_at,
+            deadline,
+            jeopardy: false,
+            next_step: 0,
+            tool: None,
+            heartbeats: VecDeque::new(),
+            commit: None,
+            result: 0,
+        }));
+        self.clear(Timer::Poll);
+        self.journal(Event::JobClaimed {
+            job,
+            token,
+            deadline,
+        });
+        self.set(Timer::Deadline, deadline);
+        // P5: the heartbeat runs on its own timer, apart from whatever the steps are doing.
+        self.set(Timer::Heartbeat, now + self.cfg.heartbeat_ns);
+        if now >= deadline {
+            self.enter_jeopardy();
+        }
+        self.advance(now);
+    }
+
+    fn enter_jeopardy(&mut self) {
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        if a.jeopardy {
+            return;
+        }
+        a.jeopardy = true;
+        let e = Event::JeopardyEntered {
+            job: a.job,
+            token: a.token,
+            last_confirmed: a.confirmed_send,
+            request: a.tool,
+        };
+        self.journal(e);
+    }
+
+    fn on_heartbeat_timer(&mut self, now: Nanos) {
+        let req = self.req();
+        let worker = self.cfg.name;
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        if a.commit.is_some() {
+            return;
+        }
+        if a.heartbeats.len() == INFLIGHT_MAX {
+            a.heartbeats.pop_front();
+        }
+        a.heartbeats.push_back((req, now));
+        let msg = Msg::Heartbeat {
+            req,
+            job: a.job,
+            worker,
+            token: a.token,
+        };
+        self.send(Peer::Coordinator, msg);
+        self.set(Timer::Heartbeat, now + self.cfg.heartbeat_ns);
+    }
+
+    fn on_heartbeat_ok(&mut self, now: Nanos, req: u64, job: JobId, token: Token) {
+        let (drift, margin) = (self.cfg.drift_ppm_max, self.cfg.stop_margin_ns);
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        if a.job != job || a.token != token {
+            return;
+        }
+        let Some(pos) = a.heartbeats.iter().position(|(r, _)| *r == req) else {
+            return;
+        };
+        let (_, sent_at) = a.heartbeats[pos];
+        // Older requests are answered or lost; newer ones may still be answered.
+        a.heartbeats.drain(..=pos);
+        if sent_at <= a.confirmed_send {
+            return;
+        }
+        a.confirmed_send = sent_at;
+        a.deadline = holder_deadline(sent_at, a.lease_ns, drift, margin);
+        let (deadline, was_jeopardy) = (a.deadline, a.jeopardy);
+        let leave = was_jeopardy && now < deadline;
+        if leave {
+            a.jeopardy = false;
+        }
+        self.journal(Event::HeartbeatOk {
+            job,
+            token,
+            deadline,
+        });
+        if now < deadline {
+            self.set(Timer::Deadline, deadline);
+        }
+        if leave {
+            self.journal(Event::JeopardyExited { job, token });
+            self.advance(now);
+        }
+    }
+
+    fn on_tool_answer(&mut self, now: Nanos, req: u64, answer: ToolAnswer) {
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        if a.tool != Some(req) {
+            // A late answer to a call this attempt no longer waits for.
+            return;
+        }
+        a.tool = None;
+        let (job, token) = (a.job, a.token);
+        self.clear(Timer::ToolTimeout);
+        match answer {
+            ToolAnswer::Success { result } => {
+                self.journal(Event::ToolAnswered {
+                    job,
+                    token,
+                    request: req,
+                    success: true,
+                });
+                if let State::Holding(a) = &mut self.state {
+                    a.result = a.result.rotate_left(17) ^ result;
+                    a.next_step += 1;
+                }
+                self.advance(now);
+            }
+            ToolAnswer::Failure { transient } => {
+                self.journal(Event::ToolAnswered {
+                    job,
+                    token,
+                    request: req,
+                    success: false,
+                });
+                self.start_commit(
+                    now,
+                    Outcome::Failure {
+                        error: ErrorCode::ToolFailed,
+                        retryable: transient,
+                    },
+                );
+            }
+        }
+    }
+
+    fn on_tool_timeout(&mut self, now: Nanos) {
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        let Some(request) = a.tool.take() else {
+            return;
+        };
+        let (job, token) = (a.job, a.token);
+        self.journal(Event::ToolTimedOut {
+            job,
+            token,
+            request,
+        });
+        // P12 c: the tool's outcome is unknown; report a retryable failure so that the next
+        // attempt repeats the work under the same stable keys.
+        self.start_commit(
+            now,
+            Outcome::Failure {
+                error: ErrorCode::ToolTimeout,
+                retryable: true,
+            },
+        );
+    }
+
+    /// Runs the plan forward from the next step, as far as it can go without waiting.
+    fn advance(&mut self, now: Nanos) {
+        // Bounded by the plan's length: each turn either consumes a step or returns.
+        for _ in 0..=self.plan_len() {
+            let State::Holding(a) = &mut self.state else {
+                return;
+            };
+            if a.tool.is_some() || a.commit.is_some() {
+                return;
+            }
+            let steps = &self.cfg.plans[a.class.0 as usize].steps;
+            let Some(&step) = steps.get(a.next_step) else {
+                let result = a.result;
+                self.start_commit(now, Outcome::Success { result });
+                return;
+            };
+            if now >= a.deadline {
+                // The deadline timer may not have fired yet at this very instant.
+                self.enter_jeopardy();
+            }
+            let State::Holding(a) = &mut self.state else {
+                return;
+            };
+            if a.jeopardy {
+                // P13: quiescence, not optimism. Wait for a renewal or for the loss.
+                return;
+            }
+            let (job, token) = (a.job, a.token);
+            match step {
+                Step::Effect { op, receiver } => {
+                    // Effects are pipelined: the next step does not wait for the receiver.
+                    a.next_step += 1;
+                    let req = self.req();
+                    let entity = EntityId(job.0);
+                    let key = IdemKey { job, op, salt: 0 };
+                    self.journal(Event::EffectStarted {
+                        job,
+                        token,
+                        entity,
+                        key,
+                        in_jeopardy: false,
+                    });
+                    self.send(
+                        Peer::Receiver(receiver),
+                        Msg::Effect {
+                            req,
+                            job,
+                            entity,
+                            key,
+                            fence: token,
+                        },
+                    );
+                }
+                Step::Tool => {
+                    let req = self.req();
+                    let State::Holding(a) = &mut self.state else {
+                        return;
+                    };
+                    // The step index is consumed when the answer arrives.
+                    a.tool = Some(req);
+                    let step = a.next_step as u8;
+                    self.journal(Event::ToolRequestStarted {
+                        job,
+                        token,
+                        request: req,
+                        step,
+                    });
+                    self.send(
+                        Peer::Tool,
+                        Msg::ToolRequest {
+                            req,
+                            job,
+                            token,
+                            step,
+                        },
+                    );
+                    self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn plan_len(&self) -> usize {
+        match &self.state {
+            State::Holding(a) => self.cfg.plans[a.class.0 as usize].steps.len(),
+            State::Idle { .. } => 0,
+        }
+    }
+
+    /// On completion the heartbeat stops and the worker asks for its conditional commit
+    /// (the article's loop: "stop heartbeat; commit only if the same token still owns the job").
+    fn start_commit(&mut self, now: Nanos, outcome: Outcome) {
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        a.commit = Some(CommitState {
+            outcome,
+            attempts: 0,
+        });
+        self.clear(Timer::Heartbeat);
+        self.send_commit(now);
+    }
+
+    fn send_commit(&mut self, now: Nanos) {
+        let req = self.req();
+        let worker = self.cfg.name;
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        let Some(c) = a.commit.as_mut() else {
+            return;
+        };
+        c.attempts += 1;
+        let outcome = c.outcome;
+        let (job, token) = (a.job, a.token);
+        // A commit in jeopardy is still sent: it is conditional, so the coordinator, not the
+        // holder, decides. The holder claims nothing until it is accepted.
+        let in_jeopardy = a.jeopardy || now >= a.deadline;
+        self.journal(Event::CommitSent {
+            job,
+            token,
+            outcome,
+            in_jeopardy,
+        });
+        self.send(
+            Peer::Coordinator,
+            Msg::Commit {
+                req,
+                job,
+                worker,
+                token,
+                outcome,
+            },
+        );
+        self.set(Timer::CommitRetry, now + self.cfg.commit_retry_ns);
+    }
+
+    fn on_commit_retry(&mut self, now: Nanos) {
+        let State::Holding(a) = &self.state else {
+            return;
+        };
+        let Some(c) = &a.commit else {
+            return;
+        };
+        if c.attempts >= self.cfg.commit_attempts_max {
+            let (job, token) = (a.job, a.token);
+            self.journal(Event::CommitAbandoned { job, token });
+            self.go_idle(now);
+            return;
+        }
+        self.send_commit(now);
+    }
+}

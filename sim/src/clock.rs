@@ -1,0 +1,108 @@
+//! Per-node clocks: a local reading as a linear function of true time, with an offset, a drift
+//! rate in parts per million, and steps forward or back (F4). Integer arithmetic only.
+
+use serde::{Deserialize, Serialize};
+
+const PPM: i128 = 1_000_000;
+
+/// A node's clock. `local(t) = anchor_local + (t - anchor_true) * (1e6 + drift_ppm) / 1e6`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Clock {
+    /// True time of the anchor point.
+    pub anchor_true: u64,
+    /// Local reading at the anchor point.
+    pub anchor_local: u64,
+    /// Rate error: positive runs fast.
+    pub drift_ppm: i32,
+}
+
+impl Clock {
+    /// A clock that reads `offset_ns` at true time 0 and runs at `1 + drift_ppm/1e6`.
+    pub fn new(offset_ns: u64, drift_ppm: i32) -> Clock {
+        assert!(drift_ppm > -(PPM as i32), "a clock must run forward");
+        Clock {
+            anchor_true: 0,
+            anchor_local: offset_ns,
+            drift_ppm,
+        }
+    }
+
+    /// The local reading at true time `t` (saturating at 0 and at `u64::MAX`).
+    pub fn local(&self, t: u64) -> u64 {
+        let dt = t as i128 - self.anchor_true as i128;
+        let v = self.anchor_local as i128 + dt * (PPM + self.drift_ppm as i128) / PPM;
+        v.clamp(0, u64::MAX as i128) as u64
+    }
+
+    /// The earliest true time `>= now` at which the clock reads at least `local_deadline`.
+    pub fn true_at(&self, local_deadline: u64, now: u64) -> u64 {
+        if self.local(now) >= local_deadline {
+            return now;
+        }
+        let rate = PPM + self.drift_ppm as i128;
+        let dl = local_deadline as i128 - self.anchor_local as i128;
+        // ceil(dl * 1e6 / rate), then nudge forward until the reading really is reached
+        // (integer division in `local` can lose one nanosecond).
+        let mut t =
+            (self.anchor_true as i128 + (dl * PPM + rate - 1) / rate).max(now as i128) as u64;
+        for _ in 0..4 {
+            if self.local(t) >= local_deadline {
+                break;
+            }
+            t += 1;
+        }
+        t
+    }
+
+    /// Re-anchors at true time `now`, keeping the reading, then changes the rate.
+    pub fn set_drift(&mut self, now: u64, drift_ppm: i32) {
+        assert!(drift_ppm > -(PPM as i32), "a clock must run forward");
+        self.anchor_local = self.local(now);
+        self.anchor_true = now;
+        self.drift_ppm = drift_ppm;
+    }
+
+    /// Steps the reading by `delta_ns` (forward if positive) at true time `now`.
+    pub fn step(&mut self, now: u64, delta_ns: i64) {
+        let v = self.local(now) as i128 + delta_ns as i128;
+        self.anchor_local = v.clamp(0, u64::MAX as i128) as u64;
+        self.anchor_true = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drift_offset_and_inverse_agree() {
+        let c = Clock::new(5_000, 250);
+        assert_eq!(c.local(0), 5_000);
+        assert_eq!(c.local(1_000_000), 5_000 + 1_000_250);
+        for d in [5_000u64, 5_001, 777_777, 1_000_000_007] {
+            let t = c.true_at(d, 0);
+            assert!(c.local(t) >= d);
+            assert!(
+                t == 0 || c.local(t - 1) < d,
+                "true_at must be the earliest instant"
+            );
+        }
+    }
+
+    #[test]
+    fn slow_clock_and_steps() {
+        let mut c = Clock::new(0, -500);
+        assert_eq!(c.local(1_000_000), 999_500);
+        c.step(1_000_000, -2_000_000);
+        assert_eq!(c.local(1_000_000), 0, "a step back saturates at zero");
+        c.step(1_000_000, 10);
+        assert_eq!(c.local(1_000_000), 10);
+        c.set_drift(1_000_000, 0);
+        assert_eq!(c.local(2_000_000), 1_000_010);
+        assert_eq!(
+            c.true_at(5, 1_000_000),
+            1_000_000,
+            "a passed deadline is due now"
+        );
+    }
+}

@@ -1,0 +1,787 @@
+//! The discrete-event engine: one true time, an event queue ordered by (time, sequence), nodes
+//! that each see their own clock, a network that gives each message its own fate, partitions,
+//! pauses, crashes and restarts, a bounded event budget, and a trace of plain data.
+//!
+//! Architecture invariant: the engine knows nothing of leases. Processes and the director (the
+//! scenario's fault plan) are the only places that give meaning to messages.
+
+use crate::clock::Clock;
+use crate::rng::{Prng, Stream};
+use serde::{Deserialize, Serialize};
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::fmt::Debug;
+
+/// A node's index in the simulation.
+pub type NodeId = u32;
+
+/// The node id used in the trace for events that belong to no node (faults of the world).
+pub const WORLD: NodeId = u32::MAX;
+
+/// A process the engine runs: one per node. All inputs carry the node's local time through
+/// [`Cx`]; outputs go into it. A process never sees true time.
+pub trait Process {
+    /// Messages between nodes.
+    type Msg: Copy + Debug;
+    /// Notes a node records in the trace (its journal).
+    type Note: Copy + Debug;
+    /// The node starts (at true time 0) or restarts after a crash.
+    fn start(&mut self, cx: &mut Cx<'_, Self::Msg, Self::Note>);
+    /// A message arrives.
+    fn message(&mut self, cx: &mut Cx<'_, Self::Msg, Self::Note>, from: NodeId, msg: Self::Msg);
+    /// The wake-up the node asked for is due (a spurious wake must be a no-op).
+    fn wake(&mut self, cx: &mut Cx<'_, Self::Msg, Self::Note>);
+    /// The node crashed: volatile state is lost, durable state is kept.
+    fn crash(&mut self);
+}
+
+/// What a process produced, in order.
+#[derive(Copy, Clone, Debug)]
+enum Out<M, N> {
+    Send(NodeId, M),
+    Note(N),
+}
+
+/// The context of one process call: the local time, and where outputs go.
+pub struct Cx<'a, M, N> {
+    now: u64,
+    node: NodeId,
+    out: &'a mut Vec<Out<M, N>>,
+    wake: Option<u64>,
+}
+
+impl<M, N> Cx<'_, M, N> {
+    /// The node's local clock reading.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+    /// The node's own id.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+    /// Sends a message; its fate is decided by the network and the director.
+    pub fn send(&mut self, to: NodeId, msg: M) {
+        self.out.push(Out::Send(to, msg));
+    }
+    /// Records a note in the trace.
+    pub fn note(&mut self, note: N) {
+        self.out.push(Out::Note(note));
+    }
+    /// Asks to be woken when the local clock reads `at` (replaces any earlier request);
+    /// `None` cancels.
+    pub fn set_wake(&mut self, at: Option<u64>) {
+        self.wake = at;
+    }
+}
+
+/// Why a message was dropped.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropCause {
+    /// Random loss (F3).
+    Loss,
+    /// The link was cut (F1).
+    Partition,
+    /// The fault plan dropped it.
+    Plan,
+}
+
+/// A message's fate, decided when it is sent.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "fate", rename_all = "snake_case")]
+pub enum Fate {
+    /// Delivered after a delay.
+    Deliver {
+        /// Flight time.
+        delay_ns: u64,
+    },
+    /// Delivered twice (F3).
+    Duplicate {
+        /// Flight time of the first copy.
+        delay_ns: u64,
+        /// Flight time of the second copy.
+        dup_delay_ns: u64,
+    },
+    /// Never delivered.
+    Drop {
+        /// Why.
+        cause: DropCause,
+    },
+    /// Held by the fault plan until it releases it (a late message, F3).
+    Hold,
+}
+
+/// The network's random behaviour. Probabilities are integer ratios.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NetConfig {
+    /// Smallest flight time.
+    pub latency_min_ns: u64,
+    /// Largest flight time.
+    pub latency_max_ns: u64,
+    /// Loss probability numerator, per million.
+    pub drop_ppm: u32,
+    /// Duplication probability numerator, per million.
+    pub dup_ppm: u32,
+}
+
+/// Limits that make every run end with a verdict rather than a hang.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Limits {
+    /// Events processed before the run is stopped.
+    pub event_budget: u64,
+    /// True time after which the run is stopped.
+    pub horizon_ns: u64,
+    /// Events queued at once before the run is stopped.
+    pub queue_max: usize,
+}
+
+/// A fault or control the director asks the engine to apply (and the trace records).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "fault", rename_all = "snake_case")]
+pub enum Command {
+    /// Cut the directed link `from -> to` (F1).
+    Cut {
+        /// Sender side.
+        from: NodeId,
+        /// Receiver side.
+        to: NodeId,
+    },
+    /// Heal the directed link `from -> to`.
+    Heal {
+        /// Sender side.
+        from: NodeId,
+        /// Receiver side.
+        to: NodeId,
+    },
+    /// Stop running the node (F2). With `frozen`, its clock stops too (a VM stop); otherwise
+    /// it runs on (a GC pause).
+    Pause {
+        /// The node.
+        node: NodeId,
+        /// Whether the clock stops.
+        frozen: bool,
+    },
+    /// Resume a paused node: its inbox and overdue wake-ups are handled now.
+    Resume {
+        /// The node.
+        node: NodeId,
+    },
+    /// Crash the node (F5).
+    Crash {
+        /// The node.
+        node: NodeId,
+    },
+    /// Restart a crashed node.
+    Restart {
+        /// The node.
+        node: NodeId,
+    },
+    /// Step the node's clock (F4).
+    ClockStep {
+        /// The node.
+        node: NodeId,
+        /// Signed step.
+        delta_ns: i64,
+    },
+    /// Change the node's clock rate (F4).
+    SetDrift {
+        /// The node.
+        node: NodeId,
+        /// New rate error.
+        drift_ppm: i32,
+    },
+    /// Deliver a held message after `delay_ns`.
+    Release {
+        /// The held message.
+        id: u64,
+        /// Flight time from now.
+        delay_ns: u64,
+    },
+    /// Wake the director at true time `at` with `tag` (not recorded in the trace).
+    Alarm {
+        /// True time.
+        at: u64,
+        /// Director's tag.
+        tag: u64,
+    },
+}
+
+/// Commands a director issues from a callback; the engine applies them right after it.
+#[derive(Debug, Default)]
+pub struct Control {
+    commands: Vec<Command>,
+}
+
+impl Control {
+    /// Asks the engine to apply a command.
+    pub fn push(&mut self, c: Command) {
+        self.commands.push(c);
+    }
+}
+
+/// A message as the network sees it.
+#[derive(Copy, Clone, Debug)]
+pub struct Envelope<M> {
+    /// Unique per run, in send order.
+    pub id: u64,
+    /// Sender.
+    pub from: NodeId,
+    /// Receiver.
+    pub to: NodeId,
+    /// Payload.
+    pub msg: M,
+}
+
+/// The scenario's hand on the world: it sees every send, delivery and note, may change a
+/// message's fate, and issues faults through [`Control`].
+pub trait Director<M, N> {
+    /// A message is being sent with the fate the network chose; return the fate to apply.
+    fn on_send(&mut self, _ctl: &mut Control, _now: u64, _env: &Envelope<M>, fate: Fate) -> Fate {
+        fate
+    }
+    /// A message was delivered (before the receiving process handles it).
+    fn on_deliver(&mut self, _ctl: &mut Control, _now: u64, _env: &Envelope<M>) {}
+    /// A node recorded a note.
+    fn on_note(&mut self, _ctl: &mut Control, _now: u64, _node: NodeId, _note: &N) {}
+    /// An alarm the director set is due.
+    fn on_alarm(&mut self, _ctl: &mut Control, _now: u64, _tag: u64) {}
+    /// Whether the run has reached its goal and may stop.
+    fn is_done(&self) -> bool {
+        false
+    }
+}
+
+/// One recorded event. `node` and `local` say who and what its clock read.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TraceEvent<M, N> {
+    /// True time.
+    pub t: u64,
+    /// The node (or [`WORLD`]).
+    pub node: NodeId,
+    /// The node's local clock reading (0 for the world).
+    pub local: u64,
+    /// What happened.
+    pub kind: EventKind<M, N>,
+}
+
+/// What a trace event records.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind<M, N> {
+    /// `node` sent a message.
+    Send {
+        /// Message id.
+        id: u64,
+        /// Receiver.
+        to: NodeId,
+        /// Payload.
+        msg: M,
+        /// Its fate.
+        fate: Fate,
+    },
+    /// `node` received a message.
+    Deliver {
+        /// Message id.
+        id: u64,
+        /// Sender.
+        from: NodeId,
+        /// Payload.
+        msg: M,
+    },
+    /// A message reached a crashed node and was lost.
+    Lost {
+        /// Message id.
+        id: u64,
+    },
+    /// A held message was released.
+    Release {
+        /// Message id.
+        id: u64,
+        /// Flight time from now.
+        delay_ns: u64,
+    },
+    /// `node` recorded a note.
+    Note {
+        /// The note.
+        note: N,
+    },
+    /// A fault was applied.
+    Fault {
+        /// The command.
+        command: Command,
+    },
+}
+
+/// How a run ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// The director's goal was reached.
+    Done,
+    /// Nothing left to happen.
+    Idle,
+    /// True time passed the horizon.
+    Horizon,
+    /// The event budget ran out (a runaway run).
+    EventBudget,
+    /// Too many events queued at once (a runaway run).
+    QueueBound,
+}
+
+impl End {
+    /// Whether the run was cut short by a limit rather than ending by itself.
+    pub fn is_limit(self) -> bool {
+        matches!(self, End::Horizon | End::EventBudget | End::QueueBound)
+    }
+}
+
+#[derive(Clone, Debug)]
+enum EvKind<M> {
+    Deliver(Envelope<M>),
+    Wake { node: NodeId, gen: u64 },
+    Alarm { tag: u64 },
+    Restart { node: NodeId },
+}
+
+#[derive(Clone, Debug)]
+struct Ev<M> {
+    t: u64,
+    seq: u64,
+    kind: EvKind<M>,
+}
+
+impl<M> PartialEq for Ev<M> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.t, self.seq) == (other.t, other.seq)
+    }
+}
+impl<M> Eq for Ev<M> {}
+impl<M> PartialOrd for Ev<M> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<M> Ord for Ev<M> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.t, self.seq).cmp(&(other.t, other.seq))
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Slot<M> {
+    clock: Clock,
+    wake: Option<u64>,
+    gen: u64,
+    paused: bool,
+    frozen_at: Option<u64>,
+    crashed: bool,
+    deferred: Vec<Envelope<M>>,
+}
+
+/// The simulator.
+pub struct Sim<P: Process> {
+    nodes: Vec<P>,
+    slots: Vec<Slot<P::Msg>>,
+    queue: BinaryHeap<Reverse<Ev<P::Msg>>>,
+    seq: u64,
+    now: u64,
+    next_msg: u64,
+    cut: BTreeSet<(NodeId, NodeId)>,
+    held: BTreeMap<u64, Envelope<P::Msg>>,
+    net: NetConfig,
+    net_rng: Prng,
+    limits: Limits,
+    events: u64,
+    out: Vec<Out<P::Msg, P::Note>>,
+    ctl: Control,
+    trace: Vec<TraceEvent<P::Msg, P::Note>>,
+}
+
+impl<P: Process> Sim<P> {
+    /// A simulation of `nodes`, each with its clock, over a network drawn from `seed`.
+    pub fn new(seed: u64, nodes: Vec<(P, Clock)>, net: NetConfig, limits: Limits) -> Self {
+        assert!(
+            net.latency_min_ns <= net.latency_max_ns,
+            "latency range is empty"
+        );
+        assert!(net.drop_ppm <= 1_000_000 && net.dup_ppm <= 1_000_000);
+        let (nodes, slots) = nodes
+            .into_iter()
+            .map(|(p, clock)| {
+                (
+                    p,
+                    Slot {
+                        clock,
+                        wake: None,
+                        gen: 0,
+                        paused: false,
+                        frozen_at: None,
+                        crashed: false,
+                        deferred: Vec::new(),
+                    },
+                )
+            })
+            .unzip();
+        Sim {
+            nodes,
+            slots,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            now: 0,
+            next_msg: 0,
+            cut: BTreeSet::new(),
+            held: BTreeMap::new(),
+            net,
+            net_rng: Prng::new(seed, Stream::Network),
+            limits,
+            events: 0,
+            out: Vec::new(),
+            ctl: Control::default(),
+            trace: Vec::new(),
+        }
+    }
+
+    /// The processes, for inspection after a run.
+    pub fn nodes(&self) -> &[P] {
+        &self.nodes
+    }
+
+    /// The current true time.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// A node's clock.
+    pub fn clock(&self, node: NodeId) -> Clock {
+        self.slots[node as usize].clock
+    }
+
+    /// The trace so far.
+    pub fn trace(&self) -> &[TraceEvent<P::Msg, P::Note>] {
+        &self.trace
+    }
+
+    /// Takes the trace out of the simulator.
+    pub fn into_trace(self) -> Vec<TraceEvent<P::Msg, P::Note>> {
+        self.trace
+    }
+
+    /// Applies a command now (before the run: initial alarms, cuts, clock settings).
+    pub fn command(&mut self, c: Command) {
+        self.apply_one(c);
+    }
+
+    fn push(&mut self, t: u64, kind: EvKind<P::Msg>) {
+        self.seq += 1;
+        self.queue.push(Reverse(Ev {
+            t,
+            seq: self.seq,
+            kind,
+        }));
+    }
+
+    fn record(&mut self, node: NodeId, kind: EventKind<P::Msg, P::Note>) {
+        let local = if node == WORLD {
+            0
+        } else {
+            self.slots[node as usize].clock.local(self.now)
+        };
+        self.trace.push(TraceEvent {
+            t: self.now,
+            node,
+            local,
+            kind,
+        });
+    }
+
+    /// Runs until the director is done, nothing is left, or a limit is hit.
+    pub fn run<D: Director<P::Msg, P::Note>>(&mut self, director: &mut D) -> End {
+        for n in 0..self.nodes.len() as NodeId {
+            self.call(director, n, |p, cx| p.start(cx));
+        }
+        loop {
+            if director.is_done() {
+                return End::Done;
+            }
+            if self.queue.len() > self.limits.queue_max {
+                return End::QueueBound;
+            }
+            let Some(Reverse(ev)) = self.queue.pop() else {
+                return End::Idle;
+            };
+            if ev.t > self.limits.horizon_ns {
+                return End::Horizon;
+            }
+            if self.events >= self.limits.event_budget {
+                return End::EventBudget;
+            }
+            self.events += 1;
+            debug_assert!(ev.t >= self.now, "time never runs backwards");
+            self.now = ev.t;
+            match ev.kind {
+                EvKind::Deliver(env) => self.deliver(director, env),
+                EvKind::Wake { node, gen } => {
+                    let slot = &mut self.slots[node as usize];
+                    if gen != slot.gen || slot.crashed || slot.paused {
+                        // Stale, dead, or deferred: a paused node's wake is re-armed on resume.
+                        continue;
+                    }
+                    slot.wake = None;
+                    self.call(director, node, |p, cx| p.wake(cx));
+                }
+                EvKind::Alarm { tag } => {
+                    let now = self.now;
+                    director.on_alarm(&mut self.ctl, now, tag);
+                    self.apply();
+                }
+                EvKind::Restart { node } => {
+                    self.call(director, node, |p, cx| p.start(cx));
+                }
+            }
+        }
+    }
+
+    fn deliver<D: Director<P::Msg, P::Note>>(&mut self, director: &mut D, env: Envelope<P::Msg>) {
+        let slot = &mut self.slots[env.to as usize];
+        if slot.crashed {
+            self.record(env.to, EventKind::Lost { id: env.id });
+            return;
+        }
+        if slot.paused {
+            slot.deferred.push(env);
+            return;
+        }
+        self.record(
+            env.to,
+            EventKind::Deliver {
+                id: env.id,
+                from: env.from,
+                msg: env.msg,
+            },
+        );
+        let now = self.now;
+        director.on_deliver(&mut self.ctl, now, &env);
+        self.apply();
+        // The director may have crashed or paused the receiver at this very delivery.
+        let slot = &mut self.slots[env.to as usize];
+        if slot.crashed {
+            return;
+        }
+        if slot.paused {
+            slot.deferred.push(env);
+            return;
+        }
+        self.call(director, env.to, |p, cx| p.message(cx, env.from, env.msg));
+    }
+
+    fn call<D, F>(&mut self, director: &mut D, node: NodeId, f: F)
+    where
+        D: Director<P::Msg, P::Note>,
+        F: FnOnce(&mut P, &mut Cx<'_, P::Msg, P::Note>),
+    {
+        let slot = &self.slots[node as usize];
+        let before = slot.wake;
+        let mut out = std::mem::take(&mut self.out);
+        let mut cx = Cx {
+            now: slot.clock.local(self.now),
+            node,
+            out: &mut out,
+            wake: before,
+        };
+        f(&mut self.nodes[node as usize], &mut cx);
+        let wake = cx.wake;
+        for o in out.drain(..) {
+            match o {
+                Out::Note(note) => {
+                    self.record(node, EventKind::Note { note });
+                    let now = self.now;
+                    director.on_note(&mut self.ctl, now, node, &note);
+                    self.apply();
+                }
+                Out::Send(to, msg) => self.send(director, node, to, msg),
+            }
+        }
+        self.out = out;
+        let slot = &mut self.slots[node as usize];
+        if wake != before && !slot.crashed {
+            slot.wake = wake;
+            self.rearm(node);
+        }
+    }
+
+    fn rearm(&mut self, node: NodeId) {
+        let slot = &mut self.slots[node as usize];
+        slot.gen += 1;
+        let gen = slot.gen;
+        if let Some(at) = slot.wake {
+            let t = slot.clock.true_at(at, self.now);
+            self.push(t, EvKind::Wake { node, gen });
+        }
+    }
+
+    fn send<D: Director<P::Msg, P::Note>>(
+        &mut self,
+        director: &mut D,
+        from: NodeId,
+        to: NodeId,
+        msg: P::Msg,
+    ) {
+        assert!(
+            (to as usize) < self.nodes.len(),
+            "send to unknown node {to}"
+        );
+        let id = self.next_msg;
+        self.next_msg += 1;
+        let env = Envelope { id, from, to, msg };
+        // The random draws happen for every message, cut or not, so that a partition does not
+        // shift the latencies of every later message.
+        let delay_ns = self
+            .net_rng
+            .range(self.net.latency_min_ns, self.net.latency_max_ns);
+        let lost = self.net.drop_ppm > 0 && self.net_rng.chance(self.net.drop_ppm, 1_000_000);
+        let dup = self.net.dup_ppm > 0 && self.net_rng.chance(self.net.dup_ppm, 1_000_000);
+        let mut fate = if self.cut.contains(&(from, to)) {
+            Fate::Drop {
+                cause: DropCause::Partition,
+            }
+        } else if lost {
+            Fate::Drop {
+                cause: DropCause::Loss,
+            }
+        } else if dup {
+            let dup_delay_ns = self
+                .net_rng
+                .range(self.net.latency_min_ns, self.net.latency_max_ns);
+            Fate::Duplicate {
+                delay_ns,
+                dup_delay_ns,
+            }
+        } else {
+            Fate::Deliver { delay_ns }
+        };
+        let now = self.now;
+        fate = director.on_send(&mut self.ctl, now, &env, fate);
+        self.record(from, EventKind::Send { id, to, msg, fate });
+        match fate {
+            Fate::Deliver { delay_ns } => self.push(now + delay_ns, EvKind::Deliver(env)),
+            Fate::Duplicate {
+                delay_ns,
+                dup_delay_ns,
+            } => {
+                self.push(now + delay_ns, EvKind::Deliver(env));
+                self.push(now + dup_delay_ns, EvKind::Deliver(env));
+            }
+            Fate::Drop { .. } => {}
+            Fate::Hold => {
+                self.held.insert(id, env);
+            }
+        }
+        self.apply();
+    }
+
+    /// Applies the commands the director issued in its last callback.
+    fn apply(&mut self) {
+        // Applying a command calls no process, so it cannot issue more: the loop is bounded by
+        // the commands already issued.
+        let commands = std::mem::take(&mut self.ctl.commands);
+        for c in commands {
+            self.apply_one(c);
+        }
+    }
+
+    fn apply_one(&mut self, c: Command) {
+        let now = self.now;
+        match c {
+            Command::Alarm { at, tag } => {
+                self.push(at.max(now), EvKind::Alarm { tag });
+                return;
+            }
+            Command::Release { id, delay_ns } => {
+                let Some(env) = self.held.remove(&id) else {
+                    return;
+                };
+                self.record(env.from, EventKind::Release { id, delay_ns });
+                self.push(now + delay_ns, EvKind::Deliver(env));
+                return;
+            }
+            _ => {}
+        }
+        let node = match c {
+            Command::Cut { from, to } => {
+                self.cut.insert((from, to));
+                WORLD
+            }
+            Command::Heal { from, to } => {
+                self.cut.remove(&(from, to));
+                WORLD
+            }
+            Command::Pause { node, frozen } => {
+                let slot = &mut self.slots[node as usize];
+                if slot.crashed || slot.paused {
+                    return;
+                }
+                slot.paused = true;
+                slot.frozen_at = frozen.then(|| slot.clock.local(now));
+                node
+            }
+            Command::Resume { node } => {
+                let slot = &mut self.slots[node as usize];
+                if !slot.paused {
+                    return;
+                }
+                slot.paused = false;
+                if let Some(reading) = slot.frozen_at.take() {
+                    // A VM stop: the clock resumes from where it stopped.
+                    slot.clock.anchor_true = now;
+                    slot.clock.anchor_local = reading;
+                }
+                let deferred = std::mem::take(&mut slot.deferred);
+                for env in deferred {
+                    self.push(now, EvKind::Deliver(env));
+                }
+                self.rearm(node);
+                node
+            }
+            Command::Crash { node } => {
+                let slot = &mut self.slots[node as usize];
+                if slot.crashed {
+                    return;
+                }
+                slot.crashed = true;
+                slot.paused = false;
+                slot.frozen_at = None;
+                slot.deferred.clear();
+                slot.wake = None;
+                slot.gen += 1;
+                self.nodes[node as usize].crash();
+                node
+            }
+            Command::Restart { node } => {
+                let slot = &mut self.slots[node as usize];
+                if !slot.crashed {
+                    return;
+                }
+                slot.crashed = false;
+                self.push(now, EvKind::Restart { node });
+                node
+            }
+            Command::ClockStep { node, delta_ns } => {
+                self.slots[node as usize].clock.step(now, delta_ns);
+                self.rearm(node);
+                node
+            }
+            Command::SetDrift { node, drift_ppm } => {
+                self.slots[node as usize].clock.set_drift(now, drift_ppm);
+                self.rearm(node);
+                node
+            }
+            Command::Alarm { .. } | Command::Release { .. } => unreachable!("handled above"),
+        };
+        self.record(node, EventKind::Fault { command: c });
+    }
+}
