@@ -7,6 +7,7 @@
 //! spawns no thread, does no I/O and depends on no other crate of the workspace.
 
 pub mod coordinator;
+pub mod invariant;
 pub mod receiver;
 pub mod timing;
 pub mod tool;
@@ -15,6 +16,7 @@ pub mod variant;
 pub mod worker;
 
 pub use coordinator::{ClassSpec, Coordinator, JobRow, JobSpec, LeaseRecord};
+pub use invariant::{Finding, Invariant};
 pub use receiver::Receiver;
 pub use tool::{Tool, ToolCall};
 pub use types::*;

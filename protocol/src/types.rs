@@ -47,7 +47,7 @@ id_type!(
     /// A fencing token: strictly increasing per job, one per grant (P3, P9). It is also the
     /// lease's epoch (P2, P15).
     Token(u64),
-    "t"
+    ""
 );
 id_type!(
     /// An entity at an effect receiver (a case, an invoice). Fences are tracked per entity (P9).
@@ -599,6 +599,13 @@ pub enum Event {
         /// The token.
         token: Token,
     },
+    /// The worker learned its reported failure was accepted (the job is re-queued or failed).
+    FailureAcknowledged {
+        /// The job.
+        job: JobId,
+        /// The token.
+        token: Token,
+    },
     /// The worker learned its result was rejected; it keeps it for investigation only.
     CommitRefused {
         /// The job.
@@ -666,6 +673,7 @@ impl Event {
             Event::EffectAnswered { .. } => "effect_answered",
             Event::CommitSent { .. } => "commit_sent",
             Event::SuccessClaimed { .. } => "success_claimed",
+            Event::FailureAcknowledged { .. } => "failure_acknowledged",
             Event::CommitRefused { .. } => "commit_refused",
             Event::CommitAbandoned { .. } => "commit_abandoned",
             Event::EffectApplied { .. } => "effect_applied",

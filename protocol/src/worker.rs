@@ -250,13 +250,15 @@ impl Worker {
             Msg::CommitAccepted { job, token, .. } => {
                 if let State::Holding(a) = &self.state {
                     if a.job == job && a.token == token {
-                        if let Some(CommitState {
-                            outcome: Outcome::Success { .. },
-                            ..
-                        }) = a.commit
-                        {
+                        match a.commit {
                             // P13: success is claimed only once the coordinator accepted it.
-                            self.journal(Event::SuccessClaimed { job, token });
+                            Some(CommitState {
+                                outcome: Outcome::Success { .. },
+                                ..
+                            }) => self.journal(Event::SuccessClaimed { job, token }),
+                            Some(_) => self.journal(Event::FailureAcknowledged { job, token }),
+                            // An acceptance of a commit this attempt never sent: ignore it.
+                            None => return,
                         }
                         self.go_idle(now);
                     }

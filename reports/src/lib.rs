@@ -1,1 +1,399 @@
-//! placeholder
+//! Reports: turns a run (trace, verdict, findings) into something a reviewer reads.
+//!
+//! Today: the plain-text timeline, one line per event with true time, the node, its local clock
+//! reading and what happened. Architecture invariant: reports only read data; they never run
+//! or judge anything.
+
+use leasesim_protocol::{EffectOutcome, Event, Finding, IdemKey, Msg, Nanos, Outcome, ToolAnswer};
+use leasesim_sim::{Command, DropCause, EventKind, Fate, NodeId, TraceEvent, WORLD};
+use std::fmt::Write;
+
+/// Names a renderer needs: nodes by id, operations by op id.
+pub struct Names<'a> {
+    /// Node display names, by node id.
+    pub nodes: &'a [String],
+    /// Operation names, by op id.
+    pub ops: &'a [String],
+}
+
+impl Names<'_> {
+    /// A node's display name.
+    pub fn node(&self, id: NodeId) -> &str {
+        if id == WORLD {
+            return "world";
+        }
+        self.nodes.get(id as usize).map_or("?", String::as_str)
+    }
+
+    /// An idempotency key as the receiver sees it: `tool-job:{job}:{operation}`.
+    pub fn key(&self, key: IdemKey) -> String {
+        let op = self
+            .ops
+            .get(key.op.0 as usize)
+            .cloned()
+            .unwrap_or_else(|| key.op.to_string());
+        if key.salt == 0 {
+            format!("tool-job:{}:{op}", key.job.0)
+        } else {
+            format!("tool-job:{}:{op}:{}", key.job.0, key.salt)
+        }
+    }
+}
+
+/// Seconds with microsecond precision: `12.345678s`.
+pub fn secs(ns: Nanos) -> String {
+    format!("{}.{:06}s", ns / 1_000_000_000, (ns / 1_000) % 1_000_000)
+}
+
+/// A duration in the unit that reads best.
+pub fn dur(ns: Nanos) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.3}s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.3}ms", ns as f64 / 1e6)
+    } else {
+        format!("{}us", ns / 1_000)
+    }
+}
+
+/// One message in words.
+pub fn msg(names: &Names<'_>, m: &Msg) -> String {
+    match *m {
+        Msg::Claim { req, worker } => format!("claim by {worker} (req {req})"),
+        Msg::ClaimGranted {
+            req,
+            job,
+            token,
+            lease_ns,
+            ..
+        } => format!(
+            "granted {job} token {} lease {} (req {req})",
+            token.0,
+            dur(lease_ns)
+        ),
+        Msg::ClaimEmpty { req } => format!("no job (req {req})"),
+        Msg::Heartbeat {
+            req, job, token, ..
+        } => format!("heartbeat {job} token {} (req {req})", token.0),
+        Msg::HeartbeatOk {
+            req, job, token, ..
+        } => format!("heartbeat ok {job} token {} (req {req})", token.0),
+        Msg::HeartbeatRejected { req, job, token } => {
+            format!(
+                "heartbeat refused: no row, {job} token {} (req {req})",
+                token.0
+            )
+        }
+        Msg::Commit {
+            req,
+            job,
+            token,
+            outcome,
+            ..
+        } => format!(
+            "commit {} {job} token {} (req {req})",
+            outcome_word(outcome),
+            token.0
+        ),
+        Msg::CommitAccepted { req, job, token } => {
+            format!("commit accepted {job} token {} (req {req})", token.0)
+        }
+        Msg::CommitRejected { req, job, token } => {
+            format!("commit rejected {job} token {} (req {req})", token.0)
+        }
+        Msg::ToolRequest { req, job, step, .. } => {
+            format!("tool request {job} step {step} (request {req})")
+        }
+        Msg::ToolResponse {
+            req, job, answer, ..
+        } => format!("tool answer {} {job} (request {req})", answer_word(answer)),
+        Msg::Effect {
+            req, key, fence, ..
+        } => format!("effect {} fence {} (req {req})", names.key(key), fence.0),
+        Msg::EffectAck {
+            req, key, outcome, ..
+        } => format!(
+            "effect answer {} {} (req {req})",
+            names.key(key),
+            effect_word(outcome)
+        ),
+    }
+}
+
+fn outcome_word(o: Outcome) -> String {
+    match o {
+        Outcome::Success { .. } => "success".into(),
+        Outcome::Failure { error, retryable } => {
+            format!(
+                "failure {error:?}{}",
+                if retryable { " (retryable)" } else { "" }
+            )
+        }
+    }
+}
+
+fn answer_word(a: ToolAnswer) -> &'static str {
+    match a {
+        ToolAnswer::Success { .. } => "success",
+        ToolAnswer::Failure { transient: true } => "transient failure",
+        ToolAnswer::Failure { transient: false } => "permanent failure",
+    }
+}
+
+fn effect_word(o: EffectOutcome) -> String {
+    match o {
+        EffectOutcome::Applied => "applied".into(),
+        EffectOutcome::Duplicate { first_fence } => {
+            format!(
+                "duplicate key, first result returned (fence {})",
+                first_fence.0
+            )
+        }
+        EffectOutcome::StaleFence { mark } => format!("refused: stale fence (mark {})", mark.0),
+    }
+}
+
+/// One journal event in words, starting with its journal name.
+pub fn event(names: &Names<'_>, e: &Event) -> String {
+    let detail = match *e {
+        Event::LeaseGranted {
+            job,
+            holder,
+            token,
+            attempt,
+            lease_until,
+            took_over,
+        } => format!(
+            "{job} to {holder} token {} attempt {attempt} until {}{}",
+            token.0,
+            secs(lease_until),
+            took_over.map_or(String::new(), |t| format!(", taking over expired token {}", t.0))
+        ),
+        Event::LeaseRenewed {
+            job,
+            worker,
+            token,
+            lease_until,
+        } => format!("{job} for {worker} token {} until {}", token.0, secs(lease_until)),
+        Event::HeartbeatRefused {
+            job,
+            worker,
+            token,
+            reason,
+        } => format!("{job} for {worker} token {}: {reason:?}", token.0),
+        Event::ResultAccepted {
+            job,
+            worker,
+            token,
+            state,
+        } => format!("{job} from {worker} token {} -> {state:?}", token.0),
+        Event::ResultRejected {
+            job,
+            worker,
+            token,
+            reason,
+            result_hash,
+        } => format!(
+            "{job} from {worker} token {}: {reason:?}; result {result_hash:#x} kept in the journal only",
+            token.0
+        ),
+        Event::JobClaimed {
+            job,
+            token,
+            deadline,
+        } => format!("{job} token {} local deadline {}", token.0, secs(deadline)),
+        Event::HeartbeatOk {
+            job,
+            token,
+            deadline,
+        } => format!("{job} token {} local deadline {}", token.0, secs(deadline)),
+        Event::HeartbeatLost { job, token } => {
+            format!("{job} token {} reason=zero_rows: stop acting", token.0)
+        }
+        Event::JeopardyEntered {
+            job,
+            token,
+            last_confirmed,
+            request,
+        } => format!(
+            "{job} token {} last confirmed at {}{}",
+            token.0,
+            secs(last_confirmed),
+            request.map_or(String::new(), |r| format!(", request {r} in flight"))
+        ),
+        Event::JeopardyExited { job, token } => format!("{job} token {}", token.0),
+        Event::ToolRequestStarted {
+            job,
+            token,
+            request,
+            step,
+        } => format!("{job} token {} request {request} step {step}", token.0),
+        Event::ToolAnswered {
+            job,
+            token,
+            request,
+            success,
+        } => format!(
+            "{job} token {} request {request} {}",
+            token.0,
+            if success { "success" } else { "failure" }
+        ),
+        Event::ToolTimedOut {
+            job,
+            token,
+            request,
+        } => format!("{job} token {} request {request}: outcome unknown", token.0),
+        Event::EffectStarted {
+            key,
+            token,
+            in_jeopardy,
+            ..
+        } => format!(
+            "{} fence {}{}",
+            names.key(key),
+            token.0,
+            if in_jeopardy { " IN JEOPARDY" } else { "" }
+        ),
+        Event::EffectAnswered { key, outcome, .. } => {
+            format!("{} {}", names.key(key), effect_word(outcome))
+        }
+        Event::CommitSent {
+            job,
+            token,
+            outcome,
+            in_jeopardy,
+        } => format!(
+            "{job} token {} {}{}",
+            token.0,
+            outcome_word(outcome),
+            if in_jeopardy {
+                " (in jeopardy: conditional, the coordinator decides)"
+            } else {
+                ""
+            }
+        ),
+        Event::SuccessClaimed { job, token }
+        | Event::FailureAcknowledged { job, token }
+        | Event::CommitRefused { job, token }
+        | Event::CommitAbandoned { job, token } => format!("{job} token {}", token.0),
+        Event::EffectApplied { key, fence, .. } | Event::EffectDuplicate { key, fence, .. } => {
+            format!("{} fence {}", names.key(key), fence.0)
+        }
+        Event::EffectFenced {
+            key, fence, mark, ..
+        } => format!("{} fence {} below mark {}", names.key(key), fence.0, mark.0),
+    };
+    format!("{} {detail}", e.name())
+}
+
+/// One fault in words.
+pub fn command(names: &Names<'_>, c: &Command) -> String {
+    match *c {
+        Command::Cut { from, to } => {
+            format!("fault: link {} -> {} cut", names.node(from), names.node(to))
+        }
+        Command::Heal { from, to } => {
+            format!(
+                "fault: link {} -> {} healed",
+                names.node(from),
+                names.node(to)
+            )
+        }
+        Command::Pause { node, frozen } => format!(
+            "fault: {} paused ({})",
+            names.node(node),
+            if frozen {
+                "clock frozen"
+            } else {
+                "clock runs on"
+            }
+        ),
+        Command::Resume { node } => format!("fault: {} resumed", names.node(node)),
+        Command::Crash { node } => format!("fault: {} crashed", names.node(node)),
+        Command::Restart { node } => format!("fault: {} restarted", names.node(node)),
+        Command::ClockStep { node, delta_ns } => {
+            format!("fault: {} clock stepped by {delta_ns}ns", names.node(node))
+        }
+        Command::SetDrift { node, drift_ppm } => {
+            format!(
+                "fault: {} clock drift now {drift_ppm} ppm",
+                names.node(node)
+            )
+        }
+        Command::Release { id } => format!("held message #{id} released"),
+        Command::Alarm { tag, .. } => format!("alarm {tag}"),
+    }
+}
+
+/// One trace event as one timeline line.
+pub fn line(names: &Names<'_>, e: &TraceEvent<Msg, Event>) -> String {
+    let local = if e.node == WORLD {
+        " ".repeat(14)
+    } else {
+        format!("@{:>13}", secs(e.local))
+    };
+    let what = match &e.kind {
+        EventKind::Send {
+            id,
+            to,
+            msg: m,
+            fate,
+        } => {
+            let fate = match fate {
+                Fate::Deliver { .. } => String::new(),
+                Fate::Duplicate { .. } => "  [DUPLICATED]".into(),
+                Fate::Drop {
+                    cause: DropCause::Partition,
+                } => "  [DROPPED: link cut]".into(),
+                Fate::Drop {
+                    cause: DropCause::Loss,
+                } => "  [DROPPED: lost]".into(),
+                Fate::Drop {
+                    cause: DropCause::Plan,
+                } => "  [DROPPED: fault plan]".into(),
+                Fate::Hold => "  [HELD by the fault plan]".into(),
+            };
+            format!("-> {:<6} #{id} {}{fate}", names.node(*to), msg(names, m))
+        }
+        EventKind::Deliver { id, from, msg: m } => {
+            format!("<- {:<6} #{id} {}", names.node(*from), msg(names, m))
+        }
+        EventKind::Lost { id } => format!("message #{id} lost: the node is down"),
+        EventKind::Release { id, delay_ns } => {
+            format!("held message #{id} released, arrives in {}", dur(*delay_ns))
+        }
+        EventKind::Note { note } => format!("** {}", event(names, note)),
+        EventKind::Fault { command: c } => format!("!! {}", command(names, c)),
+    };
+    format!(
+        "{:>14}  {:<6} {local}  {what}",
+        secs(e.t),
+        names.node(e.node)
+    )
+}
+
+/// The whole timeline, one line per event (timer wake-ups are not recorded).
+pub fn timeline(names: &Names<'_>, trace: &[TraceEvent<Msg, Event>]) -> String {
+    let mut s = String::with_capacity(trace.len() * 96);
+    let _ = writeln!(
+        s,
+        "{:>14}  {:<6} {:>14}  event",
+        "true time", "node", "local clock"
+    );
+    for e in trace {
+        s.push_str(&line(names, e));
+        s.push('\n');
+    }
+    s
+}
+
+/// A finding in one line: `no-stale-commit (I1) at 45.1s on coord: ...`.
+pub fn finding(names: &Names<'_>, f: &Finding) -> String {
+    format!(
+        "{} at {} on {}: {}",
+        f.invariant.label(),
+        secs(f.t_ns),
+        names.node(f.node),
+        f.message
+    )
+}

@@ -1,1 +1,13 @@
-//! placeholder
+//! Scenarios, fault plans and invariant checkers, and the adapter that runs the protocol
+//! machines on the simulator. The `leasesim` command-line tool is built from this crate.
+//!
+//! Architecture invariant: the checkers judge traces only; the adapter reaches the machines
+//! through small traits; scenarios are data (a [`setup::Setup`]) built from a seed.
+
+pub mod cli;
+pub mod oracle;
+pub mod plan;
+pub mod run;
+pub mod scenarios;
+pub mod setup;
+pub mod world;

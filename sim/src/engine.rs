@@ -190,12 +190,10 @@ pub enum Command {
         /// New rate error.
         drift_ppm: i32,
     },
-    /// Deliver a held message after `delay_ns`.
+    /// Send a held message on its way: it arrives after a fresh flight time.
     Release {
         /// The held message.
         id: u64,
-        /// Flight time from now.
-        delay_ns: u64,
     },
     /// Wake the director at true time `at` with `tag` (not recorded in the trace).
     Alarm {
@@ -234,19 +232,25 @@ pub struct Envelope<M> {
 
 /// The scenario's hand on the world: it sees every send, delivery and note, may change a
 /// message's fate, and issues faults through [`Control`].
-pub trait Director<M, N> {
+pub trait Director<P: Process> {
     /// A message is being sent with the fate the network chose; return the fate to apply.
-    fn on_send(&mut self, _ctl: &mut Control, _now: u64, _env: &Envelope<M>, fate: Fate) -> Fate {
+    fn on_send(
+        &mut self,
+        _ctl: &mut Control,
+        _now: u64,
+        _env: &Envelope<P::Msg>,
+        fate: Fate,
+    ) -> Fate {
         fate
     }
     /// A message was delivered (before the receiving process handles it).
-    fn on_deliver(&mut self, _ctl: &mut Control, _now: u64, _env: &Envelope<M>) {}
+    fn on_deliver(&mut self, _ctl: &mut Control, _now: u64, _env: &Envelope<P::Msg>) {}
     /// A node recorded a note.
-    fn on_note(&mut self, _ctl: &mut Control, _now: u64, _node: NodeId, _note: &N) {}
+    fn on_note(&mut self, _ctl: &mut Control, _now: u64, _node: NodeId, _note: &P::Note) {}
     /// An alarm the director set is due.
     fn on_alarm(&mut self, _ctl: &mut Control, _now: u64, _tag: u64) {}
     /// Whether the run has reached its goal and may stop.
-    fn is_done(&self) -> bool {
+    fn is_done(&self, _nodes: &[P]) -> bool {
         false
     }
 }
@@ -500,12 +504,12 @@ impl<P: Process> Sim<P> {
     }
 
     /// Runs until the director is done, nothing is left, or a limit is hit.
-    pub fn run<D: Director<P::Msg, P::Note>>(&mut self, director: &mut D) -> End {
+    pub fn run<D: Director<P>>(&mut self, director: &mut D) -> End {
         for n in 0..self.nodes.len() as NodeId {
             self.call(director, n, |p, cx| p.start(cx));
         }
         loop {
-            if director.is_done() {
+            if director.is_done(&self.nodes) {
                 return End::Done;
             }
             if self.queue.len() > self.limits.queue_max {
@@ -546,7 +550,7 @@ impl<P: Process> Sim<P> {
         }
     }
 
-    fn deliver<D: Director<P::Msg, P::Note>>(&mut self, director: &mut D, env: Envelope<P::Msg>) {
+    fn deliver<D: Director<P>>(&mut self, director: &mut D, env: Envelope<P::Msg>) {
         let slot = &mut self.slots[env.to as usize];
         if slot.crashed {
             self.record(env.to, EventKind::Lost { id: env.id });
@@ -581,7 +585,7 @@ impl<P: Process> Sim<P> {
 
     fn call<D, F>(&mut self, director: &mut D, node: NodeId, f: F)
     where
-        D: Director<P::Msg, P::Note>,
+        D: Director<P>,
         F: FnOnce(&mut P, &mut Cx<'_, P::Msg, P::Note>),
     {
         let slot = &self.slots[node as usize];
@@ -624,13 +628,7 @@ impl<P: Process> Sim<P> {
         }
     }
 
-    fn send<D: Director<P::Msg, P::Note>>(
-        &mut self,
-        director: &mut D,
-        from: NodeId,
-        to: NodeId,
-        msg: P::Msg,
-    ) {
+    fn send<D: Director<P>>(&mut self, director: &mut D, from: NodeId, to: NodeId, msg: P::Msg) {
         assert!(
             (to as usize) < self.nodes.len(),
             "send to unknown node {to}"
@@ -701,10 +699,13 @@ impl<P: Process> Sim<P> {
                 self.push(at.max(now), EvKind::Alarm { tag });
                 return;
             }
-            Command::Release { id, delay_ns } => {
+            Command::Release { id } => {
                 let Some(env) = self.held.remove(&id) else {
                     return;
                 };
+                let delay_ns = self
+                    .net_rng
+                    .range(self.net.latency_min_ns, self.net.latency_max_ns);
                 self.record(env.from, EventKind::Release { id, delay_ns });
                 self.push(now + delay_ns, EvKind::Deliver(env));
                 return;

@@ -1,0 +1,101 @@
+//! One run: build the world from a setup and a seed, simulate, and judge the trace.
+
+use crate::oracle::{self, World};
+use crate::plan::PlanDirector;
+use crate::setup::{NodeInfo, Setup};
+use leasesim_protocol::{Event, Finding, Msg};
+use leasesim_sim::{stable_hash, End, Sim, TraceEvent};
+use serde::{Deserialize, Serialize};
+
+/// The judgement of one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every invariant held and the run ended by itself.
+    Held,
+    /// At least one invariant was violated.
+    Violated,
+    /// The run hit a limit (event budget, horizon, queue bound) before it ended: a runaway.
+    Unfinished {
+        /// Which limit.
+        end: End,
+    },
+}
+
+impl Verdict {
+    /// The process exit code: 0 held, 1 anything else.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Verdict::Held => 0,
+            Verdict::Violated | Verdict::Unfinished { .. } => 1,
+        }
+    }
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The seed.
+    pub seed: u64,
+    /// Node names and roles.
+    pub nodes: Vec<NodeInfo>,
+    /// Display names of operations.
+    pub op_names: Vec<String>,
+    /// The full trace.
+    pub trace: Vec<TraceEvent<Msg, Event>>,
+    /// How the simulation ended.
+    pub end: End,
+    /// True time at the end.
+    pub end_ns: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Violations, in trace order.
+    pub findings: Vec<Finding>,
+}
+
+impl RunResult {
+    /// The verdict.
+    pub fn verdict(&self) -> Verdict {
+        if !self.findings.is_empty() {
+            Verdict::Violated
+        } else if self.end.is_limit() {
+            Verdict::Unfinished { end: self.end }
+        } else {
+            Verdict::Held
+        }
+    }
+
+    /// A stable fingerprint of the whole trace (same input, same hash, on any machine).
+    pub fn trace_hash(&self) -> u64 {
+        stable_hash(&self.trace)
+    }
+}
+
+/// Runs a setup with a seed and judges it.
+pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
+    let nodes = setup.node_infos();
+    let mut sim = Sim::new(seed, setup.build_nodes(seed), setup.net, setup.limits);
+    let mut director = PlanDirector::new(setup.faults.clone());
+    for c in director.initial_commands() {
+        sim.command(c);
+    }
+    let end = sim.run(&mut director);
+    let (end_ns, events) = (sim.now(), sim.events());
+    let trace = sim.into_trace();
+    let world = World {
+        nodes: &nodes,
+        coordinator_clock: setup.coordinator_clock.clock(),
+        op_names: &setup.op_names,
+    };
+    let findings = oracle::check(&world, &trace);
+    RunResult {
+        seed,
+        nodes,
+        op_names: setup.op_names.clone(),
+        trace,
+        end,
+        end_ns,
+        events,
+        findings,
+    }
+}

@@ -1,0 +1,212 @@
+//! A run's whole input as plain data: the configuration of every node, the network, the limits
+//! and the explicit fault plan. A run is a pure function of this and the seed.
+
+use crate::plan::Fault;
+use crate::world::{Addrs, Node, ToolSetup};
+use leasesim_protocol::{
+    ClassSpec, Coordinator, JobSpec, Plan, Receiver, Tool, Variant, Worker, WorkerConfig,
+    WorkerName,
+};
+use leasesim_sim::{Clock, Limits, NetConfig, NodeId, Prng, Stream};
+use serde::{Deserialize, Serialize};
+
+/// A node's role, as the checkers and reports need to know it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Role {
+    /// The coordinator.
+    Coordinator,
+    /// A worker with its logical name and assumed drift bound.
+    Worker {
+        /// Logical name.
+        name: WorkerName,
+        /// The drift bound the worker assumes; clocks beyond it void the belief check.
+        drift_ppm_max: u32,
+    },
+    /// An effect receiver.
+    Receiver {
+        /// Index among receivers.
+        index: u8,
+        /// Whether it checks fences.
+        supports_fence: bool,
+    },
+    /// The tool.
+    Tool,
+}
+
+/// A node's display name and role.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    /// Display name (`coord`, `W1`, `recv`, `tool`).
+    pub name: String,
+    /// Role.
+    #[serde(flatten)]
+    pub role: Role,
+}
+
+/// A clock's initial setting.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockSpec {
+    /// Reading at true time 0.
+    pub offset_ns: u64,
+    /// Rate error.
+    pub drift_ppm: i32,
+}
+
+impl ClockSpec {
+    /// The simulator clock.
+    pub fn clock(self) -> Clock {
+        Clock::new(self.offset_ns, self.drift_ppm)
+    }
+}
+
+/// A worker's configuration and clock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerSetup {
+    /// Protocol configuration.
+    pub config: WorkerConfig,
+    /// Its clock.
+    pub clock: ClockSpec,
+}
+
+/// A receiver's configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiverSetup {
+    /// Whether it checks fences.
+    pub supports_fence: bool,
+    /// Its clock.
+    pub clock: ClockSpec,
+}
+
+/// Everything a run needs besides the seed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setup {
+    /// Scenario name.
+    pub scenario: String,
+    /// The protocol variant.
+    pub variant: Variant,
+    /// Job classes (lease lengths live here, P7).
+    pub classes: Vec<ClassSpec>,
+    /// The plan of each class, as workers run it.
+    pub plans: Vec<Plan>,
+    /// The jobs.
+    pub jobs: Vec<JobSpec>,
+    /// Display names of operations, indexed by op id (`create_case`, ...).
+    pub op_names: Vec<String>,
+    /// The coordinator's clock (offset only: the arbiter is never stepped).
+    pub coordinator_clock: ClockSpec,
+    /// The workers.
+    pub workers: Vec<WorkerSetup>,
+    /// The receivers.
+    pub receivers: Vec<ReceiverSetup>,
+    /// The tool.
+    pub tool: ToolSetup,
+    /// The tool's clock.
+    pub tool_clock: ClockSpec,
+    /// The network.
+    pub net: NetConfig,
+    /// Limits.
+    pub limits: Limits,
+    /// The explicit fault plan.
+    pub faults: Vec<Fault>,
+}
+
+/// Node layout: coordinator, workers, receivers, tool.
+impl Setup {
+    /// The coordinator's node id.
+    pub const COORDINATOR: NodeId = 0;
+
+    /// A worker's node id by index.
+    pub fn worker_node(&self, index: usize) -> NodeId {
+        assert!(index < self.workers.len());
+        1 + index as NodeId
+    }
+
+    /// A receiver's node id by index.
+    pub fn receiver_node(&self, index: usize) -> NodeId {
+        assert!(index < self.receivers.len());
+        1 + (self.workers.len() + index) as NodeId
+    }
+
+    /// The tool's node id.
+    pub fn tool_node(&self) -> NodeId {
+        1 + (self.workers.len() + self.receivers.len()) as NodeId
+    }
+
+    /// Names and roles of every node, by id.
+    pub fn node_infos(&self) -> Vec<NodeInfo> {
+        let mut v = vec![NodeInfo {
+            name: "coord".into(),
+            role: Role::Coordinator,
+        }];
+        for w in &self.workers {
+            v.push(NodeInfo {
+                name: w.config.name.to_string(),
+                role: Role::Worker {
+                    name: w.config.name,
+                    drift_ppm_max: w.config.drift_ppm_max,
+                },
+            });
+        }
+        for (i, r) in self.receivers.iter().enumerate() {
+            v.push(NodeInfo {
+                name: if self.receivers.len() == 1 {
+                    "recv".into()
+                } else {
+                    format!("recv{}", i + 1)
+                },
+                role: Role::Receiver {
+                    index: i as u8,
+                    supports_fence: r.supports_fence,
+                },
+            });
+        }
+        v.push(NodeInfo {
+            name: "tool".into(),
+            role: Role::Tool,
+        });
+        v
+    }
+
+    /// Builds the simulator's nodes with their clocks.
+    pub fn build_nodes(&self, seed: u64) -> Vec<(Node, Clock)> {
+        let switches = self.variant.switches();
+        let addrs = Addrs {
+            coordinator: Self::COORDINATOR,
+            tool: self.tool_node(),
+            receivers: (0..self.receivers.len())
+                .map(|i| self.receiver_node(i))
+                .collect(),
+        };
+        let mut nodes: Vec<(Node, Clock)> = Vec::with_capacity(self.workers.len() + 3);
+        nodes.push((
+            Node::Coordinator(Box::new(Coordinator::new(
+                self.classes.clone(),
+                &self.jobs,
+                switches,
+            ))),
+            self.coordinator_clock.clock(),
+        ));
+        for w in &self.workers {
+            nodes.push((
+                Node::Worker(Box::new(Worker::new(w.config.clone())), addrs.clone()),
+                w.clock.clock(),
+            ));
+        }
+        for r in &self.receivers {
+            nodes.push((
+                Node::Receiver(Box::new(Receiver::new(r.supports_fence, switches))),
+                r.clock.clock(),
+            ));
+        }
+        nodes.push((
+            Node::Tool(
+                Tool::new(),
+                self.tool.clone(),
+                Prng::new(seed, Stream::Tool),
+            ),
+            self.tool_clock.clock(),
+        ));
+        nodes
+    }
+}

@@ -1,0 +1,261 @@
+//! The adapter from protocol machines to simulator nodes. Each node drains its machine's outputs
+//! into the simulator (sends, journal notes) and asks to be woken at the machine's next timeout.
+//!
+//! The machines are reached through small traits, so the reference, each known-bad variant, and
+//! a user's own implementation plug in the same way; nothing here judges a run.
+
+use leasesim_protocol::{
+    Coordinator, Event, Msg, Nanos, Output, Peer, Receiver, Tool, ToolAnswer, ToolCall, Worker,
+};
+use leasesim_sim::{Cx, NodeId, Prng, Process};
+use serde::{Deserialize, Serialize};
+
+/// A coordinator implementation as the adapter sees it.
+pub trait CoordinatorMachine {
+    /// Handles a request from host address `from`.
+    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg);
+    /// The next output.
+    fn poll_output(&mut self) -> Option<Output>;
+    /// Whether every job is terminal (the run's goal).
+    fn all_terminal(&self) -> bool;
+}
+
+impl CoordinatorMachine for Coordinator {
+    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
+        Coordinator::handle_message(self, now, from, msg)
+    }
+    fn poll_output(&mut self) -> Option<Output> {
+        Coordinator::poll_output(self)
+    }
+    fn all_terminal(&self) -> bool {
+        Coordinator::all_terminal(self)
+    }
+}
+
+/// A worker implementation as the adapter sees it.
+pub trait WorkerMachine {
+    /// Starts or restarts the process.
+    fn start(&mut self, now: Nanos);
+    /// Loses volatile state.
+    fn crash(&mut self);
+    /// Handles a reply.
+    fn handle_message(&mut self, now: Nanos, msg: Msg);
+    /// Handles due timers.
+    fn handle_timeout(&mut self, now: Nanos);
+    /// The next output.
+    fn poll_output(&mut self) -> Option<Output>;
+    /// The next wake-up.
+    fn poll_timeout(&self) -> Option<Nanos>;
+    /// Whether it holds (or believes it holds) a job right now.
+    fn is_busy(&self) -> bool;
+}
+
+impl WorkerMachine for Worker {
+    fn start(&mut self, now: Nanos) {
+        Worker::start(self, now)
+    }
+    fn crash(&mut self) {
+        Worker::crash(self)
+    }
+    fn handle_message(&mut self, now: Nanos, msg: Msg) {
+        Worker::handle_message(self, now, msg)
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        Worker::handle_timeout(self, now)
+    }
+    fn poll_output(&mut self) -> Option<Output> {
+        Worker::poll_output(self)
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        Worker::poll_timeout(self)
+    }
+    fn is_busy(&self) -> bool {
+        self.holding().is_some()
+    }
+}
+
+/// An effect receiver implementation as the adapter sees it.
+pub trait ReceiverMachine {
+    /// Handles an effect from host address `from`.
+    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg);
+    /// The next output.
+    fn poll_output(&mut self) -> Option<Output>;
+}
+
+impl ReceiverMachine for Receiver {
+    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
+        Receiver::handle_message(self, now, from, msg)
+    }
+    fn poll_output(&mut self) -> Option<Output> {
+        Receiver::poll_output(self)
+    }
+}
+
+/// How the tool behaves at one step of a plan: its duration range and its answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolStep {
+    /// The plan step this applies to.
+    pub step: u8,
+    /// Shortest duration.
+    pub min_ns: Nanos,
+    /// Longest duration.
+    pub max_ns: Nanos,
+    /// What the tool answers.
+    pub answer: ToolAnswer,
+}
+
+/// The tool's behaviour for a run; durations are drawn from the run's tool stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolSetup {
+    /// Per-step behaviour; a step not listed answers success after `default`.
+    pub steps: Vec<ToolStep>,
+    /// Duration range for unlisted steps.
+    pub default_min_ns: Nanos,
+    /// Duration range for unlisted steps.
+    pub default_max_ns: Nanos,
+}
+
+/// Where the roles live in the simulation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Addrs {
+    /// The coordinator.
+    pub coordinator: NodeId,
+    /// The tool.
+    pub tool: NodeId,
+    /// The receivers, by index.
+    pub receivers: Vec<NodeId>,
+}
+
+impl Addrs {
+    fn resolve(&self, to: Peer) -> NodeId {
+        match to {
+            Peer::Coordinator => self.coordinator,
+            Peer::Tool => self.tool,
+            Peer::Receiver(i) => self.receivers[i as usize],
+            Peer::Addr(a) => a,
+        }
+    }
+}
+
+/// A simulator node: one protocol machine and the addresses it talks to.
+pub enum Node {
+    /// The coordinator.
+    Coordinator(Box<dyn CoordinatorMachine>),
+    /// A worker.
+    Worker(Box<dyn WorkerMachine>, Addrs),
+    /// An effect receiver.
+    Receiver(Box<dyn ReceiverMachine>),
+    /// The tool, its behaviour and its stream of durations.
+    Tool(Tool, ToolSetup, Prng),
+}
+
+impl Node {
+    /// Whether this node is a worker that holds a job.
+    pub fn is_busy_worker(&self) -> bool {
+        matches!(self, Node::Worker(w, _) if w.is_busy())
+    }
+
+    /// Whether this node is a coordinator with every job terminal.
+    pub fn is_finished_coordinator(&self) -> bool {
+        matches!(self, Node::Coordinator(c) if c.all_terminal())
+    }
+}
+
+type NodeCx<'a> = Cx<'a, Msg, Event>;
+
+fn drain(cx: &mut NodeCx<'_>, addrs: Option<&Addrs>, mut next: impl FnMut() -> Option<Output>) {
+    // Bounded: a machine emits a finite batch per input; a runaway machine is cut at this cap
+    // and the event budget ends the run.
+    for _ in 0..4096 {
+        match next() {
+            None => return,
+            Some(Output::Journal(e)) => cx.note(e),
+            Some(Output::Send { to, msg }) => {
+                let node = match (addrs, to) {
+                    (Some(a), to) => a.resolve(to),
+                    (None, Peer::Addr(a)) => a,
+                    (None, other) => panic!("a server node cannot address {other:?}"),
+                };
+                cx.send(node, msg);
+            }
+        }
+    }
+}
+
+impl Process for Node {
+    type Msg = Msg;
+    type Note = Event;
+
+    fn start(&mut self, cx: &mut NodeCx<'_>) {
+        if let Node::Worker(w, addrs) = self {
+            w.start(cx.now());
+            drain(cx, Some(addrs), || w.poll_output());
+            cx.set_wake(w.poll_timeout());
+        }
+    }
+
+    fn message(&mut self, cx: &mut NodeCx<'_>, from: NodeId, msg: Msg) {
+        let now = cx.now();
+        match self {
+            Node::Coordinator(c) => {
+                c.handle_message(now, from, msg);
+                drain(cx, None, || c.poll_output());
+            }
+            Node::Worker(w, addrs) => {
+                w.handle_message(now, msg);
+                drain(cx, Some(addrs), || w.poll_output());
+                cx.set_wake(w.poll_timeout());
+            }
+            Node::Receiver(r) => {
+                r.handle_message(now, from, msg);
+                drain(cx, None, || r.poll_output());
+            }
+            Node::Tool(t, setup, rng) => {
+                let step = match msg {
+                    Msg::ToolRequest { step, .. } => step,
+                    _ => return,
+                };
+                let call = match setup.steps.iter().find(|s| s.step == step) {
+                    Some(s) => ToolCall {
+                        duration_ns: rng.range(s.min_ns, s.max_ns),
+                        answer: s.answer,
+                    },
+                    None => ToolCall {
+                        duration_ns: rng.range(setup.default_min_ns, setup.default_max_ns),
+                        answer: ToolAnswer::Success {
+                            result: rng.next_u64(),
+                        },
+                    },
+                };
+                t.handle_request(now, from, msg, call);
+                cx.set_wake(t.poll_timeout());
+            }
+        }
+    }
+
+    fn wake(&mut self, cx: &mut NodeCx<'_>) {
+        let now = cx.now();
+        match self {
+            Node::Worker(w, addrs) => {
+                w.handle_timeout(now);
+                drain(cx, Some(addrs), || w.poll_output());
+                cx.set_wake(w.poll_timeout());
+            }
+            Node::Tool(t, _, _) => {
+                t.handle_timeout(now);
+                drain(cx, None, || t.poll_output());
+                cx.set_wake(t.poll_timeout());
+            }
+            Node::Coordinator(_) | Node::Receiver(_) => {}
+        }
+    }
+
+    fn crash(&mut self) {
+        match self {
+            Node::Worker(w, _) => w.crash(),
+            // The coordinator's table and a receiver's store are durable; the tool is the
+            // outside world. Their crashes are modelled as outages (no messages in or out).
+            Node::Coordinator(_) | Node::Receiver(_) | Node::Tool(..) => {}
+        }
+    }
+}
