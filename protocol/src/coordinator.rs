@@ -262,7 +262,7 @@ impl Coordinator {
             return Err(RefusalReason::StaleToken);
         }
         // `lease_until > now()`.
-        if !row.lease_until.is_some_and(|until| until > now) {
+        if row.lease_until.is_none_or(|until| until <= now) {
             return Err(RefusalReason::Expired);
         }
         Ok(())

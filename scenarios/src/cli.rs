@@ -73,6 +73,9 @@ enum Command {
         /// Worker threads (default: every core).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Where failing seeds are saved.
+        #[arg(long, default_value = FAILURES_DIR)]
+        failures_dir: PathBuf,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -181,8 +184,9 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             seeds,
             variant: v,
             jobs,
+            failures_dir,
             format,
-        } => sweep_cmd(out, err, &names, seeds, &v, jobs, format),
+        } => sweep_cmd(out, err, &names, seeds, &v, jobs, &failures_dir, format),
     };
     match result {
         Ok(code) => code,
@@ -373,6 +377,7 @@ fn sweep_cmd(
     seeds: SeedRange,
     variant_name: &str,
     jobs: Option<usize>,
+    failures_dir: &Path,
     format: Format,
 ) -> Result<i32, UsageError> {
     let defs: Vec<&'static ScenarioDef> = if names.is_empty() {
@@ -473,7 +478,7 @@ fn sweep_cmd(
     let saved = if failures.is_empty() {
         None
     } else {
-        Some(save_failures(&defs, v, &failures)?)
+        Some(save_failures(failures_dir, &defs, v, &failures)?)
     };
     let seeds_per_s = total as f64 / elapsed;
     let events_per_s = events as f64 / elapsed;
@@ -557,11 +562,12 @@ fn sweep_cmd(
 
 /// Saves every failing seed (a list) and the first failure's full trace; returns the folder.
 fn save_failures(
+    dir: &Path,
     defs: &[&'static ScenarioDef],
     v: Variant,
     failures: &[Failure],
 ) -> Result<PathBuf, UsageError> {
-    let dir = PathBuf::from(FAILURES_DIR);
+    let dir = dir.to_path_buf();
     std::fs::create_dir_all(&dir)
         .map_err(|e| UsageError(format!("cannot create {}: {e}", dir.display())))?;
     let mut list = String::new();

@@ -250,7 +250,7 @@ impl Oracle<'_> {
             ))
         } else if m.token != token {
             Some(format!("the current token is {}", m.token))
-        } else if !m.valid_until.is_some_and(|u| u > e.local) {
+        } else if m.valid_until.is_none_or(|u| u <= e.local) {
             Some("the lease had expired".to_string())
         } else {
             None
@@ -285,7 +285,7 @@ impl Oracle<'_> {
                 m.holder.map_or("nobody".to_string(), |h| h.to_string())
             ));
         }
-        if !m.valid_until.is_some_and(|u| u > e.local) {
+        if m.valid_until.is_none_or(|u| u <= e.local) {
             problems.push("the lease was not valid by the coordinator's clock".to_string());
         }
         if m.succeeded {
@@ -406,7 +406,7 @@ impl Oracle<'_> {
         let expiry = m
             .valid_until
             .map(|until| self.world.coordinator_clock.true_at(until, 0));
-        if !expiry.is_some_and(|t| t > e.t) {
+        if expiry.is_none_or(|t| t <= e.t) {
             self.flag(
                 Invariant::QuiescentHolder,
                 e,

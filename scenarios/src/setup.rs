@@ -200,11 +200,11 @@ impl Setup {
             ));
         }
         nodes.push((
-            Node::Tool(
+            Node::Tool(Box::new((
                 Tool::new(),
                 self.tool.clone(),
                 Prng::new(seed, Stream::Tool),
-            ),
+            ))),
             self.tool_clock.clock(),
         ));
         nodes

@@ -146,7 +146,7 @@ pub enum Node {
     /// An effect receiver.
     Receiver(Box<dyn ReceiverMachine>),
     /// The tool, its behaviour and its stream of durations.
-    Tool(Tool, ToolSetup, Prng),
+    Tool(Box<(Tool, ToolSetup, Prng)>),
 }
 
 impl Node {
@@ -210,7 +210,8 @@ impl Process for Node {
                 r.handle_message(now, from, msg);
                 drain(cx, None, || r.poll_output());
             }
-            Node::Tool(t, setup, rng) => {
+            Node::Tool(tool) => {
+                let (t, setup, rng) = &mut **tool;
                 let step = match msg {
                     Msg::ToolRequest { step, .. } => step,
                     _ => return,
@@ -241,7 +242,8 @@ impl Process for Node {
                 drain(cx, Some(addrs), || w.poll_output());
                 cx.set_wake(w.poll_timeout());
             }
-            Node::Tool(t, _, _) => {
+            Node::Tool(tool) => {
+                let t = &mut tool.0;
                 t.handle_timeout(now);
                 drain(cx, None, || t.poll_output());
                 cx.set_wake(t.poll_timeout());

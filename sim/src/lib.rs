@@ -82,7 +82,9 @@ mod tests {
         }
     }
 
-    fn run(commands: Vec<(u64, Command)>, hold: bool) -> (Vec<TraceEvent<u32, (u32, u64)>>, End) {
+    type PingTrace = Vec<TraceEvent<u32, (u32, u64)>>;
+
+    fn run(commands: Vec<(u64, Command)>, hold: bool) -> (PingTrace, End) {
         let net = NetConfig {
             latency_min_ns: 1,
             latency_max_ns: 3,

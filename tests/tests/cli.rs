@@ -1,0 +1,163 @@
+//! The command-line contract: exit codes, one-line errors, identical output for identical input.
+
+use leasesim_tests::cli;
+
+#[test]
+fn run_of_the_reference_exits_0_and_is_byte_identical_twice() {
+    let (code, out, err) = cli(&["run", "w1-w2", "--seed", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("verdict: HELD"));
+    assert!(
+        out.contains("result_rejected"),
+        "W1's rejected result is in the timeline"
+    );
+    assert!(out.contains("effect_fenced"), "W1's stale effect is fenced");
+    let (_, again, _) = cli(&["run", "w1-w2", "--seed", "1"]);
+    assert_eq!(out, again);
+}
+
+#[test]
+fn variants_exit_1_and_name_the_invariant() {
+    let (code, out, _) = cli(&[
+        "run",
+        "w1-w2",
+        "--seed",
+        "1",
+        "--variant",
+        "unconditional-commit",
+    ]);
+    assert_eq!(code, 1);
+    assert!(out.contains("verdict: VIOLATED"));
+    assert!(out.contains("no-stale-commit (I1)"));
+    assert!(out.contains(
+        "reproduce: cargo run --release -- run w1-w2 --seed 1 --variant unconditional-commit"
+    ));
+    let (code, out, _) = cli(&[
+        "run",
+        "w1-w2",
+        "--seed",
+        "1",
+        "--variant",
+        "receiver-ignores-fence",
+    ]);
+    assert_eq!(code, 1);
+    assert!(out.contains("no-double-effect (I2)"));
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    for args in [
+        &["run", "no-such-scenario", "--seed", "1"][..],
+        &["run", "w1-w2", "--seed", "abc"],
+        &["run", "w1-w2", "--seed", "-1"],
+        &["run", "w1-w2"],
+        &["run", "w1-w2", "--seed", "1", "--variant", "nope"],
+        &["sweep", "--seeds", "9..3"],
+        &["sweep", "--seeds", "x"],
+        &["sweep", "nope"],
+        &["sweep", "--jobs", "0", "--seeds", "1"],
+        &["frobnicate"],
+        &[],
+    ] {
+        let (code, out, err) = cli(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty(), "{args:?} printed {out}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn an_unwritable_trace_path_is_bad_input() {
+    let (code, _, err) = cli(&[
+        "run",
+        "w1-w2",
+        "--seed",
+        "1",
+        "--trace",
+        "/nonexistent-dir/t.json",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("error: cannot write"));
+}
+
+#[test]
+fn run_json_and_trace_file_agree() {
+    let dir = std::env::temp_dir().join(format!("leasesim-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.json");
+    let (code, out, _) = cli(&[
+        "run",
+        "w1-w2",
+        "--seed",
+        "7",
+        "--format",
+        "json",
+        "--trace",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(summary["verdict"]["verdict"], "held");
+    assert_eq!(summary["trace_hash"], trace["trace_hash"]);
+    assert_eq!(trace["seed"], 7);
+    assert!(trace["events"].as_array().unwrap().len() > 20);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sweep_json_reports_throughput_and_failures_with_reproduce_commands() {
+    let (code, out, _) = cli(&["sweep", "w1-w2", "--seeds", "100..164", "--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["runs"], 64);
+    assert_eq!(v["failing"], 0);
+    assert!(v["seeds_per_s"].as_f64().unwrap() > 0.0);
+    assert!(v["events_per_s"].as_f64().unwrap() > 0.0);
+
+    let dir = std::env::temp_dir().join(format!("leasesim-sweep-{}", std::process::id()));
+    let (code, out, _) = cli(&[
+        "sweep",
+        "w1-w2",
+        "--seeds",
+        "3",
+        "--variant",
+        "receiver-ignores-fence",
+        "--format",
+        "json",
+        "--failures-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    // Nothing found is lost: every failing seed is listed and the first one's trace saved.
+    let list = std::fs::read_to_string(dir.join("sweep-receiver-ignores-fence.txt")).unwrap();
+    assert_eq!(list.matches("cargo run --release -- run w1-w2").count(), 3);
+    assert!(dir.join("w1-w2-receiver-ignores-fence-seed0.json").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let failures = v["scenarios"][0]["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 3);
+    assert_eq!(
+        failures[0]["reproduce"],
+        "cargo run --release -- run w1-w2 --seed 0 --variant receiver-ignores-fence"
+    );
+    assert_eq!(failures[0]["invariants"][0], "no-double-effect");
+}
+
+#[test]
+fn list_names_every_scenario_variant_and_invariant() {
+    let (code, out, _) = cli(&["list"]);
+    assert_eq!(code, 0);
+    for name in [
+        "w1-w2",
+        "reference",
+        "unconditional-commit",
+        "receiver-ignores-fence",
+        "no-stale-commit",
+        "I5",
+    ] {
+        assert!(out.contains(name), "{name} missing from list");
+    }
+}
