@@ -5,7 +5,7 @@
 use crate::types::*;
 use crate::variant::Switches;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// A job class: the lease length lives here, on the coordinator, never in the payload (P7).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +79,8 @@ pub struct Coordinator {
     classes: Vec<ClassSpec>,
     jobs: Vec<JobRow>,
     leases: Vec<LeaseRecord>,
+    /// Jobs an operator handed to a named worker, waiting for that worker's next claim.
+    handoffs: BTreeMap<JobId, WorkerName>,
     switches: Switches,
     out: VecDeque<Output>,
 }
@@ -119,6 +121,7 @@ impl Coordinator {
             classes,
             jobs,
             leases: Vec::new(),
+            handoffs: BTreeMap::new(),
             switches,
             out: VecDeque::new(),
         }
@@ -200,6 +203,13 @@ impl Coordinator {
                     msg: reply,
                 });
             }
+            Msg::Operator { req, job, action } => {
+                let applied = self.operator(now, job, action);
+                self.out.push_back(Output::Send {
+                    to: reply_to,
+                    msg: Msg::OperatorDone { req, job, applied },
+                });
+            }
             // The coordinator serves only requests; anything else is ignored, like a stray
             // packet on a server port.
             _ => {}
@@ -209,6 +219,9 @@ impl Coordinator {
     /// P3: one atomic step. Picks the first job (by id) that is queued, or running with a lease
     /// expired by the coordinator's clock, and grants it. Never the client's clock.
     fn claim(&mut self, now: Nanos, worker: WorkerName) -> Option<(JobId, Token, Nanos, ClassId)> {
+        if let Some(grant) = self.pick_up_handoff(now, worker) {
+            return Some(grant);
+        }
         let row = self.jobs.iter_mut().find(|j| match j.state {
             JobState::Queued => true,
             // `lease_until < now()`, as in the article's claim query.
@@ -217,6 +230,11 @@ impl Coordinator {
         })?;
         let class = &self.classes[row.class.0 as usize];
         let took_over = (row.state == JobState::Running).then_some(row.token);
+        let reason = if took_over.is_some() {
+            GrantReason::Expired
+        } else {
+            GrantReason::Claim
+        };
         let token = Token(row.token.0 + 1);
         assert!(token > row.token, "P3: fencing token must increase");
         row.state = JobState::Running;
@@ -241,8 +259,105 @@ impl Coordinator {
             attempt: row.attempt,
             lease_until: now + class.lease_ns,
             took_over,
+            reason,
         }));
         Some((row.id, token, class.lease_ns, row.class))
+    }
+
+    /// A job an operator handed to this worker: the lease restarts now, so the worker's
+    /// deadline (measured from its claim's send time) stays inside it.
+    fn pick_up_handoff(
+        &mut self,
+        now: Nanos,
+        worker: WorkerName,
+    ) -> Option<(JobId, Token, Nanos, ClassId)> {
+        let (&job, _) = self.handoffs.iter().find(|(_, w)| **w == worker)?;
+        self.handoffs.remove(&job);
+        let row = &mut self.jobs[job.0 as usize];
+        if Self::check_holder(row, now, worker, row.token).is_err() {
+            // Expired or taken elsewhere meanwhile: an ordinary claim decides.
+            return None;
+        }
+        let lease_ns = self.classes[row.class.0 as usize].lease_ns;
+        row.lease_until = Some(now + lease_ns);
+        row.heartbeat_at = Some(now);
+        let token = row.token;
+        if let Some(record) = self.leases.iter_mut().rev().find(|l| l.job == job) {
+            record.renewals.push(now);
+        }
+        self.out.push_back(Output::Journal(Event::LeaseRenewed {
+            job,
+            worker,
+            token,
+            lease_until: now + lease_ns,
+        }));
+        Some((job, token, lease_ns, row.class))
+    }
+
+    /// F8, P15: an operator's action goes through the lease path: a new epoch, a reason.
+    fn operator(&mut self, now: Nanos, job: JobId, action: OperatorAction) -> bool {
+        let Some(row) = self.jobs.get_mut(job.0 as usize) else {
+            return false;
+        };
+        if row.state.is_terminal()
+            || (row.state == JobState::Queued && action == OperatorAction::Revoke)
+        {
+            return false;
+        }
+        let old = row.token;
+        let epoch = Token(old.0 + 1);
+        let holder = row.owner;
+        self.handoffs.remove(&job);
+        row.token = epoch;
+        row.lease_until = None;
+        match action {
+            OperatorAction::Revoke => {
+                row.state = JobState::Queued;
+                row.owner = None;
+            }
+            OperatorAction::Cancel => {
+                row.state = JobState::Cancelled;
+                row.owner = None;
+            }
+            OperatorAction::Takeover { to } => {
+                let class = &self.classes[row.class.0 as usize];
+                row.state = JobState::Running;
+                row.owner = Some(to);
+                row.lease_until = Some(now + class.lease_ns);
+                row.heartbeat_at = Some(now);
+                row.attempt += 1;
+                self.handoffs.insert(job, to);
+            }
+        }
+        self.out.push_back(Output::Journal(Event::LeaseRevoked {
+            job,
+            holder,
+            token: old,
+            epoch,
+            action,
+        }));
+        if let OperatorAction::Takeover { to } = action {
+            let lease_ns = self.classes[row.class.0 as usize].lease_ns;
+            self.leases.push(LeaseRecord {
+                job,
+                holder: to,
+                token: epoch,
+                issued_at: now,
+                renewals: Vec::new(),
+                lease_ns,
+                took_over: Some(old),
+            });
+            self.out.push_back(Output::Journal(Event::LeaseGranted {
+                job,
+                holder: to,
+                token: epoch,
+                attempt: row.attempt,
+                lease_until: now + lease_ns,
+                took_over: Some(old),
+                reason: GrantReason::Operator,
+            }));
+        }
+        true
     }
 
     /// The conditions of P4 and P8: running, owner, token, unexpired.

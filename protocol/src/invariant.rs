@@ -20,16 +20,27 @@ pub enum Invariant {
     /// I5: a holder in jeopardy or after loss starts no effect and claims no success, and a
     /// holder never acts outside the lease the coordinator granted.
     QuiescentHolder,
+    /// I6: every rejected result and every lost lease is journaled; every accepted effect is
+    /// traceable to a lease.
+    NothingLost,
+    /// I7: once faults heal every job ends within its bound, and a healthy holder is never
+    /// taken over.
+    Liveness,
+    /// I8: every takeover has a recorded reason and a higher epoch.
+    RecordedTakeover,
 }
 
 impl Invariant {
-    /// Every invariant checked today.
-    pub const ALL: [Invariant; 5] = [
+    /// Every invariant.
+    pub const ALL: [Invariant; 8] = [
         Invariant::NoStaleCommit,
         Invariant::NoDoubleEffect,
         Invariant::SingleValidLease,
         Invariant::NoStaleExtension,
         Invariant::QuiescentHolder,
+        Invariant::NothingLost,
+        Invariant::Liveness,
+        Invariant::RecordedTakeover,
     ];
 
     /// The short name.
@@ -40,6 +51,9 @@ impl Invariant {
             Invariant::SingleValidLease => "single-valid-lease",
             Invariant::NoStaleExtension => "no-stale-extension",
             Invariant::QuiescentHolder => "quiescent-holder",
+            Invariant::NothingLost => "nothing-lost",
+            Invariant::Liveness => "liveness",
+            Invariant::RecordedTakeover => "recorded-takeover",
         }
     }
 
@@ -51,6 +65,9 @@ impl Invariant {
             Invariant::SingleValidLease => "I3",
             Invariant::NoStaleExtension => "I4",
             Invariant::QuiescentHolder => "I5",
+            Invariant::NothingLost => "I6",
+            Invariant::Liveness => "I7",
+            Invariant::RecordedTakeover => "I8",
         }
     }
 
@@ -77,6 +94,13 @@ impl Invariant {
             Invariant::QuiescentHolder => {
                 "no effect or success claim in jeopardy or after loss; no action outside the grant"
             }
+            Invariant::NothingLost => {
+                "every rejected result and lost lease is journaled; every effect traces to a lease"
+            }
+            Invariant::Liveness => {
+                "after healing every job ends within its bound; no healthy holder is taken over"
+            }
+            Invariant::RecordedTakeover => "every takeover records its reason and a higher epoch",
         }
     }
 }

@@ -12,6 +12,10 @@ pub struct ToolCall {
     pub duration_ns: Nanos,
     /// What it answers.
     pub answer: ToolAnswer,
+    /// A fault the outside world imposes on this call (F7); `Hang` never answers and
+    /// `AnswerLost` does the work but sends nothing. The others are already reflected in
+    /// `duration_ns` and `answer` and are only journaled.
+    pub fault: Option<ToolFaultKind>,
 }
 
 /// A pending answer.
@@ -20,6 +24,7 @@ struct Pending {
     due: Nanos,
     to: u32,
     msg: Msg,
+    lost: bool,
 }
 
 /// The tool state machine. Which call gets which [`ToolCall`] is decided by the host (the
@@ -55,6 +60,16 @@ impl Tool {
         let Msg::ToolRequest { req, job, step, .. } = msg else {
             return;
         };
+        if let Some(fault) = call.fault {
+            self.out.push_back(Output::Journal(Event::ToolFaulted {
+                job,
+                request: req,
+                fault,
+            }));
+            if fault == ToolFaultKind::Hang {
+                return;
+            }
+        }
         let (due, answer) = if self.pending.len() >= TOOL_PENDING_MAX {
             (now, ToolAnswer::Failure { transient: true })
         } else {
@@ -69,6 +84,7 @@ impl Tool {
                 step,
                 answer,
             },
+            lost: call.fault == Some(ToolFaultKind::AnswerLost),
         });
     }
 
@@ -86,6 +102,10 @@ impl Tool {
         }
         due.sort_by_key(|p| p.due);
         for p in due {
+            if p.lost {
+                // The work is done; the answer never leaves.
+                continue;
+            }
             self.out.push_back(Output::Send {
                 to: Peer::Addr(p.to),
                 msg: p.msg,
@@ -108,27 +128,20 @@ mod tests {
             step: 0,
         };
         let ok = ToolAnswer::Success { result: 1 };
-        t.handle_request(
-            0,
-            1,
-            req(1),
-            ToolCall {
-                duration_ns: 50,
-                answer: ok,
-            },
-        );
-        t.handle_request(
-            0,
-            2,
-            req(2),
-            ToolCall {
-                duration_ns: 20,
-                answer: ok,
-            },
-        );
-        assert_eq!(t.poll_timeout(), Some(20));
+        let call = |duration_ns, fault| ToolCall {
+            duration_ns,
+            answer: ok,
+            fault,
+        };
+        t.handle_request(0, 1, req(1), call(50, None));
+        t.handle_request(0, 2, req(2), call(20, None));
+        t.handle_request(0, 3, req(3), call(10, Some(ToolFaultKind::Hang)));
+        t.handle_request(0, 4, req(4), call(10, Some(ToolFaultKind::AnswerLost)));
+        let faults: Vec<Output> = std::iter::from_fn(|| t.poll_output()).collect();
+        assert_eq!(faults.len(), 2, "both faults are journaled at once");
+        assert_eq!(t.poll_timeout(), Some(10));
         t.handle_timeout(19);
-        assert!(t.poll_output().is_none(), "nothing is due yet");
+        assert!(t.poll_output().is_none(), "a lost answer is never sent");
         t.handle_timeout(60);
         let order: Vec<u32> = std::iter::from_fn(|| t.poll_output())
             .map(|o| match o {

@@ -112,6 +112,52 @@ pub enum ErrorCode {
     ToolTimeout,
     /// The tool answered with a failure.
     ToolFailed,
+    /// The stage ran past its deadline (P14), however alive the heartbeat was.
+    StageDeadline,
+}
+
+/// An operator's action on a job (F8, P15). It goes through the coordinator like every other
+/// change of ownership: a new epoch and a recorded reason.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum OperatorAction {
+    /// End the current lease; the job goes back to the queue.
+    Revoke,
+    /// End the current lease and grant a new one to `to`, who picks it up on its next claim.
+    Takeover {
+        /// The worker that gets the job.
+        to: WorkerName,
+    },
+    /// End the current lease and cancel the job (terminal).
+    Cancel,
+}
+
+/// Why a lease was granted (P15): every takeover records its reason.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantReason {
+    /// A claim of a queued job.
+    Claim,
+    /// A claim of a running job whose lease expired by the coordinator's clock.
+    Expired,
+    /// An operator's takeover.
+    Operator,
+}
+
+/// What went wrong at the tool on one call (F7).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolFaultKind {
+    /// It never answers.
+    Hang,
+    /// It answers, but much later.
+    Late,
+    /// It fails in a way a retry may fix.
+    Transient,
+    /// It fails for good.
+    Permanent,
+    /// It performs the work but its answer is lost.
+    AnswerLost,
 }
 
 /// The tool's answer to one request.
@@ -273,6 +319,24 @@ pub enum Msg {
         /// The fencing token (X-Execution-Fence).
         fence: Token,
     },
+    /// An operator's action (F8), sent to the coordinator.
+    Operator {
+        /// Request number.
+        req: u64,
+        /// The job.
+        job: JobId,
+        /// What to do.
+        action: OperatorAction,
+    },
+    /// The coordinator's answer to an operator.
+    OperatorDone {
+        /// Request number.
+        req: u64,
+        /// The job.
+        job: JobId,
+        /// Whether the action applied (a finished job cannot be revoked).
+        applied: bool,
+    },
     /// The receiver's answer to an effect.
     EffectAck {
         /// Request number it answers.
@@ -303,6 +367,8 @@ impl Msg {
             Msg::ToolResponse { .. } => MsgKind::ToolResponse,
             Msg::Effect { .. } => MsgKind::Effect,
             Msg::EffectAck { .. } => MsgKind::EffectAck,
+            Msg::Operator { .. } => MsgKind::Operator,
+            Msg::OperatorDone { .. } => MsgKind::OperatorDone,
         }
     }
 
@@ -336,7 +402,9 @@ impl Msg {
             | Msg::ToolRequest { job, .. }
             | Msg::ToolResponse { job, .. }
             | Msg::Effect { job, .. }
-            | Msg::EffectAck { job, .. } => Some(job),
+            | Msg::EffectAck { job, .. }
+            | Msg::Operator { job, .. }
+            | Msg::OperatorDone { job, .. } => Some(job),
         }
     }
 }
@@ -371,6 +439,10 @@ pub enum MsgKind {
     Effect,
     /// [`Msg::EffectAck`]
     EffectAck,
+    /// [`Msg::Operator`]
+    Operator,
+    /// [`Msg::OperatorDone`]
+    OperatorDone,
 }
 
 /// Why the coordinator refused a heartbeat or a commit: the failed condition of P4 / P8.
@@ -431,8 +503,23 @@ pub enum Event {
         attempt: u32,
         /// Expiry on the coordinator's clock.
         lease_until: Nanos,
-        /// The token of an expired lease this grant takes over, if any.
+        /// The token of the lease this grant takes over, if any.
         took_over: Option<Token>,
+        /// Why it was granted (P15).
+        reason: GrantReason,
+    },
+    /// An operator ended a lease (F8, P15): a new epoch, a recorded reason and actor.
+    LeaseRevoked {
+        /// The job.
+        job: JobId,
+        /// The holder whose lease ended, if any.
+        holder: Option<WorkerName>,
+        /// The token that ended.
+        token: Token,
+        /// The new epoch (higher): the old holder's token is now stale everywhere.
+        epoch: Token,
+        /// The action.
+        action: OperatorAction,
     },
     /// A lease was extended (P4). Carries the request as sent so the checker can judge it.
     LeaseRenewed {
@@ -546,6 +633,29 @@ pub enum Event {
         /// Whether it succeeded.
         success: bool,
     },
+    /// The stage deadline passed (P14): the attempt stops with a failure, heartbeat or not.
+    StageDeadlineExceeded {
+        /// The job.
+        job: JobId,
+        /// The token.
+        token: Token,
+    },
+    /// A tool fault happened on a call (F7), as the tool saw it.
+    ToolFaulted {
+        /// The job.
+        job: JobId,
+        /// The external request id.
+        request: u64,
+        /// What went wrong.
+        fault: ToolFaultKind,
+    },
+    /// An operator acted (F8).
+    OperatorActed {
+        /// The job.
+        job: JobId,
+        /// What it did.
+        action: OperatorAction,
+    },
     /// The tool did not answer within the client timeout (P12 c).
     ToolTimedOut {
         /// The job.
@@ -562,6 +672,8 @@ pub enum Event {
         job: JobId,
         /// The token (the fence).
         token: Token,
+        /// Which receiver (index).
+        receiver: u8,
         /// The entity.
         entity: EntityId,
         /// The key.
@@ -658,6 +770,10 @@ impl Event {
         match self {
             Event::LeaseGranted { .. } => "lease_granted",
             Event::LeaseRenewed { .. } => "lease_renewed",
+            Event::LeaseRevoked { .. } => "lease_revoked",
+            Event::StageDeadlineExceeded { .. } => "stage_deadline_exceeded",
+            Event::ToolFaulted { .. } => "tool_faulted",
+            Event::OperatorActed { .. } => "operator_acted",
             Event::HeartbeatRefused { .. } => "heartbeat_refused",
             Event::ResultAccepted { .. } => "result_accepted",
             Event::ResultRejected { .. } => "result_rejected",

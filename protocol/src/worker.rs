@@ -47,6 +47,9 @@ pub struct WorkerConfig {
     pub stop_margin_ns: Nanos,
     /// Client timeout of a tool call.
     pub tool_timeout_ns: Nanos,
+    /// Stage deadline (P14): the longest an attempt may work on its plan, however alive its
+    /// heartbeat is. A progress control, separate from the lease.
+    pub stage_deadline_ns: Nanos,
     /// Period of claim polling while idle.
     pub claim_poll_ns: Nanos,
     /// Period of commit retries while the answer is missing.
@@ -67,11 +70,13 @@ enum Timer {
     ToolTimeout = 2,
     CommitRetry = 3,
     Poll = 4,
+    Stage = 5,
 }
-const TIMERS: [Timer; 5] = [
+const TIMERS: [Timer; 6] = [
     Timer::Deadline,
     Timer::Heartbeat,
     Timer::ToolTimeout,
+    Timer::Stage,
     Timer::CommitRetry,
     Timer::Poll,
 ];
@@ -117,7 +122,7 @@ pub struct Worker {
     /// process cannot be taken for one of ours.
     next_req: u64,
     state: State,
-    timers: [Option<Nanos>; 5],
+    timers: [Option<Nanos>; 6],
     out: VecDeque<Output>,
 }
 
@@ -130,7 +135,7 @@ impl Worker {
             state: State::Idle {
                 claims: VecDeque::new(),
             },
-            timers: [None; 5],
+            timers: [None; 6],
             out: VecDeque::new(),
         }
     }
@@ -168,7 +173,7 @@ impl Worker {
         self.state = State::Idle {
             claims: VecDeque::new(),
         };
-        self.timers = [None; 5];
+        self.timers = [None; 6];
         self.out.clear();
     }
 
@@ -205,6 +210,7 @@ impl Worker {
                     Timer::ToolTimeout => self.on_tool_timeout(now),
                     Timer::CommitRetry => self.on_commit_retry(now),
                     Timer::Poll => self.on_poll(now),
+                    Timer::Stage => self.on_stage_deadline(now),
                 }
             }
         }
@@ -277,7 +283,9 @@ impl Worker {
             | Msg::Heartbeat { .. }
             | Msg::Commit { .. }
             | Msg::ToolRequest { .. }
-            | Msg::Effect { .. } => {}
+            | Msg::Effect { .. }
+            | Msg::Operator { .. }
+            | Msg::OperatorDone { .. } => {}
         }
     }
 
@@ -289,7 +297,7 @@ impl Worker {
         self.state = State::Idle {
             claims: VecDeque::new(),
         };
-        self.timers = [None; 5];
+        self.timers = [None; 6];
         self.set(Timer::Poll, now + self.cfg.claim_poll_ns);
     }
 
@@ -357,6 +365,8 @@ impl Worker {
         self.set(Timer::Deadline, deadline);
         // P5: the heartbeat runs on its own timer, apart from whatever the steps are doing.
         self.set(Timer::Heartbeat, now + self.cfg.heartbeat_ns);
+        // P14: progress is bounded separately from ownership.
+        self.set(Timer::Stage, now + self.cfg.stage_deadline_ns);
         if now >= deadline {
             self.enter_jeopardy();
         }
@@ -484,6 +494,27 @@ impl Worker {
         }
     }
 
+    fn on_stage_deadline(&mut self, now: Nanos) {
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        if a.commit.is_some() {
+            return;
+        }
+        // Cancel the tool call if one is running; its answer will be ignored.
+        a.tool = None;
+        let (job, token) = (a.job, a.token);
+        self.clear(Timer::ToolTimeout);
+        self.journal(Event::StageDeadlineExceeded { job, token });
+        self.start_commit(
+            now,
+            Outcome::Failure {
+                error: ErrorCode::StageDeadline,
+                retryable: true,
+            },
+        );
+    }
+
     fn on_tool_timeout(&mut self, now: Nanos) {
         let State::Holding(a) = &mut self.state else {
             return;
@@ -546,6 +577,7 @@ impl Worker {
                     self.journal(Event::EffectStarted {
                         job,
                         token,
+                        receiver,
                         entity,
                         key,
                         in_jeopardy: false,
@@ -609,6 +641,7 @@ impl Worker {
             attempts: 0,
         });
         self.clear(Timer::Heartbeat);
+        self.clear(Timer::Stage);
         self.send_commit(now);
     }
 

@@ -4,7 +4,10 @@
 //! reading and what happened. Architecture invariant: reports only read data; they never run
 //! or judge anything.
 
-use leasesim_protocol::{EffectOutcome, Event, Finding, IdemKey, Msg, Nanos, Outcome, ToolAnswer};
+use leasesim_protocol::{
+    EffectOutcome, Event, Finding, GrantReason, IdemKey, Msg, Nanos, OperatorAction, Outcome,
+    ToolAnswer,
+};
 use leasesim_sim::{Command, DropCause, EventKind, Fate, NodeId, TraceEvent, WORLD};
 use std::fmt::Write;
 
@@ -110,6 +113,13 @@ pub fn msg(names: &Names<'_>, m: &Msg) -> String {
         Msg::Effect {
             req, key, fence, ..
         } => format!("effect {} fence {} (req {req})", names.key(key), fence.0),
+        Msg::Operator { req, job, action } => {
+            format!("operator {} {job} (req {req})", action_word(action))
+        }
+        Msg::OperatorDone { req, job, applied } => format!(
+            "operator action on {job} {} (req {req})",
+            if applied { "applied" } else { "refused" }
+        ),
         Msg::EffectAck {
             req, key, outcome, ..
         } => format!(
@@ -117,6 +127,14 @@ pub fn msg(names: &Names<'_>, m: &Msg) -> String {
             names.key(key),
             effect_word(outcome)
         ),
+    }
+}
+
+fn action_word(a: OperatorAction) -> String {
+    match a {
+        OperatorAction::Revoke => "revoke".into(),
+        OperatorAction::Takeover { to } => format!("takeover to {to}"),
+        OperatorAction::Cancel => "cancel".into(),
     }
 }
 
@@ -163,12 +181,39 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
             attempt,
             lease_until,
             took_over,
+            reason,
         } => format!(
             "{job} to {holder} token {} attempt {attempt} until {}{}",
             token.0,
             secs(lease_until),
-            took_over.map_or(String::new(), |t| format!(", taking over expired token {}", t.0))
+            match (took_over, reason) {
+                (Some(t), GrantReason::Operator) => format!(", operator takeover of token {}", t.0),
+                (Some(t), _) => format!(", taking over expired token {}", t.0),
+                (None, _) => String::new(),
+            }
         ),
+        Event::LeaseRevoked {
+            job,
+            holder,
+            token,
+            epoch,
+            action,
+        } => format!(
+            "{job} token {} of {} ended by operator {}; new epoch {}",
+            token.0,
+            holder.map_or("nobody".to_string(), |h| h.to_string()),
+            action_word(action),
+            epoch.0
+        ),
+        Event::StageDeadlineExceeded { job, token } => {
+            format!("{job} token {}: the stage ran out of time", token.0)
+        }
+        Event::ToolFaulted {
+            job,
+            request,
+            fault,
+        } => format!("{job} request {request}: {fault:?}"),
+        Event::OperatorActed { job, action } => format!("{} {job}", action_word(action)),
         Event::LeaseRenewed {
             job,
             worker,
@@ -311,9 +356,27 @@ pub fn command(names: &Names<'_>, c: &Command) -> String {
         Command::Resume { node } => format!("fault: {} resumed", names.node(node)),
         Command::Crash { node } => format!("fault: {} crashed", names.node(node)),
         Command::Restart { node } => format!("fault: {} restarted", names.node(node)),
-        Command::ClockStep { node, delta_ns } => {
-            format!("fault: {} clock stepped by {delta_ns}ns", names.node(node))
+        Command::ClockStep { node, delta_ns } => format!(
+            "fault: {} monotonic clock jumped by {}{}",
+            names.node(node),
+            if delta_ns < 0 { "-" } else { "+" },
+            dur(delta_ns.unsigned_abs())
+        ),
+        Command::WallStep { node, delta_ns } => format!(
+            "fault: {} wall clock stepped by {}{}",
+            names.node(node),
+            if delta_ns < 0 { "-" } else { "+" },
+            dur(delta_ns.unsigned_abs())
+        ),
+        Command::SetSlow { node, extra_ns: 0 } => {
+            format!("fault: {} no longer slow", names.node(node))
         }
+        Command::SetSlow { node, extra_ns } => format!(
+            "fault: every message of {} now takes {} longer",
+            names.node(node),
+            dur(extra_ns)
+        ),
+        Command::Signal { node, tag } => format!("signal {tag} to {}", names.node(node)),
         Command::SetDrift { node, drift_ppm } => {
             format!(
                 "fault: {} clock drift now {drift_ppm} ppm",

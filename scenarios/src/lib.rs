@@ -5,6 +5,7 @@
 //! through small traits; scenarios are data (a [`setup::Setup`]) built from a seed.
 
 pub mod cli;
+pub mod hazard;
 pub mod oracle;
 pub mod plan;
 pub mod run;

@@ -1,15 +1,18 @@
-//! The invariant checkers (oracles). They judge only the trace: what each node recorded, at
-//! which true time, on which local clock reading. They never look inside the machines, so the
-//! reference, every variant and a user's own implementation are judged alike.
+//! The invariant checkers (oracles) for I1-I8, and the hazard counter. They judge only the
+//! trace: what each node recorded, at which true time, on which local clock reading. They never
+//! look inside the machines, so the reference, every variant and a user's own implementation
+//! are judged alike.
 //!
-//! The checkers keep their own model of the lease table, rebuilt from the coordinator's grants
-//! alone, and hold every renewal, commit and effect against it.
+//! The checkers keep their own model of the lease table, rebuilt from the coordinator's grants,
+//! renewals and revocations, and hold every commit, effect and success claim against it.
 
+use crate::hazard::{Hazard, Hazards};
 use crate::setup::{NodeInfo, Role};
 use leasesim_protocol::{
-    EntityId, Event, Finding, IdemKey, Invariant, JobId, JobState, Msg, Token, WorkerName,
+    EntityId, Event, Finding, GrantReason, IdemKey, Invariant, JobId, JobState, Msg,
+    OperatorAction, Token, WorkerName,
 };
-use leasesim_sim::{Clock, Command, EventKind, NodeId, TraceEvent};
+use leasesim_sim::{Clock, Command, End, EventKind, Fate, NodeId, TraceEvent};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A run's trace.
@@ -24,8 +27,14 @@ struct JobModel {
     holder: Option<WorkerName>,
     /// Lease expiry on the coordinator's clock while a lease is live.
     valid_until: Option<u64>,
+    /// True time of the last grant or renewal of the current token.
+    confirmed_t: u64,
     state: Option<JobState>,
     succeeded: bool,
+    /// Every token ever granted (effects must trace to one, I6).
+    granted: BTreeSet<Token>,
+    /// Tokens an operator ended (acting under them before learning it is a hazard, not a bug).
+    revoked: BTreeSet<Token>,
 }
 
 /// What the checkers know of the world besides the trace.
@@ -36,59 +45,131 @@ pub struct World<'a> {
     pub coordinator_clock: Clock,
     /// Operation names, by op id, for readable keys.
     pub op_names: &'a [String],
+    /// The number of jobs.
+    pub jobs: usize,
+    /// The network's longest ordinary flight time; longer ones were delayed by the plan.
+    pub latency_max_ns: u64,
+    /// I7: every job must be terminal by this true time.
+    pub liveness_deadline_ns: Option<u64>,
+    /// How the run ended and when.
+    pub end: End,
+    /// True time at the end.
+    pub end_ns: u64,
+}
+
+/// The verdict material of one run.
+#[derive(Clone, Debug, Default)]
+pub struct Judgement {
+    /// Violations, in trace order.
+    pub findings: Vec<Finding>,
+    /// Hazards reached.
+    pub hazards: Hazards,
 }
 
 struct Oracle<'a> {
     world: &'a World<'a>,
+    coordinator: NodeId,
     jobs: BTreeMap<JobId, JobModel>,
     /// Per (receiver, entity): highest fence admitted.
     marks: BTreeMap<(NodeId, EntityId), Token>,
     /// Per (receiver, key): applied already.
     applied: BTreeSet<(NodeId, IdemKey)>,
+    /// Per worker node: the attempt it is running.
+    live: BTreeMap<NodeId, (JobId, Token)>,
     /// (worker node, job, token) the worker learned were lost or refused.
     lost: BTreeSet<(NodeId, JobId, Token)>,
     /// (worker name, job, token) whose result the coordinator accepted.
     accepted: BTreeSet<(WorkerName, JobId, Token)>,
-    /// Whether every worker clock is still within its configured drift bound.
-    clocks_in_bound: bool,
-    findings: Vec<Finding>,
+    /// Who ran which attempt: (job, token) -> worker node.
+    runner: BTreeMap<(JobId, Token), NodeId>,
+    /// Worker nodes whose clocks left their bound (belief checks are void for them).
+    clocks_out: BTreeSet<NodeId>,
+    /// The last true time a fault touched a worker node or its link to the coordinator.
+    disturbed_at: BTreeMap<NodeId, u64>,
+    /// The last true time a fault touched the coordinator itself.
+    coordinator_disturbed_at: Option<u64>,
+    /// Faults in force now: cut links, paused or crashed nodes, slow nodes.
+    cuts: BTreeSet<(NodeId, NodeId)>,
+    down: BTreeSet<NodeId>,
+    slow: BTreeSet<NodeId>,
+    /// A worker that must journal a loss it was just told about: node -> (job, token).
+    owes_journal: BTreeMap<NodeId, (JobId, Token, u64)>,
+    /// Worker names seen claiming, with the nodes that claimed under them.
+    claimers: BTreeMap<WorkerName, BTreeSet<NodeId>>,
+    /// Notes of the current handler (same node, same instant), for journal checks.
+    recent: Vec<(NodeId, u64, Event)>,
+    judgement: Judgement,
 }
 
-/// Checks every invariant over a trace and returns the findings, in trace order.
-pub fn check(world: &World<'_>, trace: &Trace) -> Vec<Finding> {
+/// Checks every invariant over a trace and counts the hazards reached.
+pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
+    let coordinator = world
+        .nodes
+        .iter()
+        .position(|n| n.role == Role::Coordinator)
+        .unwrap_or(0) as NodeId;
     let mut o = Oracle {
         world,
+        coordinator,
         jobs: BTreeMap::new(),
         marks: BTreeMap::new(),
         applied: BTreeSet::new(),
+        live: BTreeMap::new(),
         lost: BTreeSet::new(),
         accepted: BTreeSet::new(),
-        clocks_in_bound: true,
-        findings: Vec::new(),
+        runner: BTreeMap::new(),
+        clocks_out: BTreeSet::new(),
+        disturbed_at: BTreeMap::new(),
+        coordinator_disturbed_at: None,
+        cuts: BTreeSet::new(),
+        down: BTreeSet::new(),
+        slow: BTreeSet::new(),
+        owes_journal: BTreeMap::new(),
+        claimers: BTreeMap::new(),
+        recent: Vec::new(),
+        judgement: Judgement::default(),
     };
     for e in trace {
-        match &e.kind {
-            EventKind::Note { note } => o.note(e, note),
-            EventKind::Fault { command } => o.fault(command),
-            _ => {}
+        if o.recent
+            .first()
+            .is_some_and(|(n, t, _)| *n != e.node || *t != e.t)
+        {
+            o.recent.clear();
         }
-        if o.findings.len() >= FINDINGS_MAX {
-            break;
+        match &e.kind {
+            EventKind::Note { note } => {
+                o.note(e, note);
+                o.recent.push((e.node, e.t, *note));
+            }
+            EventKind::Fault { command } => o.fault(e, command),
+            EventKind::Send { to, msg, fate, .. } => o.send(e, *to, msg, fate),
+            EventKind::Deliver { from, msg, .. } => o.deliver(e, *from, msg),
+            EventKind::Release { .. } => o.disturb(e.node, e.t),
+            EventKind::Lost { .. } => {}
         }
     }
-    o.findings
+    o.finish();
+    o.judgement
 }
 
 impl Oracle<'_> {
     fn flag(&mut self, invariant: Invariant, e: &TraceEvent<Msg, Event>, message: String) {
-        if self.findings.len() < FINDINGS_MAX {
-            self.findings.push(Finding {
+        self.flag_at(invariant, e.t, e.node, message);
+    }
+
+    fn flag_at(&mut self, invariant: Invariant, t_ns: u64, node: NodeId, message: String) {
+        if self.judgement.findings.len() < FINDINGS_MAX {
+            self.judgement.findings.push(Finding {
                 invariant,
-                t_ns: e.t,
-                node: e.node,
+                t_ns,
+                node,
                 message,
             });
         }
+    }
+
+    fn hit(&mut self, h: Hazard) {
+        self.judgement.hazards.hit(h);
     }
 
     fn name(&self, node: NodeId) -> &str {
@@ -96,6 +177,14 @@ impl Oracle<'_> {
             .nodes
             .get(node as usize)
             .map_or("world", |n| n.name.as_str())
+    }
+
+    fn role(&self, node: NodeId) -> Option<&Role> {
+        self.world.nodes.get(node as usize).map(|n| &n.role)
+    }
+
+    fn is_worker(&self, node: NodeId) -> bool {
+        matches!(self.role(node), Some(Role::Worker { .. }))
     }
 
     fn key(&self, key: IdemKey) -> String {
@@ -106,27 +195,213 @@ impl Oracle<'_> {
         }
     }
 
-    fn fault(&mut self, command: &Command) {
-        // Belief within grant (I5) is promised only while clocks stay within the drift bound.
+    /// True expiry of a job's current lease, if it has one.
+    fn expiry_true(&self, m: &JobModel) -> Option<u64> {
+        m.valid_until
+            .map(|until| self.world.coordinator_clock.true_at(until, 0))
+    }
+
+    /// Whether the lease of (job, token) is over at true time `t`.
+    fn lease_over(&self, job: JobId, token: Token, t: u64) -> bool {
+        let Some(m) = self.jobs.get(&job) else {
+            return true;
+        };
+        m.token != token || self.expiry_true(m).is_none_or(|x| x <= t)
+    }
+
+    fn disturb(&mut self, node: NodeId, t: u64) {
+        if node == self.coordinator {
+            self.coordinator_disturbed_at = Some(t);
+        } else {
+            self.disturbed_at.insert(node, t);
+        }
+    }
+
+    fn fault(&mut self, e: &TraceEvent<Msg, Event>, command: &Command) {
+        let t = e.t;
         match *command {
-            Command::ClockStep { node, .. } => {
-                if matches!(self.world.nodes[node as usize].role, Role::Worker { .. }) {
-                    self.clocks_in_bound = false;
+            Command::Cut { from, to } | Command::Heal { from, to } => {
+                if matches!(command, Command::Cut { .. }) {
+                    self.cuts.insert((from, to));
+                } else {
+                    self.cuts.remove(&(from, to));
                 }
-            }
-            Command::SetDrift { node, drift_ppm } => {
-                if let Role::Worker { drift_ppm_max, .. } = self.world.nodes[node as usize].role {
-                    if drift_ppm.unsigned_abs() > drift_ppm_max {
-                        self.clocks_in_bound = false;
+                if from == self.coordinator || to == self.coordinator {
+                    let other = if from == self.coordinator { to } else { from };
+                    self.disturb(other, t);
+                    if matches!(command, Command::Cut { .. }) {
+                        self.hit(Hazard::CoordinatorOutage);
                     }
                 }
             }
-            Command::Pause { node, frozen: true } => {
-                if matches!(self.world.nodes[node as usize].role, Role::Worker { .. }) {
-                    self.clocks_in_bound = false;
+            Command::Pause { node, frozen } => {
+                self.down.insert(node);
+                self.disturb(node, t);
+                if frozen && self.is_worker(node) {
+                    self.clocks_out.insert(node);
+                }
+                if node == self.coordinator {
+                    self.hit(Hazard::CoordinatorOutage);
                 }
             }
+            Command::Resume { node } => {
+                self.down.remove(&node);
+                self.disturb(node, t);
+                if let Some(&(job, token)) = self.live.get(&node) {
+                    if self.lease_over(job, token, t) {
+                        self.hit(Hazard::PauseAcrossExpiry);
+                    }
+                }
+            }
+            Command::Crash { node } => {
+                self.down.insert(node);
+                self.disturb(node, t);
+                self.live.remove(&node);
+                self.owes_journal.remove(&node);
+                self.hit(Hazard::Crash);
+            }
+            Command::Restart { node } => {
+                self.down.remove(&node);
+                self.disturb(node, t);
+                if self.is_worker(node) {
+                    self.hit(Hazard::RestartSameName);
+                }
+            }
+            Command::ClockStep { node, .. } => {
+                self.hit(Hazard::ClockFault);
+                if self.is_worker(node) {
+                    self.clocks_out.insert(node);
+                }
+            }
+            Command::WallStep { .. } => self.hit(Hazard::ClockFault),
+            Command::SetDrift { node, drift_ppm } => {
+                self.hit(Hazard::ClockFault);
+                if let Some(Role::Worker { drift_ppm_max, .. }) = self.role(node) {
+                    if drift_ppm.unsigned_abs() > *drift_ppm_max {
+                        self.clocks_out.insert(node);
+                    }
+                }
+            }
+            Command::SetSlow { node, extra_ns } => {
+                self.disturb(node, t);
+                if extra_ns > 0 {
+                    self.slow.insert(node);
+                    if node == self.coordinator {
+                        self.hit(Hazard::CoordinatorOutage);
+                    }
+                } else {
+                    self.slow.remove(&node);
+                }
+            }
+            Command::Release { .. } | Command::Alarm { .. } | Command::Signal { .. } => {}
+        }
+    }
+
+    fn send(&mut self, e: &TraceEvent<Msg, Event>, to: NodeId, msg: &Msg, fate: &Fate) {
+        let touches_coordinator = e.node == self.coordinator || to == self.coordinator;
+        let other = if e.node == self.coordinator {
+            to
+        } else {
+            e.node
+        };
+        let disturbed = match *fate {
+            Fate::Drop { .. } => {
+                self.hit(Hazard::MessageLost);
+                true
+            }
+            Fate::Duplicate { .. } => {
+                self.hit(Hazard::MessageDuplicated);
+                true
+            }
+            Fate::Hold => {
+                self.hit(Hazard::MessageLate);
+                true
+            }
+            Fate::Deliver { delay_ns } => {
+                let late = delay_ns > self.world.latency_max_ns
+                    && !self.slow.contains(&e.node)
+                    && !self.slow.contains(&to);
+                if late {
+                    self.hit(Hazard::MessageLate);
+                }
+                late
+            }
+        };
+        if disturbed && touches_coordinator {
+            self.disturb(other, e.t);
+        }
+        if e.node != self.coordinator {
+            return;
+        }
+        // I6: the coordinator journals every refusal it sends.
+        let (journaled, what) = match *msg {
+            Msg::CommitRejected { job, token, .. } => (
+                self.recent.iter().any(|(_, _, n)| {
+                    matches!(n, Event::ResultRejected { job: j, token: t, .. } if *j == job && *t == token)
+                }),
+                format!("a rejected result of {job} with token {token}"),
+            ),
+            Msg::HeartbeatRejected { job, token, .. } => (
+                self.recent.iter().any(|(_, _, n)| {
+                    matches!(n, Event::HeartbeatRefused { job: j, token: t, .. } if *j == job && *t == token)
+                }),
+                format!("a refused heartbeat of {job} with token {token}"),
+            ),
+            _ => (true, String::new()),
+        };
+        if !journaled {
+            self.flag(
+                Invariant::NothingLost,
+                e,
+                format!("coordinator answered {what} without journaling it"),
+            );
+        }
+    }
+
+    fn deliver(&mut self, e: &TraceEvent<Msg, Event>, _from: NodeId, msg: &Msg) {
+        self.settle_journal_debt(e.node, e.t);
+        let Some(&(job, token)) = self.live.get(&e.node) else {
+            return;
+        };
+        match *msg {
+            Msg::HeartbeatRejected {
+                job: j, token: t, ..
+            }
+            | Msg::CommitRejected {
+                job: j, token: t, ..
+            } if j == job && t == token => {
+                self.owes_journal.insert(e.node, (job, token, e.t));
+            }
+            Msg::ToolResponse { job: j, .. } if j == job && self.lease_over(job, token, e.t) => {
+                self.hit(Hazard::LateAnswerAfterExpiry);
+            }
             _ => {}
+        }
+    }
+
+    /// I6: a worker told its lease is lost journals it while handling that very answer.
+    fn settle_journal_debt(&mut self, node: NodeId, t: u64) {
+        if let Some((job, token, at)) = self.owes_journal.remove(&node) {
+            let who = self.name(node).to_string();
+            self.flag_at(
+                Invariant::NothingLost,
+                t.max(at),
+                node,
+                format!("{who} was told its lease of {job} with token {token} was lost and journaled nothing"),
+            );
+        }
+    }
+
+    fn end_attempt(&mut self, node: NodeId, job: JobId, token: Token) {
+        if self.live.get(&node) == Some(&(job, token)) {
+            self.live.remove(&node);
+        }
+        if self
+            .owes_journal
+            .get(&node)
+            .is_some_and(|(j, t, _)| *j == job && *t == token)
+        {
+            self.owes_journal.remove(&node);
         }
     }
 
@@ -137,37 +412,74 @@ impl Oracle<'_> {
                 holder,
                 token,
                 lease_until,
+                took_over,
+                reason,
                 ..
-            } => self.granted(e, job, holder, token, lease_until),
+            } => self.granted(e, job, holder, token, lease_until, took_over, reason),
             Event::LeaseRenewed {
                 job,
                 worker,
                 token,
                 lease_until,
             } => self.renewed(e, job, worker, token, lease_until),
+            Event::LeaseRevoked {
+                job,
+                token,
+                epoch,
+                action,
+                ..
+            } => self.revoked(e, job, token, epoch, action),
             Event::ResultAccepted {
                 job,
                 worker,
                 token,
                 state,
             } => self.result_accepted(e, job, worker, token, state),
+            Event::ResultRejected { .. } => self.hit(Hazard::StaleCommitRejected),
+            Event::HeartbeatRefused { .. } => self.hit(Hazard::HeartbeatRefused),
             Event::EffectApplied { entity, key, fence } => {
                 self.effect_admitted(e, entity, key, fence, true)
             }
             Event::EffectDuplicate { entity, key, fence } => {
+                self.hit(Hazard::DuplicateKeyAnswered);
                 self.effect_admitted(e, entity, key, fence, false)
             }
+            Event::EffectFenced { .. } => self.hit(Hazard::StaleFenceRejected),
             Event::EffectStarted {
                 job,
                 token,
+                receiver,
                 key,
                 in_jeopardy,
                 ..
-            } => self.effect_started(e, job, token, key, in_jeopardy),
+            } => self.effect_started(e, job, token, receiver, key, in_jeopardy),
+            Event::JobClaimed { job, token, .. } => {
+                if let Role::Worker { name, .. } = self.world.nodes[e.node as usize].role {
+                    let nodes = self.claimers.entry(name).or_default();
+                    // A second process claiming under a name already used by another one.
+                    if nodes.insert(e.node) && nodes.len() > 1 {
+                        self.hit(Hazard::RestartSameName);
+                    }
+                }
+                self.live.insert(e.node, (job, token));
+                self.runner.insert((job, token), e.node);
+            }
             Event::HeartbeatLost { job, token } | Event::CommitRefused { job, token } => {
                 self.lost.insert((e.node, job, token));
+                self.end_attempt(e.node, job, token);
             }
+            Event::FailureAcknowledged { job, token } => self.end_attempt(e.node, job, token),
+            Event::CommitAbandoned { job, token } => {
+                self.hit(Hazard::CommitAbandoned);
+                self.end_attempt(e.node, job, token);
+            }
+            Event::JeopardyEntered { .. } => self.hit(Hazard::JeopardyEntered),
+            Event::JeopardyExited { .. } => self.hit(Hazard::JeopardyExited),
+            Event::StageDeadlineExceeded { .. } => self.hit(Hazard::StageDeadline),
+            Event::ToolFaulted { .. } => self.hit(Hazard::ToolFault),
+            Event::OperatorActed { .. } => self.hit(Hazard::OperatorAction),
             Event::SuccessClaimed { job, token } => {
+                self.end_attempt(e.node, job, token);
                 let Role::Worker { name, .. } = self.world.nodes[e.node as usize].role else {
                     return;
                 };
@@ -183,7 +495,8 @@ impl Oracle<'_> {
         }
     }
 
-    /// I3: tokens strictly increase; a grant never overlaps a valid lease.
+    /// I3 and I8 at a grant; I7's needless-takeover check.
+    #[allow(clippy::too_many_arguments)]
     fn granted(
         &mut self,
         e: &TraceEvent<Msg, Event>,
@@ -191,6 +504,8 @@ impl Oracle<'_> {
         holder: WorkerName,
         token: Token,
         lease_until: u64,
+        took_over: Option<Token>,
+        reason: GrantReason,
     ) {
         let m = self.jobs.entry(job).or_default().clone();
         if token <= m.token {
@@ -204,7 +519,7 @@ impl Oracle<'_> {
             );
         }
         if let Some(until) = m.valid_until {
-            if until >= e.local {
+            if until >= e.local && reason != GrantReason::Operator {
                 self.flag(
                     Invariant::SingleValidLease,
                     e,
@@ -224,11 +539,80 @@ impl Oracle<'_> {
                 format!("{job} granted token {token} to {holder} after it ended"),
             );
         }
+        // I8: replacing a running lease is a takeover, and a takeover records why.
+        if m.state == Some(JobState::Running) && m.valid_until.is_some() {
+            match (took_over, reason) {
+                (Some(old), GrantReason::Expired | GrantReason::Operator) if old < token => {}
+                _ => self.flag(
+                    Invariant::RecordedTakeover,
+                    e,
+                    format!(
+                        "{job} passed from token {} to token {token} of {holder} without a recorded takeover (reason {reason:?}, took over {took_over:?})",
+                        m.token
+                    ),
+                ),
+            }
+        }
+        if let Some(old) = took_over {
+            if old >= token {
+                self.flag(
+                    Invariant::RecordedTakeover,
+                    e,
+                    format!(
+                        "{job} takeover from token {old} to a token {token} that is not higher"
+                    ),
+                );
+            }
+            if reason == GrantReason::Expired {
+                self.hit(Hazard::Takeover);
+                self.needless_takeover(e, job, old, &m);
+            }
+        }
         let m = self.jobs.get_mut(&job).expect("inserted above");
         m.token = m.token.max(token);
         m.holder = Some(holder);
         m.valid_until = Some(lease_until);
+        m.confirmed_t = e.t;
         m.state = Some(JobState::Running);
+        m.granted.insert(token);
+    }
+
+    /// I7: a holder that nothing disturbed since its last renewal must never be taken over.
+    fn needless_takeover(
+        &mut self,
+        e: &TraceEvent<Msg, Event>,
+        job: JobId,
+        old: Token,
+        m: &JobModel,
+    ) {
+        let Some(&node) = self.runner.get(&(job, old)) else {
+            // Nobody ever ran that grant (a lost reply left it dangling).
+            return;
+        };
+        if self.live.get(&node) != Some(&(job, old)) || self.clocks_out.contains(&node) {
+            return;
+        }
+        let since = m.confirmed_t;
+        let touched = self.disturbed_at.get(&node).is_some_and(|t| *t >= since)
+            || self.coordinator_disturbed_at.is_some_and(|t| t >= since)
+            || self.down.contains(&node)
+            || self.down.contains(&self.coordinator)
+            || self.slow.contains(&node)
+            || self.slow.contains(&self.coordinator)
+            || self.cuts.iter().any(|(a, b)| {
+                (*a == node && *b == self.coordinator) || (*a == self.coordinator && *b == node)
+            });
+        if !touched {
+            let who = self.name(node).to_string();
+            self.flag(
+                Invariant::Liveness,
+                e,
+                format!(
+                    "{job}: healthy holder {who} (token {old}) was taken over; no fault touched it or the coordinator since its lease was last confirmed at {}",
+                    fmt_ns(since)
+                ),
+            );
+        }
     }
 
     /// I4: only the current, unexpired holder's lease is extended.
@@ -263,7 +647,38 @@ impl Oracle<'_> {
             );
             return;
         }
-        self.jobs.get_mut(&job).expect("present").valid_until = Some(lease_until);
+        let m = self.jobs.get_mut(&job).expect("present");
+        m.valid_until = Some(lease_until);
+        m.confirmed_t = e.t;
+    }
+
+    /// I8 at a revocation: a new, higher epoch.
+    fn revoked(
+        &mut self,
+        e: &TraceEvent<Msg, Event>,
+        job: JobId,
+        token: Token,
+        epoch: Token,
+        action: OperatorAction,
+    ) {
+        if epoch <= token {
+            self.flag(
+                Invariant::RecordedTakeover,
+                e,
+                format!("{job}: operator {action:?} ended token {token} without a higher epoch ({epoch})"),
+            );
+        }
+        let m = self.jobs.entry(job).or_default();
+        m.revoked.insert(token);
+        m.token = m.token.max(epoch);
+        m.valid_until = None;
+        m.holder = None;
+        m.state = Some(match action {
+            OperatorAction::Revoke => JobState::Queued,
+            OperatorAction::Cancel => JobState::Cancelled,
+            // The grant that follows sets the holder and the lease.
+            OperatorAction::Takeover { .. } => JobState::Queued,
+        });
     }
 
     /// I1: an accepted result comes from the current token within its lease; one per job.
@@ -311,9 +726,25 @@ impl Oracle<'_> {
         if state == JobState::Queued {
             m.holder = None;
         }
+        if state.is_terminal() {
+            if let Some(deadline) = self.world.liveness_deadline_ns {
+                if e.t > deadline {
+                    self.flag(
+                        Invariant::Liveness,
+                        e,
+                        format!(
+                            "{job} ended only at {}, after its bound {}",
+                            fmt_ns(e.t),
+                            fmt_ns(deadline)
+                        ),
+                    );
+                }
+            }
+        }
     }
 
-    /// I2: a key takes effect once; a fencing receiver never admits a lower fence.
+    /// I2: a key takes effect once; a fencing receiver never admits a lower fence. I6: every
+    /// applied effect traces to a lease.
     fn effect_admitted(
         &mut self,
         e: &TraceEvent<Msg, Event>,
@@ -324,57 +755,99 @@ impl Oracle<'_> {
     ) {
         let receiver = e.node;
         let supports_fence = matches!(
-            self.world.nodes[receiver as usize].role,
-            Role::Receiver {
+            self.role(receiver),
+            Some(Role::Receiver {
                 supports_fence: true,
                 ..
-            }
+            })
         );
-        let mark = self.marks.get(&(receiver, entity)).copied();
-        if let Some(mark) = mark {
-            if fence < mark && supports_fence {
+        if let Some(&mark) = self.marks.get(&(receiver, entity)) {
+            if fence < mark {
+                if supports_fence {
+                    self.flag(
+                        Invariant::NoDoubleEffect,
+                        e,
+                        format!(
+                            "{} accepted {} with fence {fence} after it had admitted fence {mark} for {entity}",
+                            self.name(receiver),
+                            self.key(key)
+                        ),
+                    );
+                } else if applied {
+                    // Kleppmann: without fence support no lease protocol prevents this; the
+                    // stable key is what keeps it from doubling.
+                    self.hit(Hazard::UnfencedStaleEffect);
+                }
+            }
+        }
+        let m = self.marks.entry((receiver, entity)).or_insert(fence);
+        *m = (*m).max(fence);
+        if applied {
+            if !self.applied.insert((receiver, key)) {
                 self.flag(
                     Invariant::NoDoubleEffect,
                     e,
                     format!(
-                        "{} accepted {} with fence {fence} after it had admitted fence {mark} for {entity}",
+                        "{} applied {} a second time",
                         self.name(receiver),
                         self.key(key)
                     ),
                 );
             }
-        }
-        let m = self.marks.entry((receiver, entity)).or_insert(fence);
-        *m = (*m).max(fence);
-        if applied && !self.applied.insert((receiver, key)) {
-            self.flag(
-                Invariant::NoDoubleEffect,
-                e,
-                format!(
-                    "{} applied {} a second time",
-                    self.name(receiver),
-                    self.key(key)
-                ),
-            );
+            let traced = self
+                .jobs
+                .get(&key.job)
+                .is_some_and(|m| m.granted.contains(&fence));
+            if !traced {
+                self.flag(
+                    Invariant::NothingLost,
+                    e,
+                    format!(
+                        "{} applied {} under fence {fence}, which no lease of {} ever carried",
+                        self.name(receiver),
+                        self.key(key),
+                        key.job
+                    ),
+                );
+            }
         }
     }
 
     /// I5: no effect in jeopardy or after loss, and none outside the coordinator's grant.
+    /// Overlap accounting (I2): an effect issued while two attempts overlap is fenced or keyed.
     fn effect_started(
         &mut self,
         e: &TraceEvent<Msg, Event>,
         job: JobId,
         token: Token,
+        receiver: u8,
         key: IdemKey,
         in_jeopardy: bool,
     ) {
         let who = self.name(e.node).to_string();
-        let key = self.key(key);
+        let key_text = self.key(key);
+        let overlapping = self
+            .live
+            .iter()
+            .any(|(n, (j, t))| *n != e.node && *j == job && *t != token);
+        if overlapping {
+            self.hit(Hazard::OverlapEffect);
+            let fenced = self.world.nodes.iter().any(|n| {
+                matches!(n.role, Role::Receiver { index, supports_fence: true } if index == receiver)
+            });
+            if !fenced && key.salt != 0 {
+                self.flag(
+                    Invariant::NoDoubleEffect,
+                    e,
+                    format!("{who} issued {key_text} while another attempt of {job} was running, to a receiver without fences and under a key of its own attempt"),
+                );
+            }
+        }
         if in_jeopardy {
             self.flag(
                 Invariant::QuiescentHolder,
                 e,
-                format!("{who} started {key} with token {token} while in jeopardy"),
+                format!("{who} started {key_text} with token {token} while in jeopardy"),
             );
             return;
         }
@@ -382,36 +855,73 @@ impl Oracle<'_> {
             self.flag(
                 Invariant::QuiescentHolder,
                 e,
-                format!(
-                    "{who} started {key} with token {token} after it learned the lease was lost"
-                ),
+                format!("{who} started {key_text} with token {token} after it learned the lease was lost"),
             );
             return;
         }
-        if !self.clocks_in_bound {
+        if self.clocks_out.contains(&e.node) {
             return;
         }
         let m = self.jobs.get(&job).cloned().unwrap_or_default();
         if m.token != token {
+            if m.revoked.range(token..).next().is_some() {
+                // The operator ended it; the holder learns at its next heartbeat (P15).
+                self.hit(Hazard::ActedAfterRevoke);
+                return;
+            }
             self.flag(
                 Invariant::QuiescentHolder,
                 e,
                 format!(
-                    "{who} started {key} believing it held token {token} while token {} had been granted",
+                    "{who} started {key_text} believing it held token {token} while token {} had been granted",
                     m.token
                 ),
             );
             return;
         }
-        let expiry = m
-            .valid_until
-            .map(|until| self.world.coordinator_clock.true_at(until, 0));
-        if expiry.is_none_or(|t| t <= e.t) {
+        if self.expiry_true(&m).is_none_or(|t| t <= e.t) {
             self.flag(
                 Invariant::QuiescentHolder,
                 e,
+                format!("{who} started {key_text} with token {token} after the coordinator's lease had expired"),
+            );
+        }
+    }
+
+    /// End-of-trace checks: pending journal debts (I6) and bounded completion (I7).
+    fn finish(&mut self) {
+        let debts: Vec<NodeId> = self.owes_journal.keys().copied().collect();
+        for node in debts {
+            self.settle_journal_debt(node, self.world.end_ns);
+        }
+        let Some(deadline) = self.world.liveness_deadline_ns else {
+            return;
+        };
+        let open: Vec<JobId> = (0..self.world.jobs as u32)
+            .map(JobId)
+            .filter(|j| {
+                !self
+                    .jobs
+                    .get(j)
+                    .and_then(|m| m.state)
+                    .is_some_and(JobState::is_terminal)
+            })
+            .collect();
+        if !open.is_empty() && (self.world.end_ns >= deadline || self.world.end != End::Done) {
+            let list: Vec<String> = open.iter().take(8).map(|j| j.to_string()).collect();
+            let coordinator = self.coordinator;
+            self.flag_at(
+                Invariant::Liveness,
+                self.world.end_ns,
+                coordinator,
                 format!(
-                    "{who} started {key} with token {token} after the coordinator's lease had expired"
+                    "{} job(s) never ended after the faults healed ({}{}); bound {}, run ended ({:?}) at {}",
+                    open.len(),
+                    list.join(", "),
+                    if open.len() > 8 { ", ..." } else { "" },
+                    fmt_ns(deadline),
+                    self.world.end,
+                    fmt_ns(self.world.end_ns)
                 ),
             );
         }

@@ -1,13 +1,15 @@
-//! Fault plans: explicit faults, each applied at a true time or anchored to a protocol event
-//! ("cut W1 from the coordinator when it starts the tool call"), and the director that carries
-//! them out inside the simulator.
+//! The fault catalogue (SPEC F1-F8) as one closed set of explicit faults, each applied at a true
+//! time or anchored to a protocol event ("cut W1 from the coordinator when it starts the tool
+//! call", "pause W1 right after it checked its lease"), and the director that carries a plan out
+//! inside the simulator, including the heal phase that ends every fault.
 
 use crate::world::Node;
-use leasesim_protocol::{Event, Msg, MsgKind, OpId, Token};
-use leasesim_sim::{Command, Control, Director, Envelope, Fate, NodeId};
+use leasesim_protocol::{Event, JobId, Msg, MsgKind, OpId, OperatorAction, Token, ToolFaultKind};
+use leasesim_sim::{Command, Control, Director, DropCause, Envelope, Fate, NodeId};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-/// Which messages a trigger or a hold matches. Unset fields match anything.
+/// Which messages a trigger or a message fault matches. Unset fields match anything.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MsgPattern {
     /// Sender.
@@ -75,7 +77,73 @@ pub enum Trigger {
     },
 }
 
-/// One explicit fault.
+impl Trigger {
+    /// At true time `t_ns`.
+    pub fn at(t_ns: u64) -> Trigger {
+        Trigger::At { t_ns }
+    }
+    /// When a message matching `pattern` is sent.
+    pub fn sent(pattern: MsgPattern) -> Trigger {
+        Trigger::Sent {
+            pattern,
+            delay_ns: 0,
+        }
+    }
+    /// When a message matching `pattern` is delivered.
+    pub fn delivered(pattern: MsgPattern) -> Trigger {
+        Trigger::Delivered {
+            pattern,
+            delay_ns: 0,
+        }
+    }
+    /// The same trigger, `delay_ns` later.
+    pub fn after(self, delay_ns: u64) -> Trigger {
+        match self {
+            Trigger::At { t_ns } => Trigger::At {
+                t_ns: t_ns + delay_ns,
+            },
+            Trigger::Sent {
+                pattern,
+                delay_ns: d,
+            } => Trigger::Sent {
+                pattern,
+                delay_ns: d + delay_ns,
+            },
+            Trigger::Delivered {
+                pattern,
+                delay_ns: d,
+            } => Trigger::Delivered {
+                pattern,
+                delay_ns: d + delay_ns,
+            },
+        }
+    }
+}
+
+/// What a message fault does to each message it catches (F3).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum MsgAction {
+    /// Lose it.
+    Drop,
+    /// Deliver it `extra_ns` later than the network would (reordering it past later ones).
+    Delay {
+        /// Extra flight time.
+        extra_ns: u64,
+    },
+    /// Deliver it twice, the copy `gap_ns` after the original.
+    Duplicate {
+        /// Gap between the copies.
+        gap_ns: u64,
+    },
+    /// Hold it until `release` (a late message), then let it fly.
+    Hold {
+        /// When the held messages are released.
+        release: Trigger,
+    },
+}
+
+/// One explicit fault of the catalogue.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "fault", rename_all = "snake_case")]
 pub enum Fault {
@@ -89,31 +157,211 @@ pub enum Fault {
         one_way: bool,
         /// When the cut starts.
         start: Trigger,
-        /// When it heals (never, if `None`).
+        /// When it heals (at the heal phase, if `None`).
         end: Option<Trigger>,
     },
-    /// F3: hold the first message matching `pattern` (after `start`) until `release`.
-    Hold {
-        /// The message to hold.
-        pattern: MsgPattern,
-        /// When holding is armed.
+    /// F1 full partition / F6 outage: cut every link of `node`, both ways.
+    Isolate {
+        /// The node (the coordinator for an outage).
+        node: NodeId,
+        /// When it starts.
         start: Trigger,
-        /// When the held message is released: it then flies like a fresh message.
-        release: Trigger,
+        /// When it ends (at the heal phase, if `None`).
+        end: Option<Trigger>,
+    },
+    /// F2: the node runs nothing for `duration_ns`. `frozen`: its clock stops too (a VM stop);
+    /// otherwise it runs on (a GC pause). `hold_anchor`: when `start` is a send, that very
+    /// message leaves only when the pause ends ("paused right after it checked its lease").
+    Pause {
+        /// The node.
+        node: NodeId,
+        /// Whether the clock stops.
+        frozen: bool,
+        /// When the pause starts.
+        start: Trigger,
+        /// How long it lasts (true time).
+        duration_ns: u64,
+        /// Whether the anchoring message waits for the resume.
+        hold_anchor: bool,
+    },
+    /// F3: drop, delay, duplicate or hold messages matching `pattern`, from `start` on, at most
+    /// `count` of them (0: every one until `end`).
+    Message {
+        /// The messages.
+        pattern: MsgPattern,
+        /// When the fault is armed.
+        start: Trigger,
+        /// When it disarms (at the heal phase, if `None`).
+        end: Option<Trigger>,
+        /// How many messages it catches (0: unbounded).
+        count: u32,
+        /// What it does to each.
+        action: MsgAction,
+    },
+    /// F4: step a clock. `wall`: only the wall clock (the protocol must not care); otherwise the
+    /// monotonic clock jumps (a suspend or migration).
+    ClockStep {
+        /// The node.
+        node: NodeId,
+        /// Signed step.
+        delta_ns: i64,
+        /// Wall clock only.
+        wall: bool,
+        /// When.
+        start: Trigger,
+    },
+    /// F4: change a clock's rate.
+    Drift {
+        /// The node.
+        node: NodeId,
+        /// New rate error.
+        drift_ppm: i32,
+        /// When.
+        start: Trigger,
+    },
+    /// F5: crash the node (volatile state lost), restart it after `restart_after_ns` (never, or
+    /// at the heal phase, if `None`). A worker restarts under the same logical name.
+    Crash {
+        /// The node.
+        node: NodeId,
+        /// When it crashes.
+        start: Trigger,
+        /// Down time.
+        restart_after_ns: Option<u64>,
+    },
+    /// F6: every message to or from `node` takes `extra_ns` longer while active.
+    Slow {
+        /// The node (usually the coordinator).
+        node: NodeId,
+        /// Extra flight time.
+        extra_ns: u64,
+        /// When it starts.
+        start: Trigger,
+        /// When it ends (at the heal phase, if `None`).
+        end: Option<Trigger>,
+    },
+    /// F7: the tool misbehaves on the `nth` call (0: every call) from `worker` (any, if `None`)
+    /// at plan step `step` (any, if `None`). Applied by the tool itself, until the heal phase.
+    Tool {
+        /// Caller.
+        worker: Option<NodeId>,
+        /// Plan step.
+        step: Option<u8>,
+        /// Which matching call (1-based; 0 for every one).
+        nth: u32,
+        /// What goes wrong.
+        kind: ToolFaultKind,
+        /// Extra duration for `Late`.
+        late_ns: u64,
+    },
+    /// F8: an operator acts on a job through the coordinator.
+    Operator {
+        /// The job.
+        job: JobId,
+        /// The action.
+        action: OperatorAction,
+        /// When.
+        start: Trigger,
     },
 }
 
+/// The kinds of fault, for `list` and coverage.
+pub const FAULT_KINDS: &[(&str, &str, &str)] = &[
+    (
+        "partition",
+        "F1",
+        "cut one link, one way or both, until it heals",
+    ),
+    (
+        "isolate",
+        "F1/F6",
+        "cut every link of a node (full partition; coordinator outage)",
+    ),
+    (
+        "pause",
+        "F2",
+        "stop a node: GC pause (clock runs on) or VM stop (clock frozen)",
+    ),
+    (
+        "message",
+        "F3",
+        "drop, delay (reorder), duplicate or hold (late) matching messages",
+    ),
+    (
+        "clock-step",
+        "F4",
+        "step a wall clock, or jump a monotonic clock forward",
+    ),
+    ("drift", "F4", "change a clock's rate"),
+    (
+        "crash",
+        "F5",
+        "crash a node; restart it (a worker under the same name)",
+    ),
+    (
+        "slow",
+        "F6",
+        "add latency to every message of a node (a slow coordinator)",
+    ),
+    (
+        "tool",
+        "F7",
+        "tool hangs, answers late, fails transiently or permanently, loses its answer",
+    ),
+    (
+        "operator",
+        "F8",
+        "operator revokes, takes over or cancels a job",
+    ),
+];
+
 impl Fault {
-    fn start(&self) -> Trigger {
+    fn start(&self) -> Option<Trigger> {
         match *self {
-            Fault::Partition { start, .. } | Fault::Hold { start, .. } => start,
+            Fault::Partition { start, .. }
+            | Fault::Isolate { start, .. }
+            | Fault::Pause { start, .. }
+            | Fault::Message { start, .. }
+            | Fault::ClockStep { start, .. }
+            | Fault::Drift { start, .. }
+            | Fault::Crash { start, .. }
+            | Fault::Slow { start, .. }
+            | Fault::Operator { start, .. } => Some(start),
+            Fault::Tool { .. } => None,
         }
     }
+
     fn end(&self) -> Option<Trigger> {
         match *self {
-            Fault::Partition { end, .. } => end,
-            Fault::Hold { release, .. } => Some(release),
+            Fault::Partition { end, .. }
+            | Fault::Isolate { end, .. }
+            | Fault::Message { end, .. }
+            | Fault::Slow { end, .. } => end,
+            _ => None,
         }
+    }
+
+    fn release(&self) -> Option<Trigger> {
+        match *self {
+            Fault::Message {
+                action: MsgAction::Hold { release },
+                ..
+            } => Some(release),
+            _ => None,
+        }
+    }
+
+    /// Whether the fault lasts until something ends it (and so must end by the heal phase).
+    fn lasts(&self) -> bool {
+        matches!(
+            self,
+            Fault::Partition { .. }
+                | Fault::Isolate { .. }
+                | Fault::Pause { .. }
+                | Fault::Message { .. }
+                | Fault::Crash { .. }
+                | Fault::Slow { .. }
+        )
     }
 }
 
@@ -121,106 +369,296 @@ impl Fault {
 enum Phase {
     /// Waiting for the start trigger.
     Armed,
-    /// Started; waiting for the end trigger.
+    /// Started; waiting for the end.
     Active,
-    /// A hold caught its message and waits for the release.
-    Holding(u64),
     /// Finished.
     Done,
 }
 
+// Alarm tags: fault index * 8 + what.
+const WHAT_START: u64 = 0;
+const WHAT_END: u64 = 1;
+const WHAT_RELEASE: u64 = 2;
+const WHAT_RESUME: u64 = 3;
+const WHAT_RESTART: u64 = 4;
+const TAG_HEAL: u64 = u64::MAX;
+
 /// Carries out a fault plan and stops the run once every job is terminal, no worker holds a
-/// job, and no fault is still pending an end.
+/// job, and no started fault is still waiting for its end.
 pub struct PlanDirector {
     faults: Vec<Fault>,
     phase: Vec<Phase>,
-    /// Whether the start (index 0) or end (1) trigger already matched.
-    matched: Vec<[bool; 2]>,
-    /// A hold's release that came before the hold caught its message.
-    early_release: Vec<bool>,
+    /// Whether the start / end / release trigger already matched.
+    matched: Vec<[bool; 3]>,
+    /// Messages a message fault caught so far.
+    caught: Vec<u32>,
+    /// Held message ids per fault.
+    held: Vec<Vec<u64>>,
+    /// Whether a hold's release came before (or while) it was holding.
+    released: Vec<bool>,
+    /// Messages held until a pause ends, per pause fault.
+    anchored: BTreeMap<usize, u64>,
+    /// The tool and operator nodes (signals go there).
+    tool: NodeId,
+    operator: NodeId,
+    healed: bool,
 }
 
-const ALARM_START: u64 = 0;
-const ALARM_END: u64 = 1;
+/// Signal tag that tells the tool the heal phase began (its faults stop).
+pub const SIGNAL_HEAL: u64 = u64::MAX;
 
 impl PlanDirector {
-    /// A director for `faults`. Call [`PlanDirector::initial_commands`] before the run.
-    pub fn new(faults: Vec<Fault>) -> Self {
+    /// A director for `faults`; `tool` and `operator` are those nodes' ids.
+    pub fn new(faults: Vec<Fault>, tool: NodeId, operator: NodeId) -> Self {
         let n = faults.len();
         PlanDirector {
             faults,
             phase: vec![Phase::Armed; n],
-            matched: vec![[false; 2]; n],
-            early_release: vec![false; n],
+            matched: vec![[false; 3]; n],
+            caught: vec![0; n],
+            held: vec![Vec::new(); n],
+            released: vec![false; n],
+            anchored: BTreeMap::new(),
+            tool,
+            operator,
+            healed: false,
         }
     }
 
-    /// Alarms for the faults that start or end at a fixed time.
-    pub fn initial_commands(&self) -> Vec<Command> {
+    /// Alarms for the faults that start or end at a fixed time, and for the heal phase.
+    pub fn initial_commands(&self, heal_at_ns: Option<u64>) -> Vec<Command> {
         let mut out = Vec::new();
         for (i, f) in self.faults.iter().enumerate() {
-            if let Trigger::At { t_ns } = f.start() {
-                out.push(Command::Alarm {
-                    at: t_ns,
-                    tag: i as u64 * 2 + ALARM_START,
-                });
+            let triggers = [
+                (WHAT_START, f.start()),
+                (WHAT_END, f.end()),
+                (WHAT_RELEASE, f.release()),
+            ];
+            for (what, t) in triggers {
+                if let Some(Trigger::At { t_ns }) = t {
+                    out.push(Command::Alarm {
+                        at: t_ns,
+                        tag: i as u64 * 8 + what,
+                    });
+                }
             }
-            if let Some(Trigger::At { t_ns }) = f.end() {
-                out.push(Command::Alarm {
-                    at: t_ns,
-                    tag: i as u64 * 2 + ALARM_END,
-                });
-            }
+        }
+        if let Some(at) = heal_at_ns {
+            out.push(Command::Alarm { at, tag: TAG_HEAL });
         }
         out
     }
 
-    fn fire(&mut self, ctl: &mut Control, i: usize, which: u64) {
-        let fault = self.faults[i];
-        if which == ALARM_START {
-            if self.phase[i] != Phase::Armed {
-                return;
-            }
-            self.phase[i] = Phase::Active;
-            if let Fault::Partition { a, b, one_way, .. } = fault {
-                ctl.push(Command::Cut { from: a, to: b });
-                if !one_way {
-                    ctl.push(Command::Cut { from: b, to: a });
-                }
-            }
+    fn cut(ctl: &mut Control, a: NodeId, b: NodeId, one_way: bool, heal: bool) {
+        let (x, y) = if heal {
+            (
+                Command::Heal { from: a, to: b },
+                Command::Heal { from: b, to: a },
+            )
+        } else {
+            (
+                Command::Cut { from: a, to: b },
+                Command::Cut { from: b, to: a },
+            )
+        };
+        ctl.push(x);
+        if !one_way {
+            ctl.push(y);
+        }
+    }
+
+    fn fire(&mut self, ctl: &mut Control, now: u64, nodes: u32, i: usize, what: u64) {
+        if self.healed && what == WHAT_START {
             return;
         }
-        match (fault, self.phase[i]) {
-            (Fault::Partition { a, b, one_way, .. }, Phase::Active) => {
-                self.phase[i] = Phase::Done;
-                ctl.push(Command::Heal { from: a, to: b });
-                if !one_way {
-                    ctl.push(Command::Heal { from: b, to: a });
+        let fault = self.faults[i];
+        match what {
+            WHAT_START => {
+                if self.phase[i] != Phase::Armed {
+                    return;
+                }
+                self.phase[i] = if fault.lasts() {
+                    Phase::Active
+                } else {
+                    Phase::Done
+                };
+                match fault {
+                    Fault::Partition { a, b, one_way, .. } => Self::cut(ctl, a, b, one_way, false),
+                    Fault::Isolate { node, .. } => {
+                        for other in (0..nodes).filter(|o| *o != node) {
+                            Self::cut(ctl, node, other, false, false);
+                        }
+                    }
+                    Fault::Pause {
+                        node,
+                        frozen,
+                        duration_ns,
+                        ..
+                    } => {
+                        ctl.push(Command::Pause { node, frozen });
+                        ctl.push(Command::Alarm {
+                            at: now + duration_ns,
+                            tag: i as u64 * 8 + WHAT_RESUME,
+                        });
+                    }
+                    Fault::Crash {
+                        node,
+                        restart_after_ns,
+                        ..
+                    } => {
+                        ctl.push(Command::Crash { node });
+                        if let Some(d) = restart_after_ns {
+                            ctl.push(Command::Alarm {
+                                at: now + d,
+                                tag: i as u64 * 8 + WHAT_RESTART,
+                            });
+                        }
+                    }
+                    Fault::ClockStep {
+                        node,
+                        delta_ns,
+                        wall,
+                        ..
+                    } => ctl.push(if wall {
+                        Command::WallStep { node, delta_ns }
+                    } else {
+                        Command::ClockStep { node, delta_ns }
+                    }),
+                    Fault::Drift {
+                        node, drift_ppm, ..
+                    } => ctl.push(Command::SetDrift { node, drift_ppm }),
+                    Fault::Operator { .. } => ctl.push(Command::Signal {
+                        node: self.operator,
+                        tag: i as u64,
+                    }),
+                    Fault::Slow { node, extra_ns, .. } => {
+                        ctl.push(Command::SetSlow { node, extra_ns })
+                    }
+                    Fault::Message { .. } | Fault::Tool { .. } => {}
                 }
             }
-            (Fault::Hold { .. }, Phase::Holding(id)) => {
-                self.phase[i] = Phase::Done;
-                ctl.push(Command::Release { id });
+            WHAT_END => {
+                if self.phase[i] != Phase::Active {
+                    return;
+                }
+                match fault {
+                    Fault::Partition { a, b, one_way, .. } => {
+                        self.phase[i] = Phase::Done;
+                        Self::cut(ctl, a, b, one_way, true);
+                    }
+                    Fault::Isolate { node, .. } => {
+                        self.phase[i] = Phase::Done;
+                        for other in (0..nodes).filter(|o| *o != node) {
+                            Self::cut(ctl, node, other, false, true);
+                        }
+                    }
+                    // Disarmed; a hold still owes its release.
+                    Fault::Message { .. } if self.held[i].is_empty() || self.released[i] => {
+                        self.phase[i] = Phase::Done;
+                    }
+                    Fault::Slow { node, .. } => {
+                        self.phase[i] = Phase::Done;
+                        ctl.push(Command::SetSlow { node, extra_ns: 0 });
+                    }
+                    _ => {}
+                }
             }
-            (Fault::Hold { .. }, Phase::Active | Phase::Armed) => {
-                self.early_release[i] = true;
+            WHAT_RELEASE => {
+                self.released[i] = true;
+                for id in std::mem::take(&mut self.held[i]) {
+                    ctl.push(Command::Release { id });
+                }
+                if self.phase[i] == Phase::Active && self.matched[i][1] {
+                    self.phase[i] = Phase::Done;
+                }
+                if fault.end().is_none() && self.phase[i] == Phase::Active {
+                    // A hold without an end trigger is done once released.
+                    self.phase[i] = Phase::Done;
+                }
+            }
+            WHAT_RESUME => {
+                if let Fault::Pause { node, .. } = fault {
+                    if self.phase[i] == Phase::Active {
+                        self.phase[i] = Phase::Done;
+                        ctl.push(Command::Resume { node });
+                        if let Some(id) = self.anchored.remove(&i) {
+                            ctl.push(Command::Release { id });
+                        }
+                    }
+                }
+            }
+            WHAT_RESTART => {
+                if let Fault::Crash { node, .. } = fault {
+                    if self.phase[i] == Phase::Active {
+                        self.phase[i] = Phase::Done;
+                        ctl.push(Command::Restart { node });
+                    }
+                }
             }
             _ => {}
         }
     }
 
+    /// The heal phase (swarm): every fault stops, every node is back, every message released.
+    fn heal(&mut self, ctl: &mut Control, now: u64, nodes: u32) {
+        self.healed = true;
+        for i in 0..self.faults.len() {
+            match self.faults[i] {
+                Fault::Pause { .. } => self.fire(ctl, now, nodes, i, WHAT_RESUME),
+                Fault::Crash { node, .. } => {
+                    if self.phase[i] == Phase::Active {
+                        self.phase[i] = Phase::Done;
+                        ctl.push(Command::Restart { node });
+                    }
+                }
+                Fault::Drift {
+                    node, drift_ppm, ..
+                } => {
+                    if self.phase[i] == Phase::Done && drift_ppm != 0 {
+                        // Clocks back within their bound.
+                        ctl.push(Command::SetDrift { node, drift_ppm: 0 });
+                    }
+                }
+                Fault::Message { .. } => {
+                    self.fire(ctl, now, nodes, i, WHAT_RELEASE);
+                    self.phase[i] = Phase::Done;
+                }
+                _ => self.fire(ctl, now, nodes, i, WHAT_END),
+            }
+            if self.phase[i] == Phase::Armed {
+                self.phase[i] = Phase::Done;
+            }
+        }
+        ctl.push(Command::Signal {
+            node: self.tool,
+            tag: SIGNAL_HEAL,
+        });
+    }
+
     /// Matches anchored triggers against one observation.
-    fn observe(&mut self, ctl: &mut Control, now: u64, sent: bool, env: &Envelope<Msg>) {
+    fn observe(
+        &mut self,
+        ctl: &mut Control,
+        now: u64,
+        nodes: u32,
+        sent: bool,
+        env: &Envelope<Msg>,
+    ) {
         for i in 0..self.faults.len() {
             let fault = self.faults[i];
-            let triggers = [Some(fault.start()), fault.end()];
-            for (which, trigger) in triggers.into_iter().enumerate() {
+            let triggers = [
+                (WHAT_START, fault.start()),
+                (WHAT_END, fault.end()),
+                (WHAT_RELEASE, fault.release()),
+            ];
+            for (what, trigger) in triggers {
                 let Some(trigger) = trigger else { continue };
-                if self.matched[i][which] {
+                let slot = what as usize;
+                if self.matched[i][slot] {
                     continue;
                 }
-                // An end trigger only counts once the fault has started.
-                if which == 1 && self.phase[i] == Phase::Armed {
+                // An end or a release only counts once the fault has started.
+                if what != WHAT_START && self.phase[i] == Phase::Armed {
                     continue;
                 }
                 let (pattern, delay_ns, on_send) = match trigger {
@@ -231,14 +669,21 @@ impl PlanDirector {
                 if on_send != sent || !pattern.matches(env.from, env.to, &env.msg) {
                     continue;
                 }
-                self.matched[i][which] = true;
-                let tag = i as u64 * 2 + which as u64;
+                self.matched[i][slot] = true;
+                if what == WHAT_START && sent {
+                    if let Fault::Pause {
+                        hold_anchor: true, ..
+                    } = fault
+                    {
+                        self.anchored.insert(i, env.id);
+                    }
+                }
                 if delay_ns == 0 {
-                    self.fire(ctl, i, which as u64);
+                    self.fire(ctl, now, nodes, i, what);
                 } else {
                     ctl.push(Command::Alarm {
                         at: now + delay_ns,
-                        tag,
+                        tag: i as u64 * 8 + what,
                     });
                 }
             }
@@ -248,46 +693,99 @@ impl PlanDirector {
 
 impl Director<Node> for PlanDirector {
     fn on_send(&mut self, ctl: &mut Control, now: u64, env: &Envelope<Msg>, fate: Fate) -> Fate {
-        self.observe(ctl, now, true, env);
+        let nodes = self.operator + 1;
+        self.observe(ctl, now, nodes, true, env);
+        if self.anchored.values().any(|id| *id == env.id) {
+            // Paused right after the check: the message leaves when the pause ends.
+            return Fate::Hold;
+        }
         let mut fate = fate;
+        if matches!(fate, Fate::Drop { .. }) {
+            return fate;
+        }
         for i in 0..self.faults.len() {
-            if let Fault::Hold { pattern, .. } = self.faults[i] {
-                if self.phase[i] == Phase::Active && pattern.matches(env.from, env.to, &env.msg) {
-                    if matches!(fate, Fate::Drop { .. }) {
+            if self.phase[i] != Phase::Active {
+                continue;
+            }
+            match self.faults[i] {
+                Fault::Message {
+                    pattern,
+                    count,
+                    action,
+                    ..
+                } if pattern.matches(env.from, env.to, &env.msg) => {
+                    if count != 0 && self.caught[i] >= count {
                         continue;
                     }
-                    if self.early_release[i] {
-                        self.phase[i] = Phase::Done;
-                        continue;
+                    if let MsgAction::Hold { .. } = action {
+                        if self.released[i] {
+                            continue;
+                        }
                     }
-                    self.phase[i] = Phase::Holding(env.id);
-                    fate = Fate::Hold;
+                    self.caught[i] += 1;
+                    fate = match (action, fate) {
+                        (MsgAction::Drop, _) => Fate::Drop {
+                            cause: DropCause::Plan,
+                        },
+                        (MsgAction::Delay { extra_ns }, Fate::Deliver { delay_ns }) => {
+                            Fate::Deliver {
+                                delay_ns: delay_ns + extra_ns,
+                            }
+                        }
+                        (MsgAction::Duplicate { gap_ns }, Fate::Deliver { delay_ns }) => {
+                            Fate::Duplicate {
+                                delay_ns,
+                                dup_delay_ns: delay_ns + gap_ns,
+                            }
+                        }
+                        (MsgAction::Hold { .. }, _) => {
+                            self.held[i].push(env.id);
+                            Fate::Hold
+                        }
+                        (_, other) => other,
+                    };
+                    if matches!(fate, Fate::Drop { .. } | Fate::Hold) {
+                        return fate;
+                    }
                 }
+                _ => {}
             }
         }
         fate
     }
 
     fn on_deliver(&mut self, ctl: &mut Control, now: u64, env: &Envelope<Msg>) {
-        self.observe(ctl, now, false, env);
+        let nodes = self.operator + 1;
+        self.observe(ctl, now, nodes, false, env);
     }
 
     fn on_note(&mut self, _ctl: &mut Control, _now: u64, _node: NodeId, _note: &Event) {}
 
-    fn on_alarm(&mut self, ctl: &mut Control, _now: u64, tag: u64) {
-        self.fire(ctl, (tag / 2) as usize, tag % 2);
+    fn on_alarm(&mut self, ctl: &mut Control, now: u64, tag: u64) {
+        let nodes = self.operator + 1;
+        if tag == TAG_HEAL {
+            self.heal(ctl, now, nodes);
+        } else {
+            self.fire(ctl, now, nodes, (tag / 8) as usize, tag % 8);
+        }
     }
 
     fn is_done(&self, nodes: &[Node]) -> bool {
-        // Every fault that will end must have ended, so that a held message or a partition
-        // cannot hide the end of the story.
-        // A fault whose anchor never occurred is not waited for.
-        let faults_settled = self.faults.iter().zip(&self.phase).all(|(f, p)| match p {
-            Phase::Armed | Phase::Done => true,
-            Phase::Active => f.end().is_none(),
-            Phase::Holding(_) => false,
-        });
-        faults_settled
+        // A fault whose anchor never occurred is not waited for; one that started and will end
+        // by itself (a healing cut, a pause, a restart, a held message) is, so that it cannot
+        // hide the end of the story.
+        let pending = |i: usize| match self.faults[i] {
+            Fault::Partition { end, .. } | Fault::Isolate { end, .. } => end.is_some(),
+            Fault::Pause { .. } => true,
+            Fault::Crash {
+                restart_after_ns, ..
+            } => restart_after_ns.is_some(),
+            Fault::Message { .. } => !self.held[i].is_empty(),
+            _ => false,
+        };
+        let settled = (0..self.faults.len()).all(|i| self.phase[i] != Phase::Active || !pending(i));
+        settled
+            && self.anchored.is_empty()
             && nodes.iter().any(Node::is_finished_coordinator)
             && !nodes.iter().any(Node::is_busy_worker)
     }

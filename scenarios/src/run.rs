@@ -1,5 +1,6 @@
 //! One run: build the world from a setup and a seed, simulate, and judge the trace.
 
+use crate::hazard::Hazards;
 use crate::oracle::{self, World};
 use crate::plan::PlanDirector;
 use crate::setup::{NodeInfo, Setup};
@@ -51,6 +52,8 @@ pub struct RunResult {
     pub events: u64,
     /// Violations, in trace order.
     pub findings: Vec<Finding>,
+    /// Hazards reached.
+    pub hazards: Hazards,
 }
 
 impl RunResult {
@@ -75,8 +78,12 @@ impl RunResult {
 pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
     let nodes = setup.node_infos();
     let mut sim = Sim::new(seed, setup.build_nodes(seed), setup.net, setup.limits);
-    let mut director = PlanDirector::new(setup.faults.clone());
-    for c in director.initial_commands() {
+    let mut director = PlanDirector::new(
+        setup.faults.clone(),
+        setup.tool_node(),
+        setup.operator_node(),
+    );
+    for c in director.initial_commands(setup.heal_at_ns) {
         sim.command(c);
     }
     let end = sim.run(&mut director);
@@ -86,8 +93,15 @@ pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
         nodes: &nodes,
         coordinator_clock: setup.coordinator_clock.clock(),
         op_names: &setup.op_names,
+        jobs: setup.jobs.len(),
+        latency_max_ns: setup.net.latency_max_ns,
+        liveness_deadline_ns: setup
+            .liveness_bound_ns
+            .map(|b| setup.heal_at_ns.unwrap_or(0) + b),
+        end,
+        end_ns,
     };
-    let findings = oracle::check(&world, &trace);
+    let judgement = oracle::check(&world, &trace);
     RunResult {
         seed,
         nodes,
@@ -96,6 +110,7 @@ pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
         end,
         end_ns,
         events,
-        findings,
+        findings: judgement.findings,
+        hazards: judgement.hazards,
     }
 }

@@ -2,7 +2,7 @@
 //! and the explicit fault plan. A run is a pure function of this and the seed.
 
 use crate::plan::Fault;
-use crate::world::{Addrs, Node, ToolSetup};
+use crate::world::{Addrs, Node, ToolFaultRule, ToolNode, ToolSetup};
 use leasesim_protocol::{
     ClassSpec, Coordinator, JobSpec, Plan, Receiver, Tool, Variant, Worker, WorkerConfig,
     WorkerName,
@@ -32,6 +32,8 @@ pub enum Role {
     },
     /// The tool.
     Tool,
+    /// The operator (F8).
+    Operator,
 }
 
 /// A node's display name and role.
@@ -109,6 +111,13 @@ pub struct Setup {
     pub limits: Limits,
     /// The explicit fault plan.
     pub faults: Vec<Fault>,
+    /// When the heal phase begins: every fault stops, clocks come back within their bound.
+    #[serde(default)]
+    pub heal_at_ns: Option<u64>,
+    /// I7: every job must be terminal this long after the heal phase began (or after true
+    /// time 0 when there is no heal phase).
+    #[serde(default)]
+    pub liveness_bound_ns: Option<u64>,
 }
 
 /// Node layout: coordinator, workers, receivers, tool.
@@ -133,15 +142,31 @@ impl Setup {
         1 + (self.workers.len() + self.receivers.len()) as NodeId
     }
 
+    /// The operator's node id (the last node).
+    pub fn operator_node(&self) -> NodeId {
+        self.tool_node() + 1
+    }
+
+    /// The display name of worker `index`: its logical name, primed when an earlier worker
+    /// process carries the same name (a restart under the same name).
+    pub fn worker_display(&self, index: usize) -> String {
+        let name = self.workers[index].config.name;
+        let earlier = self.workers[..index]
+            .iter()
+            .filter(|w| w.config.name == name)
+            .count();
+        format!("{name}{}", "'".repeat(earlier))
+    }
+
     /// Names and roles of every node, by id.
     pub fn node_infos(&self) -> Vec<NodeInfo> {
         let mut v = vec![NodeInfo {
             name: "coord".into(),
             role: Role::Coordinator,
         }];
-        for w in &self.workers {
+        for (i, w) in self.workers.iter().enumerate() {
             v.push(NodeInfo {
-                name: w.config.name.to_string(),
+                name: self.worker_display(i),
                 role: Role::Worker {
                     name: w.config.name,
                     drift_ppm_max: w.config.drift_ppm_max,
@@ -164,6 +189,10 @@ impl Setup {
         v.push(NodeInfo {
             name: "tool".into(),
             role: Role::Tool,
+        });
+        v.push(NodeInfo {
+            name: "oper".into(),
+            role: Role::Operator,
         });
         v
     }
@@ -199,13 +228,52 @@ impl Setup {
                 r.clock.clock(),
             ));
         }
+        let faults: Vec<ToolFaultRule> = self
+            .faults
+            .iter()
+            .filter_map(|f| match *f {
+                Fault::Tool {
+                    worker,
+                    step,
+                    nth,
+                    kind,
+                    late_ns,
+                } => Some(ToolFaultRule {
+                    worker,
+                    step,
+                    nth,
+                    kind,
+                    late_ns,
+                }),
+                _ => None,
+            })
+            .collect();
         nodes.push((
-            Node::Tool(Box::new((
-                Tool::new(),
-                self.tool.clone(),
-                Prng::new(seed, Stream::Tool),
-            ))),
+            Node::Tool(Box::new(ToolNode {
+                tool: Tool::new(),
+                setup: self.tool.clone(),
+                rng: Prng::new(seed, Stream::Tool),
+                seen: vec![0; faults.len()],
+                faults,
+                healed: false,
+            })),
             self.tool_clock.clock(),
+        ));
+        let actions = self
+            .faults
+            .iter()
+            .map(|f| match *f {
+                Fault::Operator { job, action, .. } => Some((job, action)),
+                _ => None,
+            })
+            .collect();
+        nodes.push((
+            Node::Operator(actions, Self::COORDINATOR),
+            ClockSpec {
+                offset_ns: 0,
+                drift_ppm: 0,
+            }
+            .clock(),
         ));
         nodes
     }

@@ -5,7 +5,8 @@
 //! a user's own implementation plug in the same way; nothing here judges a run.
 
 use leasesim_protocol::{
-    Coordinator, Event, Msg, Nanos, Output, Peer, Receiver, Tool, ToolAnswer, ToolCall, Worker,
+    Coordinator, Event, JobId, Msg, Nanos, OperatorAction, Output, Peer, Receiver, Tool,
+    ToolAnswer, ToolCall, ToolFaultKind, Worker,
 };
 use leasesim_sim::{Cx, NodeId, Prng, Process};
 use serde::{Deserialize, Serialize};
@@ -115,6 +116,79 @@ pub struct ToolSetup {
     pub default_max_ns: Nanos,
 }
 
+/// A tool fault as the tool applies it (from the plan's `Fault::Tool`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFaultRule {
+    /// Caller node (any, if `None`).
+    pub worker: Option<NodeId>,
+    /// Plan step (any, if `None`).
+    pub step: Option<u8>,
+    /// Which matching call, 1-based (0: every one).
+    pub nth: u32,
+    /// What goes wrong.
+    pub kind: ToolFaultKind,
+    /// Extra duration for `Late`.
+    pub late_ns: Nanos,
+}
+
+/// The tool node: the machine, its behaviour, its stream of durations and its faults.
+pub struct ToolNode {
+    /// The machine.
+    pub tool: Tool,
+    /// Durations and answers.
+    pub setup: ToolSetup,
+    /// The tool's random stream.
+    pub rng: Prng,
+    /// F7 faults.
+    pub faults: Vec<ToolFaultRule>,
+    /// Matching calls seen per fault.
+    pub seen: Vec<u32>,
+    /// After the heal phase the tool behaves.
+    pub healed: bool,
+}
+
+impl ToolNode {
+    fn call(&mut self, from: NodeId, step: u8) -> ToolCall {
+        let mut call = match self.setup.steps.iter().find(|s| s.step == step) {
+            Some(s) => ToolCall {
+                duration_ns: self.rng.range(s.min_ns, s.max_ns),
+                answer: s.answer,
+                fault: None,
+            },
+            None => ToolCall {
+                duration_ns: self
+                    .rng
+                    .range(self.setup.default_min_ns, self.setup.default_max_ns),
+                answer: ToolAnswer::Success {
+                    result: self.rng.next_u64(),
+                },
+                fault: None,
+            },
+        };
+        if self.healed {
+            return call;
+        }
+        for (i, rule) in self.faults.iter().enumerate() {
+            if rule.worker.is_some_and(|w| w != from) || rule.step.is_some_and(|s| s != step) {
+                continue;
+            }
+            self.seen[i] += 1;
+            if rule.nth != 0 && self.seen[i] != rule.nth {
+                continue;
+            }
+            call.fault = Some(rule.kind);
+            match rule.kind {
+                ToolFaultKind::Late => call.duration_ns += rule.late_ns,
+                ToolFaultKind::Transient => call.answer = ToolAnswer::Failure { transient: true },
+                ToolFaultKind::Permanent => call.answer = ToolAnswer::Failure { transient: false },
+                ToolFaultKind::Hang | ToolFaultKind::AnswerLost => {}
+            }
+            break;
+        }
+        call
+    }
+}
+
 /// Where the roles live in the simulation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Addrs {
@@ -145,8 +219,10 @@ pub enum Node {
     Worker(Box<dyn WorkerMachine>, Addrs),
     /// An effect receiver.
     Receiver(Box<dyn ReceiverMachine>),
-    /// The tool, its behaviour and its stream of durations.
-    Tool(Box<(Tool, ToolSetup, Prng)>),
+    /// The tool.
+    Tool(Box<ToolNode>),
+    /// The operator: the actions of the plan's `Fault::Operator`, by fault index.
+    Operator(Vec<Option<(JobId, OperatorAction)>>, NodeId),
 }
 
 impl Node {
@@ -211,26 +287,17 @@ impl Process for Node {
                 drain(cx, None, || r.poll_output());
             }
             Node::Tool(tool) => {
-                let (t, setup, rng) = &mut **tool;
                 let step = match msg {
                     Msg::ToolRequest { step, .. } => step,
                     _ => return,
                 };
-                let call = match setup.steps.iter().find(|s| s.step == step) {
-                    Some(s) => ToolCall {
-                        duration_ns: rng.range(s.min_ns, s.max_ns),
-                        answer: s.answer,
-                    },
-                    None => ToolCall {
-                        duration_ns: rng.range(setup.default_min_ns, setup.default_max_ns),
-                        answer: ToolAnswer::Success {
-                            result: rng.next_u64(),
-                        },
-                    },
-                };
-                t.handle_request(now, from, msg, call);
-                cx.set_wake(t.poll_timeout());
+                let call = tool.call(from, step);
+                tool.tool.handle_request(now, from, msg, call);
+                drain(cx, None, || tool.tool.poll_output());
+                cx.set_wake(tool.tool.poll_timeout());
             }
+            // The operator acts on its own; answers are only recorded in the trace.
+            Node::Operator(..) => {}
         }
     }
 
@@ -243,12 +310,11 @@ impl Process for Node {
                 cx.set_wake(w.poll_timeout());
             }
             Node::Tool(tool) => {
-                let t = &mut tool.0;
-                t.handle_timeout(now);
-                drain(cx, None, || t.poll_output());
-                cx.set_wake(t.poll_timeout());
+                tool.tool.handle_timeout(now);
+                drain(cx, None, || tool.tool.poll_output());
+                cx.set_wake(tool.tool.poll_timeout());
             }
-            Node::Coordinator(_) | Node::Receiver(_) => {}
+            Node::Coordinator(_) | Node::Receiver(_) | Node::Operator(..) => {}
         }
     }
 
@@ -257,7 +323,28 @@ impl Process for Node {
             Node::Worker(w, _) => w.crash(),
             // The coordinator's table and a receiver's store are durable; the tool is the
             // outside world. Their crashes are modelled as outages (no messages in or out).
-            Node::Coordinator(_) | Node::Receiver(_) | Node::Tool(..) => {}
+            Node::Coordinator(_) | Node::Receiver(_) | Node::Tool(..) | Node::Operator(..) => {}
+        }
+    }
+
+    fn signal(&mut self, cx: &mut NodeCx<'_>, tag: u64) {
+        match self {
+            Node::Tool(tool) if tag == crate::plan::SIGNAL_HEAL => tool.healed = true,
+            Node::Operator(actions, coordinator) => {
+                let Some(Some((job, action))) = actions.get(tag as usize).copied() else {
+                    return;
+                };
+                cx.note(Event::OperatorActed { job, action });
+                cx.send(
+                    *coordinator,
+                    Msg::Operator {
+                        req: tag,
+                        job,
+                        action,
+                    },
+                );
+            }
+            _ => {}
         }
     }
 }

@@ -14,6 +14,10 @@ pub struct Clock {
     pub anchor_local: u64,
     /// Rate error: positive runs fast.
     pub drift_ppm: i32,
+    /// The wall clock's distance from this (monotonic) clock. Wall-clock steps move only this,
+    /// so a protocol that measures leases on its monotonic clock never sees them.
+    #[serde(default)]
+    pub wall_offset_ns: i64,
 }
 
 impl Clock {
@@ -24,7 +28,18 @@ impl Clock {
             anchor_true: 0,
             anchor_local: offset_ns,
             drift_ppm,
+            wall_offset_ns: 0,
         }
+    }
+
+    /// The wall-clock reading at true time `t`: the monotonic reading plus the wall offset.
+    pub fn wall(&self, t: u64) -> u64 {
+        (self.local(t) as i128 + self.wall_offset_ns as i128).clamp(0, u64::MAX as i128) as u64
+    }
+
+    /// Steps the wall clock only (an NTP step, an operator setting the date).
+    pub fn step_wall(&mut self, delta_ns: i64) {
+        self.wall_offset_ns = self.wall_offset_ns.saturating_add(delta_ns);
     }
 
     /// The local reading at true time `t` (saturating at 0 and at `u64::MAX`).
@@ -62,7 +77,7 @@ impl Clock {
         self.drift_ppm = drift_ppm;
     }
 
-    /// Steps the reading by `delta_ns` (forward if positive) at true time `now`.
+    /// Steps the monotonic reading by `delta_ns` (forward if positive) at true time `now`.
     pub fn step(&mut self, now: u64, delta_ns: i64) {
         let v = self.local(now) as i128 + delta_ns as i128;
         self.anchor_local = v.clamp(0, u64::MAX as i128) as u64;

@@ -33,6 +33,8 @@ pub trait Process {
     fn wake(&mut self, cx: &mut Cx<'_, Self::Msg, Self::Note>);
     /// The node crashed: volatile state is lost, durable state is kept.
     fn crash(&mut self);
+    /// An outside stimulus the fault plan sends (an operator's action); a no-op by default.
+    fn signal(&mut self, _cx: &mut Cx<'_, Self::Msg, Self::Note>, _tag: u64) {}
 }
 
 /// What a process produced, in order.
@@ -45,15 +47,20 @@ enum Out<M, N> {
 /// The context of one process call: the local time, and where outputs go.
 pub struct Cx<'a, M, N> {
     now: u64,
+    wall: u64,
     node: NodeId,
     out: &'a mut Vec<Out<M, N>>,
     wake: Option<u64>,
 }
 
 impl<M, N> Cx<'_, M, N> {
-    /// The node's local clock reading.
+    /// The node's local monotonic clock reading.
     pub fn now(&self) -> u64 {
         self.now
+    }
+    /// The node's wall-clock reading (steps may move it either way).
+    pub fn wall(&self) -> u64 {
+        self.wall
     }
     /// The node's own id.
     pub fn node(&self) -> NodeId {
@@ -176,7 +183,28 @@ pub enum Command {
         /// The node.
         node: NodeId,
     },
-    /// Step the node's clock (F4).
+    /// Step the node's wall clock only (F4); the monotonic clock is untouched.
+    WallStep {
+        /// The node.
+        node: NodeId,
+        /// Signed step.
+        delta_ns: i64,
+    },
+    /// Every message to or from the node takes `extra_ns` longer (F6: a slow node); 0 ends it.
+    SetSlow {
+        /// The node.
+        node: NodeId,
+        /// Extra flight time.
+        extra_ns: u64,
+    },
+    /// Give the node an outside stimulus (see [`Process::signal`]).
+    Signal {
+        /// The node.
+        node: NodeId,
+        /// What the stimulus means to the node.
+        tag: u64,
+    },
+    /// Step the node's monotonic clock (F4): a suspend or a migration jumps it forward.
     ClockStep {
         /// The node.
         node: NodeId,
@@ -345,6 +373,7 @@ enum EvKind<M> {
     Wake { node: NodeId, gen: u64 },
     Alarm { tag: u64 },
     Restart { node: NodeId },
+    Signal { node: NodeId, tag: u64 },
 }
 
 #[derive(Clone, Debug)]
@@ -379,6 +408,7 @@ struct Slot<M> {
     paused: bool,
     frozen_at: Option<u64>,
     crashed: bool,
+    extra_latency_ns: u64,
     deferred: Vec<Envelope<M>>,
 }
 
@@ -421,6 +451,7 @@ impl<P: Process> Sim<P> {
                         paused: false,
                         frozen_at: None,
                         crashed: false,
+                        extra_latency_ns: 0,
                         deferred: Vec::new(),
                     },
                 )
@@ -546,6 +577,14 @@ impl<P: Process> Sim<P> {
                 EvKind::Restart { node } => {
                     self.call(director, node, |p, cx| p.start(cx));
                 }
+                EvKind::Signal { node, tag } => {
+                    let slot = &self.slots[node as usize];
+                    if slot.crashed || slot.paused {
+                        // Nobody is there to act on it: the stimulus is lost.
+                        continue;
+                    }
+                    self.call(director, node, |p, cx| p.signal(cx, tag));
+                }
             }
         }
     }
@@ -593,6 +632,7 @@ impl<P: Process> Sim<P> {
         let mut out = std::mem::take(&mut self.out);
         let mut cx = Cx {
             now: slot.clock.local(self.now),
+            wall: slot.clock.wall(self.now),
             node,
             out: &mut out,
             wake: before,
@@ -638,9 +678,12 @@ impl<P: Process> Sim<P> {
         let env = Envelope { id, from, to, msg };
         // The random draws happen for every message, cut or not, so that a partition does not
         // shift the latencies of every later message.
+        let slow =
+            self.slots[from as usize].extra_latency_ns + self.slots[to as usize].extra_latency_ns;
         let delay_ns = self
             .net_rng
-            .range(self.net.latency_min_ns, self.net.latency_max_ns);
+            .range(self.net.latency_min_ns, self.net.latency_max_ns)
+            + slow;
         let lost = self.net.drop_ppm > 0 && self.net_rng.chance(self.net.drop_ppm, 1_000_000);
         let dup = self.net.dup_ppm > 0 && self.net_rng.chance(self.net.dup_ppm, 1_000_000);
         let mut fate = if self.cut.contains(&(from, to)) {
@@ -654,7 +697,8 @@ impl<P: Process> Sim<P> {
         } else if dup {
             let dup_delay_ns = self
                 .net_rng
-                .range(self.net.latency_min_ns, self.net.latency_max_ns);
+                .range(self.net.latency_min_ns, self.net.latency_max_ns)
+                + slow;
             Fate::Duplicate {
                 delay_ns,
                 dup_delay_ns,
@@ -770,6 +814,18 @@ impl<P: Process> Sim<P> {
                 slot.crashed = false;
                 self.push(now, EvKind::Restart { node });
                 node
+            }
+            Command::SetSlow { node, extra_ns } => {
+                self.slots[node as usize].extra_latency_ns = extra_ns;
+                node
+            }
+            Command::WallStep { node, delta_ns } => {
+                self.slots[node as usize].clock.step_wall(delta_ns);
+                node
+            }
+            Command::Signal { node, tag } => {
+                self.push(now, EvKind::Signal { node, tag });
+                return;
             }
             Command::ClockStep { node, delta_ns } => {
                 self.slots[node as usize].clock.step(now, delta_ns);

@@ -2,11 +2,11 @@
 //! (The known-bad variants prove the same checkers on real runs: see `w1_w2.rs`.)
 
 use leasesim_protocol::{
-    EntityId, Event, IdemKey, Invariant, JobId, JobState, Msg, OpId, Token, WorkerName,
+    EntityId, Event, GrantReason, IdemKey, Invariant, JobId, JobState, Msg, OpId, Token, WorkerName,
 };
 use leasesim_scenarios::oracle::{check, World};
 use leasesim_scenarios::setup::{NodeInfo, Role};
-use leasesim_sim::{Clock, EventKind, TraceEvent};
+use leasesim_sim::{Clock, End, EventKind, TraceEvent};
 
 const COORD: u32 = 0;
 const W1: u32 = 1;
@@ -58,7 +58,12 @@ fn grant(t: u64, holder: u32, token: u64, until: u64) -> TraceEvent<Msg, Event> 
             token: Token(token),
             attempt: token as u32,
             lease_until: until,
-            took_over: None,
+            took_over: (token > 1).then_some(Token(token - 1)),
+            reason: if token > 1 {
+                GrantReason::Expired
+            } else {
+                GrantReason::Claim
+            },
         },
     )
 }
@@ -78,6 +83,7 @@ fn effect(t: u64, node: u32, token: u64, in_jeopardy: bool) -> TraceEvent<Msg, E
         Event::EffectStarted {
             job: JobId(0),
             token: Token(token),
+            receiver: 0,
             entity: EntityId(0),
             key: key(1),
             in_jeopardy,
@@ -91,8 +97,14 @@ fn findings(trace: Vec<TraceEvent<Msg, Event>>) -> Vec<Invariant> {
         nodes: &nodes,
         coordinator_clock: Clock::new(0, 0),
         op_names: &[],
+        jobs: 1,
+        latency_max_ns: 10,
+        liveness_deadline_ns: None,
+        end: End::Done,
+        end_ns: trace.last().map_or(0, |e| e.t),
     };
     check(&world, &trace)
+        .findings
         .into_iter()
         .map(|f| f.invariant)
         .collect()
@@ -172,12 +184,26 @@ fn double_effect_and_lower_fence_are_rejected_i2() {
         )
     };
     assert_eq!(
-        findings(vec![applied(1, 1, 1), applied(2, 1, 1)]),
+        findings(vec![
+            grant(0, W1, 1, 100),
+            applied(1, 1, 1),
+            applied(2, 1, 1)
+        ]),
         vec![Invariant::NoDoubleEffect]
     );
     assert_eq!(
-        findings(vec![applied(1, 1, 2), applied(2, 2, 1)]),
+        findings(vec![
+            grant(0, W1, 1, 100),
+            grant(101, W2, 2, 200),
+            applied(102, 1, 2),
+            applied(103, 2, 1)
+        ]),
         vec![Invariant::NoDoubleEffect]
+    );
+    // I6: an applied effect under a fence no lease ever carried.
+    assert_eq!(
+        findings(vec![grant(0, W1, 1, 100), applied(1, 1, 7)]),
+        vec![Invariant::NothingLost]
     );
 }
 

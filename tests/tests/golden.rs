@@ -42,4 +42,4 @@ const GOLDEN_PRNG: [u64; 4] = [
     12212852551396965246,
 ];
 const GOLDEN_RANGE: [u64; 4] = [568, 674, 197, 391];
-const GOLDEN_W1_W2_SEED_1: &str = "aa837e24aca4d8cb";
+const GOLDEN_W1_W2_SEED_1: &str = "02330b052daab12f";

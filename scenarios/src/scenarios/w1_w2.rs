@@ -9,7 +9,7 @@
 //! conditional commit. Pass: W1 cannot extend, cannot commit, creates no second effect, and its
 //! rejected result is journaled.
 
-use crate::plan::{Fault, MsgPattern, Trigger};
+use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
 use crate::setup::{ClockSpec, ReceiverSetup, Setup, WorkerSetup};
 use crate::world::{ToolSetup, ToolStep};
 use leasesim_protocol::{
@@ -42,6 +42,7 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
             drift_ppm_max: 500,
             stop_margin_ns: ms(r, 500, 2_000),
             tool_timeout_ns: 120 * SECOND_NS,
+            stage_deadline_ns: 300 * SECOND_NS,
             claim_poll_ns: ms(r, 500, 2_000),
             commit_retry_ns: ms(r, 500, 2_000),
             commit_attempts_max: 60,
@@ -142,6 +143,8 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
             queue_max: 10_000,
         },
         faults: Vec::new(),
+        heal_at_ns: None,
+        liveness_bound_ns: None,
     };
     let (w1_node, w2_node) = (setup.worker_node(0), setup.worker_node(1));
     let (recv, tool) = (setup.receiver_node(0), setup.tool_node());
@@ -173,7 +176,7 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
             }),
         },
         // W1's `update_case` reaches the receiver only after W2's first effect did.
-        Fault::Hold {
+        Fault::Message {
             pattern: MsgPattern {
                 from: Some(w1_node),
                 to: Some(recv),
@@ -182,18 +185,22 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
                 ..MsgPattern::default()
             },
             start: Trigger::At { t_ns: 0 },
-            release: Trigger::Delivered {
-                pattern: MsgPattern {
-                    to: Some(recv),
-                    kind: Some(MsgKind::Effect),
-                    token: Some(Token(2)),
-                    ..MsgPattern::default()
+            end: None,
+            count: 1,
+            action: MsgAction::Hold {
+                release: Trigger::Delivered {
+                    pattern: MsgPattern {
+                        to: Some(recv),
+                        kind: Some(MsgKind::Effect),
+                        token: Some(Token(2)),
+                        ..MsgPattern::default()
+                    },
+                    delay_ns: fence_release_ns,
                 },
-                delay_ns: fence_release_ns,
             },
         },
         // The tool's success reaches W1 only after W2 has completed.
-        Fault::Hold {
+        Fault::Message {
             pattern: MsgPattern {
                 from: Some(tool),
                 to: Some(w1_node),
@@ -202,14 +209,18 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
                 ..MsgPattern::default()
             },
             start: Trigger::At { t_ns: 0 },
-            release: Trigger::Sent {
-                pattern: MsgPattern {
-                    from: Some(coord),
-                    to: Some(w2_node),
-                    kind: Some(MsgKind::CommitAccepted),
-                    ..MsgPattern::default()
+            end: None,
+            count: 1,
+            action: MsgAction::Hold {
+                release: Trigger::Sent {
+                    pattern: MsgPattern {
+                        from: Some(coord),
+                        to: Some(w2_node),
+                        kind: Some(MsgKind::CommitAccepted),
+                        ..MsgPattern::default()
+                    },
+                    delay_ns: answer_release_ns,
                 },
-                delay_ns: answer_release_ns,
             },
         },
     ];

@@ -1,0 +1,86 @@
+//! Hazards: the dangerous situations a run reached. A sweep that passes because nothing
+//! happened proves nothing; counting hazards shows that the runs did reach the places where
+//! lease bugs live (a "sometimes" property, in the sense of model checkers).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+macro_rules! hazards {
+    ($($variant:ident => $name:literal, $summary:literal;)*) => {
+        /// A named dangerous situation.
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Hazard {
+            $(
+                #[doc = $summary]
+                $variant,
+            )*
+        }
+
+        impl Hazard {
+            /// Every hazard, in report order.
+            pub const ALL: &'static [Hazard] = &[$(Hazard::$variant),*];
+
+            /// The kebab-case name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Hazard::$variant => $name,)*
+                }
+            }
+
+            /// One line on what it is.
+            pub fn summary(self) -> &'static str {
+                match self {
+                    $(Hazard::$variant => $summary,)*
+                }
+            }
+        }
+    };
+}
+
+hazards! {
+    Takeover => "takeover", "a lease that expired was claimed by another attempt";
+    OperatorAction => "operator-action", "an operator revoked, took over or cancelled a job";
+    StaleCommitRejected => "stale-commit-rejected", "the coordinator refused a commit and journaled it";
+    StaleFenceRejected => "stale-fence-rejected", "a receiver refused an effect for its stale fence";
+    DuplicateKeyAnswered => "duplicate-key-answered", "a receiver answered a repeated key from its store";
+    HeartbeatRefused => "heartbeat-refused", "the coordinator refused a heartbeat (no row)";
+    JeopardyEntered => "jeopardy-entered", "a holder could not confirm its lease in time and went quiet";
+    JeopardyExited => "jeopardy-exited", "a holder in jeopardy confirmed its lease again and went on";
+    PauseAcrossExpiry => "pause-across-expiry", "a holder resumed from a pause after its lease had ended";
+    LateAnswerAfterExpiry => "late-answer-after-expiry", "a tool answer reached a holder after its lease had ended";
+    RestartSameName => "restart-same-name", "a worker came back under the same logical name";
+    Crash => "crash", "a node crashed";
+    ToolFault => "tool-fault", "the tool hung, answered late, failed, or lost its answer";
+    StageDeadline => "stage-deadline", "a stage deadline ended an attempt (progress control, P14)";
+    CoordinatorOutage => "coordinator-outage", "the coordinator was cut off, paused or slow";
+    ClockFault => "clock-fault", "a clock was stepped or its rate changed";
+    MessageLost => "message-lost", "a message was dropped (loss, cut or plan)";
+    MessageDuplicated => "message-duplicated", "a message was delivered twice";
+    MessageLate => "message-late", "a message was held or delayed by the plan";
+    CommitAbandoned => "commit-abandoned", "a holder gave up asking for its commit (outcome unknown)";
+    OverlapEffect => "overlap-effect", "an effect was issued while two attempts of its job overlapped";
+    UnfencedStaleEffect => "unfenced-stale-effect", "a receiver without fence support applied an effect from a superseded holder";
+    ActedAfterRevoke => "acted-after-revoke", "a holder acted before it learned an operator revoked its lease";
+}
+
+/// How often each hazard was reached in one run (or summed over runs).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hazards(pub BTreeMap<Hazard, u64>);
+
+impl Hazards {
+    /// Counts one occurrence.
+    pub fn hit(&mut self, h: Hazard) {
+        *self.0.entry(h).or_default() += 1;
+    }
+
+    /// How often `h` was reached.
+    pub fn count(&self, h: Hazard) -> u64 {
+        self.0.get(&h).copied().unwrap_or(0)
+    }
+
+    /// Whether `h` was reached at all.
+    pub fn reached(&self, h: Hazard) -> bool {
+        self.count(h) > 0
+    }
+}
