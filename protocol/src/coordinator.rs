@@ -73,6 +73,9 @@ pub struct LeaseRecord {
     pub took_over: Option<Token>,
 }
 
+/// What a claim was granted: job, token, lease length, class.
+type Grant = (JobId, Token, Nanos, ClassId);
+
 /// The coordinator state machine.
 #[derive(Clone, Debug)]
 pub struct Coordinator {
@@ -81,6 +84,12 @@ pub struct Coordinator {
     leases: Vec<LeaseRecord>,
     /// Jobs an operator handed to a named worker, waiting for that worker's next claim.
     handoffs: BTreeMap<JobId, WorkerName>,
+    /// The last claim of each sender and what it was granted: a repeated claim (a duplicated
+    /// or retried request) gets the same answer instead of a second job.
+    claims: BTreeMap<u32, (u64, Option<Grant>)>,
+    /// Every accepted commit (one per attempt at most): a repeated commit gets the same answer,
+    /// even after a later attempt finished the job.
+    accepted: BTreeMap<(JobId, WorkerName, Token), Outcome>,
     switches: Switches,
     out: VecDeque<Output>,
 }
@@ -122,6 +131,8 @@ impl Coordinator {
             jobs,
             leases: Vec::new(),
             handoffs: BTreeMap::new(),
+            claims: BTreeMap::new(),
+            accepted: BTreeMap::new(),
             switches,
             out: VecDeque::new(),
         }
@@ -152,7 +163,18 @@ impl Coordinator {
         let reply_to = Peer::Addr(from);
         match msg {
             Msg::Claim { req, worker } => {
-                let reply = match self.claim(now, worker) {
+                let grant = match self.claims.get(&from) {
+                    Some(&(last, grant)) if last == req => grant.filter(|&(job, token, _, _)| {
+                        let row = &self.jobs[job.0 as usize];
+                        Self::check_holder(row, now, worker, token).is_ok()
+                    }),
+                    _ => {
+                        let grant = self.claim(now, worker);
+                        self.claims.insert(from, (req, grant));
+                        grant
+                    }
+                };
+                let reply = match grant {
                     Some((job, token, lease_ns, class)) => Msg::ClaimGranted {
                         req,
                         job,
@@ -218,7 +240,7 @@ impl Coordinator {
 
     /// P3: one atomic step. Picks the first job (by id) that is queued, or running with a lease
     /// expired by the coordinator's clock, and grants it. Never the client's clock.
-    fn claim(&mut self, now: Nanos, worker: WorkerName) -> Option<(JobId, Token, Nanos, ClassId)> {
+    fn claim(&mut self, now: Nanos, worker: WorkerName) -> Option<Grant> {
         if let Some(grant) = self.pick_up_handoff(now, worker) {
             return Some(grant);
         }
@@ -266,11 +288,7 @@ impl Coordinator {
 
     /// A job an operator handed to this worker: the lease restarts now, so the worker's
     /// deadline (measured from its claim's send time) stays inside it.
-    fn pick_up_handoff(
-        &mut self,
-        now: Nanos,
-        worker: WorkerName,
-    ) -> Option<(JobId, Token, Nanos, ClassId)> {
+    fn pick_up_handoff(&mut self, now: Nanos, worker: WorkerName) -> Option<Grant> {
         let (&job, _) = self.handoffs.iter().find(|(_, w)| **w == worker)?;
         self.handoffs.remove(&job);
         let row = &mut self.jobs[job.0 as usize];
@@ -434,6 +452,11 @@ impl Coordinator {
         let Some(row) = self.jobs.get_mut(job.0 as usize) else {
             return Err(RefusalReason::NotRunning);
         };
+        if self.accepted.get(&(job, worker, token)) == Some(&outcome) {
+            // The same commit again (a duplicate or a retry whose first answer was lost): the
+            // same answer, and nothing changes.
+            return Ok(());
+        }
         let check = Self::check_holder(row, now, worker, token);
         let result_hash = match outcome {
             Outcome::Success { result } => result,
@@ -472,6 +495,7 @@ impl Coordinator {
         if row.state == JobState::Queued {
             row.owner = None;
         }
+        self.accepted.insert((job, worker, token), outcome);
         self.out.push_back(Output::Journal(Event::ResultAccepted {
             job,
             worker,
@@ -520,11 +544,17 @@ mod tests {
     }
 
     fn claim(c: &mut Coordinator, now: Nanos, w: u32) -> Msg {
+        // A fresh request number per claim, as a worker sends them.
+        let req = c.leases().len() as u64 * 1000 + now;
+        claim_req(c, now, w, req)
+    }
+
+    fn claim_req(c: &mut Coordinator, now: Nanos, w: u32, req: u64) -> Msg {
         c.handle_message(
             now,
             w,
             Msg::Claim {
-                req: 1,
+                req,
                 worker: WorkerName(w),
             },
         );
@@ -705,5 +735,122 @@ mod tests {
         }
         assert_eq!(c.jobs()[0].state, JobState::Failed);
         assert!(matches!(claim(&mut c, 100, 1), Msg::ClaimEmpty { .. }));
+    }
+
+    fn operator(c: &mut Coordinator, now: Nanos, action: OperatorAction) -> Msg {
+        c.handle_message(
+            now,
+            99,
+            Msg::Operator {
+                req: 5,
+                job: JobId(0),
+                action,
+            },
+        );
+        reply(c)
+    }
+
+    #[test]
+    fn operator_takeover_hands_over_with_a_new_epoch_and_a_reason_p15() {
+        let mut c = coord(1, Switches::default());
+        claim(&mut c, 0, 1);
+        c.handle_message(
+            10,
+            99,
+            Msg::Operator {
+                req: 5,
+                job: JobId(0),
+                action: OperatorAction::Takeover { to: WorkerName(2) },
+            },
+        );
+        let outs = drain(&mut c);
+        assert!(outs.iter().any(|o| matches!(
+            o,
+            Output::Journal(Event::LeaseRevoked {
+                token: Token(1),
+                epoch: Token(2),
+                ..
+            })
+        )));
+        assert!(outs.iter().any(|o| matches!(
+            o,
+            Output::Journal(Event::LeaseGranted {
+                token: Token(2),
+                reason: GrantReason::Operator,
+                took_over: Some(Token(1)),
+                ..
+            })
+        )));
+        // The old holder learns on its next heartbeat.
+        assert!(matches!(
+            hb(&mut c, 20, 1, 1),
+            Msg::HeartbeatRejected { .. }
+        ));
+        // W2's next claim picks the job up with the operator's epoch, lease restarted then.
+        assert!(matches!(
+            claim(&mut c, 30, 2),
+            Msg::ClaimGranted {
+                token: Token(2),
+                ..
+            }
+        ));
+        assert_eq!(c.jobs()[0].lease_until, Some(30 + L));
+    }
+
+    #[test]
+    fn operator_revoke_requeues_and_cancel_ends_the_job_f8() {
+        let mut c = coord(1, Switches::default());
+        claim(&mut c, 0, 1);
+        assert!(matches!(
+            operator(&mut c, 5, OperatorAction::Revoke),
+            Msg::OperatorDone { applied: true, .. }
+        ));
+        assert_eq!(c.jobs()[0].state, JobState::Queued);
+        assert_eq!(c.jobs()[0].token, Token(2), "a revocation is a new epoch");
+        assert!(matches!(
+            claim(&mut c, 6, 2),
+            Msg::ClaimGranted {
+                token: Token(3),
+                ..
+            }
+        ));
+        assert!(matches!(
+            operator(&mut c, 7, OperatorAction::Cancel),
+            Msg::OperatorDone { applied: true, .. }
+        ));
+        assert_eq!(c.jobs()[0].state, JobState::Cancelled);
+        assert!(matches!(
+            operator(&mut c, 8, OperatorAction::Revoke),
+            Msg::OperatorDone { applied: false, .. }
+        ));
+        assert!(matches!(
+            commit(&mut c, 9, 2, 3),
+            Msg::CommitRejected { .. }
+        ));
+    }
+
+    #[test]
+    fn repeated_claims_and_commits_get_the_same_answer() {
+        let mut c = coord(2, Switches::default());
+        let first = claim_req(&mut c, 0, 1, 7);
+        // The same request again (a duplicate on the wire): the same grant, not a second job.
+        assert_eq!(claim_req(&mut c, 1, 1, 7), first);
+        assert_eq!(c.leases().len(), 1);
+        assert!(matches!(
+            commit(&mut c, 2, 1, 1),
+            Msg::CommitAccepted { .. }
+        ));
+        let journal_len = drain(&mut c).len();
+        assert!(matches!(
+            commit(&mut c, 3, 1, 1),
+            Msg::CommitAccepted { .. }
+        ));
+        assert_eq!(journal_len, 0);
+        assert_eq!(c.jobs()[0].state, JobState::Succeeded);
+        // A commit with another token is still refused.
+        assert!(matches!(
+            commit(&mut c, 4, 1, 2),
+            Msg::CommitRejected { .. }
+        ));
     }
 }

@@ -230,7 +230,10 @@ impl Worker {
                 req, job, token, ..
             } => self.on_heartbeat_ok(now, req, job, token),
             Msg::HeartbeatRejected { job, token, .. } => {
-                if self.holds(job, token) {
+                let committing = matches!(&self.state, State::Holding(a) if a.commit.is_some());
+                // While its conditional commit is out, the commit's answer is what decides: a
+                // heartbeat overtaken by that commit is refused because the job already ended.
+                if self.holds(job, token) && !committing {
                     // P12 a: "no row" is not "retry", it is "you are not the owner".
                     self.journal(Event::HeartbeatLost { job, token });
                     self.go_idle(now);
@@ -693,5 +696,216 @@ impl Worker {
             return;
         }
         self.send_commit(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: Nanos = 30 * SECOND_NS;
+    const H: Nanos = 10 * SECOND_NS;
+
+    fn worker(steps: Vec<Step>) -> Worker {
+        Worker::new(WorkerConfig {
+            name: WorkerName(1),
+            heartbeat_ns: H,
+            drift_ppm_max: 0,
+            stop_margin_ns: SECOND_NS,
+            tool_timeout_ns: 100 * SECOND_NS,
+            stage_deadline_ns: 60 * SECOND_NS,
+            claim_poll_ns: SECOND_NS,
+            commit_retry_ns: SECOND_NS,
+            commit_attempts_max: 3,
+            start_delay_ns: 0,
+            plans: vec![Plan { steps }],
+        })
+    }
+
+    fn drain(w: &mut Worker) -> Vec<Output> {
+        std::iter::from_fn(|| w.poll_output()).collect()
+    }
+
+    fn journal(outs: &[Output]) -> Vec<&'static str> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Output::Journal(e) => Some(e.name()),
+                Output::Send { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Starts, claims at local time 0 and gets the grant at `granted_at`.
+    fn holding(steps: Vec<Step>, granted_at: Nanos) -> Worker {
+        let mut w = worker(steps);
+        w.start(0);
+        w.handle_timeout(0);
+        drain(&mut w);
+        w.handle_message(
+            granted_at,
+            Msg::ClaimGranted {
+                req: 1,
+                job: JobId(0),
+                token: Token(1),
+                lease_ns: L,
+                class: ClassId(0),
+            },
+        );
+        w
+    }
+
+    #[test]
+    fn the_deadline_runs_from_the_claims_send_time_not_the_replys_arrival_p6() {
+        // The grant arrives 5 s after the claim left: the deadline is L - G from the send.
+        let mut w = holding(vec![Step::Tool], 5 * SECOND_NS);
+        let outs = drain(&mut w);
+        assert!(outs.iter().any(|o| matches!(
+            o,
+            Output::Journal(Event::JobClaimed { deadline, .. }) if *deadline == L - SECOND_NS
+        )));
+    }
+
+    #[test]
+    fn unanswered_heartbeats_lead_to_jeopardy_and_no_effect_p13() {
+        let mut w = holding(
+            vec![
+                Step::Tool,
+                Step::Effect {
+                    op: OpId(1),
+                    receiver: 0,
+                },
+            ],
+            0,
+        );
+        drain(&mut w);
+        // Heartbeats go out every H, whatever the tool call is doing (P5).
+        for t in [H, 2 * H] {
+            w.handle_timeout(t);
+            assert!(drain(&mut w).iter().any(|o| matches!(
+                o,
+                Output::Send {
+                    msg: Msg::Heartbeat { .. },
+                    ..
+                }
+            )));
+        }
+        // No answer: at the deadline the worker is in jeopardy.
+        w.handle_timeout(L - SECOND_NS);
+        assert!(journal(&drain(&mut w)).contains(&"jeopardy_entered"));
+        // The tool answers now; the next step is an effect, which must not start.
+        w.handle_message(
+            L,
+            Msg::ToolResponse {
+                req: 2,
+                job: JobId(0),
+                step: 0,
+                answer: ToolAnswer::Success { result: 1 },
+            },
+        );
+        let outs = drain(&mut w);
+        assert!(!journal(&outs).contains(&"effect_started"), "{outs:?}");
+        // "No row": lost, quiet.
+        w.handle_message(
+            L + 1,
+            Msg::HeartbeatRejected {
+                req: 3,
+                job: JobId(0),
+                token: Token(1),
+            },
+        );
+        assert_eq!(journal(&drain(&mut w)), vec!["heartbeat_lost"]);
+        assert_eq!(w.holding(), None);
+    }
+
+    #[test]
+    fn a_late_acknowledgement_ends_jeopardy_and_work_goes_on() {
+        let mut w = holding(
+            vec![
+                Step::Tool,
+                Step::Effect {
+                    op: OpId(1),
+                    receiver: 0,
+                },
+            ],
+            0,
+        );
+        drain(&mut w);
+        w.handle_timeout(H); // heartbeat req 3 sent at H
+        w.handle_timeout(L - SECOND_NS);
+        drain(&mut w);
+        w.handle_message(
+            L - SECOND_NS + 1,
+            Msg::ToolResponse {
+                req: 2,
+                job: JobId(0),
+                step: 0,
+                answer: ToolAnswer::Success { result: 1 },
+            },
+        );
+        assert!(!journal(&drain(&mut w)).contains(&"effect_started"));
+        // The acknowledgement of the heartbeat sent at H arrives: deadline H + L - G.
+        w.handle_message(
+            L,
+            Msg::HeartbeatOk {
+                req: 3,
+                job: JobId(0),
+                token: Token(1),
+                lease_ns: L,
+            },
+        );
+        let names = journal(&drain(&mut w));
+        assert_eq!(
+            names,
+            vec![
+                "heartbeat_ok",
+                "jeopardy_exited",
+                "effect_started",
+                "commit_sent"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stuck_tool_is_ended_by_the_stage_deadline_not_the_lease_p14() {
+        let mut w = holding(vec![Step::Tool], 0);
+        drain(&mut w);
+        let mut t = 0;
+        let mut req = 3;
+        // Heartbeats are answered: the lease is fine all along.
+        while t + H < 60 * SECOND_NS {
+            t += H;
+            w.handle_timeout(t);
+            drain(&mut w);
+            w.handle_message(
+                t + 1,
+                Msg::HeartbeatOk {
+                    req,
+                    job: JobId(0),
+                    token: Token(1),
+                    lease_ns: L,
+                },
+            );
+            req += 1;
+            assert!(!journal(&drain(&mut w)).contains(&"jeopardy_entered"));
+        }
+        w.handle_timeout(60 * SECOND_NS);
+        let outs = drain(&mut w);
+        assert_eq!(
+            journal(&outs),
+            vec!["stage_deadline_exceeded", "commit_sent"]
+        );
+        assert!(outs.iter().any(|o| matches!(
+            o,
+            Output::Send {
+                msg: Msg::Commit {
+                    outcome: Outcome::Failure {
+                        error: ErrorCode::StageDeadline,
+                        ..
+                    },
+                    ..
+                },
+                ..
+            }
+        )));
     }
 }
