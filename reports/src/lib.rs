@@ -376,6 +376,9 @@ pub fn command(names: &Names<'_>, c: &Command) -> String {
             names.node(node),
             dur(extra_ns)
         ),
+        Command::SetNetwork { drop_ppm, dup_ppm } => format!(
+            "fault: network now loses {drop_ppm} and duplicates {dup_ppm} messages per million"
+        ),
         Command::Signal { node, tag } => format!("signal {tag} to {}", names.node(node)),
         Command::SetDrift { node, drift_ppm } => {
             format!(

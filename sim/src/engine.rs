@@ -197,6 +197,13 @@ pub enum Command {
         /// Extra flight time.
         extra_ns: u64,
     },
+    /// Change the network's random loss and duplication (F3); the heal phase sets both to 0.
+    SetNetwork {
+        /// Loss probability, per million.
+        drop_ppm: u32,
+        /// Duplication probability, per million.
+        dup_ppm: u32,
+    },
     /// Give the node an outside stimulus (see [`Process::signal`]).
     Signal {
         /// The node.
@@ -422,6 +429,8 @@ pub struct Sim<P: Process> {
     next_msg: u64,
     cut: BTreeSet<(NodeId, NodeId)>,
     held: BTreeMap<u64, Envelope<P::Msg>>,
+    /// Deliveries queued (a duplicated message counts twice).
+    in_flight: u64,
     net: NetConfig,
     net_rng: Prng,
     limits: Limits,
@@ -466,6 +475,7 @@ impl<P: Process> Sim<P> {
             next_msg: 0,
             cut: BTreeSet::new(),
             held: BTreeMap::new(),
+            in_flight: 0,
             net,
             net_rng: Prng::new(seed, Stream::Network),
             limits,
@@ -512,6 +522,9 @@ impl<P: Process> Sim<P> {
     }
 
     fn push(&mut self, t: u64, kind: EvKind<P::Msg>) {
+        if let EvKind::Deliver(_) = kind {
+            self.in_flight += 1;
+        }
         self.seq += 1;
         self.queue.push(Reverse(Ev {
             t,
@@ -540,7 +553,9 @@ impl<P: Process> Sim<P> {
             self.call(director, n, |p, cx| p.start(cx));
         }
         loop {
-            if director.is_done(&self.nodes) {
+            // Done means the director's goal is reached and nothing is still on the wire: a
+            // message in flight may yet break an invariant, so it must land first.
+            if self.in_flight == 0 && director.is_done(&self.nodes) {
                 return End::Done;
             }
             if self.queue.len() > self.limits.queue_max {
@@ -559,7 +574,10 @@ impl<P: Process> Sim<P> {
             debug_assert!(ev.t >= self.now, "time never runs backwards");
             self.now = ev.t;
             match ev.kind {
-                EvKind::Deliver(env) => self.deliver(director, env),
+                EvKind::Deliver(env) => {
+                    self.in_flight -= 1;
+                    self.deliver(director, env)
+                }
                 EvKind::Wake { node, gen } => {
                     let slot = &mut self.slots[node as usize];
                     if gen != slot.gen || slot.crashed || slot.paused {
@@ -818,6 +836,12 @@ impl<P: Process> Sim<P> {
             Command::SetSlow { node, extra_ns } => {
                 self.slots[node as usize].extra_latency_ns = extra_ns;
                 node
+            }
+            Command::SetNetwork { drop_ppm, dup_ppm } => {
+                assert!(drop_ppm <= 1_000_000 && dup_ppm <= 1_000_000);
+                self.net.drop_ppm = drop_ppm;
+                self.net.dup_ppm = dup_ppm;
+                WORLD
             }
             Command::WallStep { node, delta_ns } => {
                 self.slots[node as usize].clock.step_wall(delta_ns);
