@@ -2,12 +2,15 @@
 //! Exit codes: 0 every invariant held, 1 a violation (or a runaway run), 2 bad input or usage,
 //! always with a one-line error and never a panic.
 
+use crate::hazard::Hazard;
+use crate::plan::FAULT_KINDS;
 use crate::run::{run_setup, RunResult, Verdict};
 use crate::scenarios::{self, ScenarioDef};
 use clap::{Parser, Subcommand, ValueEnum};
 use leasesim_protocol::{Invariant, Variant};
 use leasesim_reports::{self as reports, Names};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +20,8 @@ use std::sync::Mutex;
 pub const FAILURES_DIR: &str = "leasesim-failures";
 /// Failures printed per scenario; the rest are counted and saved.
 const PRINT_FAILURES_MAX: usize = 20;
+/// Sweeps at least this long per scenario must reach every hazard the scenario declares.
+pub const COVERAGE_MIN_SEEDS: u64 = 100;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -207,6 +212,8 @@ fn list(out: &mut dyn Write, format: Format) -> Result<i32, UsageError> {
             "scenarios": scenarios::ALL.iter().map(|s| json!({"name": s.name, "story": s.story})).collect::<Vec<_>>(),
             "variants": Variant::ALL.iter().map(|v| json!({"name": v.name(), "spec": v.spec_id(), "summary": v.summary()})).collect::<Vec<_>>(),
             "invariants": Invariant::ALL.iter().map(|i| json!({"name": i.name(), "spec": i.spec_id(), "summary": i.summary()})).collect::<Vec<_>>(),
+            "faults": FAULT_KINDS.iter().map(|(n, id, summary)| json!({"name": n, "spec": id, "summary": summary})).collect::<Vec<_>>(),
+            "hazards": Hazard::ALL.iter().map(|h| json!({"name": h.name(), "summary": h.summary()})).collect::<Vec<_>>(),
         });
         io(writeln!(out, "{v:#}"))?;
         return Ok(0);
@@ -214,6 +221,13 @@ fn list(out: &mut dyn Write, format: Format) -> Result<i32, UsageError> {
     io(writeln!(out, "scenarios:"))?;
     for s in scenarios::ALL {
         io(writeln!(out, "  {:<26} {}", s.name, s.story))?;
+        let declared: Vec<&str> = s.hazards.iter().map(|h| h.name()).collect();
+        io(writeln!(
+            out,
+            "  {:<26}   reaches: {}",
+            "",
+            declared.join(", ")
+        ))?;
     }
     io(writeln!(out, "variants:"))?;
     for v in Variant::ALL {
@@ -224,6 +238,17 @@ fn list(out: &mut dyn Write, format: Format) -> Result<i32, UsageError> {
             v.spec_id(),
             v.summary()
         ))?;
+    }
+    io(writeln!(out, "faults:"))?;
+    for (name, id, summary) in FAULT_KINDS {
+        io(writeln!(out, "  {name:<26} {id:<5} {summary}"))?;
+    }
+    io(writeln!(
+        out,
+        "hazards (counted per run; each scenario declares the ones it must reach):"
+    ))?;
+    for h in Hazard::ALL {
+        io(writeln!(out, "  {:<26} {}", h.name(), h.summary()))?;
     }
     io(writeln!(out, "invariants:"))?;
     for i in Invariant::ALL {
@@ -316,6 +341,7 @@ fn run_cmd(
             "events": r.events,
             "trace_hash": format!("{:016x}", r.trace_hash()),
             "findings": findings_json(&r),
+            "hazards": r.hazards.0.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "reproduce": reproduce_command(name, seed, v),
         });
         io(writeln!(out, "{doc:#}"))?;
@@ -341,6 +367,21 @@ fn run_cmd(
     for f in &r.findings {
         io(writeln!(out, "  {}", reports::finding(&names, f)))?;
     }
+    let reached: Vec<String> = r
+        .hazards
+        .0
+        .iter()
+        .map(|(h, n)| format!("{} {n}", h.name()))
+        .collect();
+    io(writeln!(
+        out,
+        "hazards reached: {}",
+        if reached.is_empty() {
+            "none".to_string()
+        } else {
+            reached.join(", ")
+        }
+    ))?;
     io(writeln!(out, "trace hash: {:016x}", r.trace_hash()))?;
     if verdict != Verdict::Held {
         io(writeln!(
@@ -411,6 +452,8 @@ fn sweep_cmd(
     let next = AtomicU64::new(0);
     let events = AtomicU64::new(0);
     let failures: Mutex<Vec<Failure>> = Mutex::new(Vec::new());
+    // Per scenario: how many seeds reached each hazard.
+    let coverage: Mutex<Vec<BTreeMap<Hazard, u64>>> = Mutex::new(vec![BTreeMap::new(); defs.len()]);
     // Chunks keep the shared counter cool; each run is independent of every other.
     const CHUNK: u64 = 64;
     #[allow(clippy::disallowed_methods)] // the sweep's own throughput, never the simulated world
@@ -420,6 +463,8 @@ fn sweep_cmd(
             s.spawn(|| {
                 let mut local_events = 0u64;
                 let mut local_failures = Vec::new();
+                let mut local_coverage: Vec<BTreeMap<Hazard, u64>> =
+                    vec![BTreeMap::new(); defs.len()];
                 loop {
                     let begin = next.fetch_add(CHUNK, Ordering::Relaxed);
                     if begin >= total {
@@ -431,6 +476,9 @@ fn sweep_cmd(
                         let setup = (defs[sc].build)(seed, v);
                         let r = run_setup(&setup, seed);
                         local_events += r.events;
+                        for (h, _) in r.hazards.0.iter() {
+                            *local_coverage[sc].entry(*h).or_default() += 1;
+                        }
                         let verdict = r.verdict();
                         if verdict != Verdict::Held {
                             let node_names: Vec<String> =
@@ -461,6 +509,15 @@ fn sweep_cmd(
                     }
                 }
                 events.fetch_add(local_events, Ordering::Relaxed);
+                let mut cov = coverage
+                    .lock()
+                    .expect("no thread panics while holding the lock");
+                for (total, local) in cov.iter_mut().zip(local_coverage) {
+                    for (h, n) in local {
+                        *total.entry(h).or_default() += n;
+                    }
+                }
+                drop(cov);
                 failures
                     .lock()
                     .expect("no thread panics while holding the lock")
@@ -475,6 +532,19 @@ fn sweep_cmd(
     let mut failures = failures.into_inner().expect("threads are done");
     failures.sort_by_key(|f| (f.scenario, f.seed));
     let events = events.load(Ordering::Relaxed);
+    let coverage = coverage.into_inner().expect("threads are done");
+    // A declared hazard never reached in a sweep of 100 seeds or more means the scenario no
+    // longer tells its story: it passes because nothing happened.
+    let mut unreached: Vec<(usize, Hazard)> = Vec::new();
+    if per >= COVERAGE_MIN_SEEDS {
+        for (i, d) in defs.iter().enumerate() {
+            for h in d.hazards {
+                if !coverage[i].contains_key(h) {
+                    unreached.push((i, *h));
+                }
+            }
+        }
+    }
     let saved = if failures.is_empty() {
         None
     } else {
@@ -492,6 +562,9 @@ fn sweep_cmd(
                     "name": d.name,
                     "runs": per,
                     "failing": fs.len(),
+                    "hazards": coverage[i].iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+                    "declared_hazards": d.hazards.iter().map(|h| h.name()).collect::<Vec<_>>(),
+                    "unreached_hazards": unreached.iter().filter(|(s, _)| *s == i).map(|(_, h)| h.name()).collect::<Vec<_>>(),
                     "failures": fs.iter().take(1000).map(|f| json!({
                         "seed": f.seed,
                         "verdict": f.verdict,
@@ -503,6 +576,7 @@ fn sweep_cmd(
             }).collect::<Vec<_>>(),
             "runs": total,
             "failing": failures.len(),
+            "unreached_hazards": unreached.len(),
             "events": events,
             "elapsed_s": elapsed,
             "seeds_per_s": seeds_per_s,
@@ -541,6 +615,44 @@ fn sweep_cmd(
                 ))?;
             }
         }
+        io(writeln!(
+            out,
+            "hazard coverage (seeds that reached each hazard; * declared by the scenario):"
+        ))?;
+        for (i, d) in defs.iter().enumerate() {
+            let mut cells: Vec<String> = coverage[i]
+                .iter()
+                .map(|(h, n)| {
+                    format!(
+                        "{}{} {n}",
+                        h.name(),
+                        if d.hazards.contains(h) { "*" } else { "" }
+                    )
+                })
+                .collect();
+            for h in d.hazards.iter().filter(|h| !coverage[i].contains_key(h)) {
+                cells.push(format!("{}* NEVER", h.name()));
+            }
+            io(writeln!(
+                out,
+                "  {:<26} {}",
+                d.name,
+                if cells.is_empty() {
+                    "none".to_string()
+                } else {
+                    cells.join(", ")
+                }
+            ))?;
+        }
+        for (i, h) in &unreached {
+            io(writeln!(
+                out,
+                "FAIL: {} never reached its declared hazard {} ({}) in {per} seeds",
+                defs[*i].name,
+                h.name(),
+                h.summary()
+            ))?;
+        }
         if let Some(dir) = &saved {
             io(writeln!(
                 out,
@@ -557,7 +669,11 @@ fn sweep_cmd(
         ))?;
     }
     let _ = err.flush();
-    Ok(if failures.is_empty() { 0 } else { 1 })
+    Ok(if failures.is_empty() && unreached.is_empty() {
+        0
+    } else {
+        1
+    })
 }
 
 /// Saves every failing seed (a list) and the first failure's full trace; returns the folder.

@@ -62,6 +62,8 @@ hazards! {
     OverlapEffect => "overlap-effect", "an effect was issued while two attempts of its job overlapped";
     UnfencedStaleEffect => "unfenced-stale-effect", "a receiver without fence support applied an effect from a superseded holder";
     ActedAfterRevoke => "acted-after-revoke", "a holder acted before it learned an operator revoked its lease";
+    LongHold => "long-hold", "a holder kept one lease through ten renewals or more";
+    RequestReplayed => "request-replayed", "a repeated claim or commit got the first answer again, not a second decision";
 }
 
 /// How often each hazard was reached in one run (or summed over runs).

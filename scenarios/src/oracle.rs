@@ -92,6 +92,15 @@ struct Oracle<'a> {
     cuts: BTreeSet<(NodeId, NodeId)>,
     down: BTreeSet<NodeId>,
     slow: BTreeSet<NodeId>,
+    /// Whether the coordinator is cut from everyone right now.
+    outage: bool,
+    /// Renewals per (job, token).
+    renewals: BTreeMap<(JobId, Token), u32>,
+    /// Grants and acceptances the coordinator already answered: (job, token, is-commit).
+    answered: BTreeSet<(JobId, Token, bool)>,
+    /// Attempts whose conditional commit is out: their commit's answer decides, not a
+    /// heartbeat's.
+    committing: BTreeSet<(NodeId, JobId, Token)>,
     /// A worker that must journal a loss it was just told about: node -> (job, token).
     owes_journal: BTreeMap<NodeId, (JobId, Token, u64)>,
     /// Worker names seen claiming, with the nodes that claimed under them.
@@ -124,6 +133,10 @@ pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
         cuts: BTreeSet::new(),
         down: BTreeSet::new(),
         slow: BTreeSet::new(),
+        outage: false,
+        renewals: BTreeMap::new(),
+        answered: BTreeSet::new(),
+        committing: BTreeSet::new(),
         owes_journal: BTreeMap::new(),
         claimers: BTreeMap::new(),
         recent: Vec::new(),
@@ -229,8 +242,29 @@ impl Oracle<'_> {
                 if from == self.coordinator || to == self.coordinator {
                     let other = if from == self.coordinator { to } else { from };
                     self.disturb(other, t);
-                    if matches!(command, Command::Cut { .. }) {
+                    // An outage: the coordinator is cut from every other node.
+                    let coordinator = self.coordinator;
+                    let cut_off: BTreeSet<NodeId> = self
+                        .cuts
+                        .iter()
+                        .filter_map(|&(a, b)| {
+                            (a == coordinator)
+                                .then_some(b)
+                                .or((b == coordinator).then_some(a))
+                        })
+                        .collect();
+                    if matches!(command, Command::Cut { .. })
+                        && cut_off.len() + 1 == self.world.nodes.len()
+                        && cut_off.contains(&other)
+                        && self.cuts.contains(&(coordinator, other))
+                        && self.cuts.contains(&(other, coordinator))
+                        && !self.outage
+                    {
+                        self.outage = true;
                         self.hit(Hazard::CoordinatorOutage);
+                    }
+                    if matches!(command, Command::Heal { .. }) {
+                        self.outage = false;
                     }
                 }
             }
@@ -293,7 +327,10 @@ impl Oracle<'_> {
                     self.slow.remove(&node);
                 }
             }
-            Command::Release { .. } | Command::Alarm { .. } | Command::Signal { .. } => {}
+            Command::SetNetwork { .. }
+            | Command::Release { .. }
+            | Command::Alarm { .. }
+            | Command::Signal { .. } => {}
         }
     }
 
@@ -333,6 +370,16 @@ impl Oracle<'_> {
         if e.node != self.coordinator {
             return;
         }
+        let answer = match *msg {
+            Msg::ClaimGranted { job, token, .. } => Some((job, token, false)),
+            Msg::CommitAccepted { job, token, .. } => Some((job, token, true)),
+            _ => None,
+        };
+        if let Some(a) = answer {
+            if !self.answered.insert(a) {
+                self.hit(Hazard::RequestReplayed);
+            }
+        }
         // I6: the coordinator journals every refusal it sends.
         let (journaled, what) = match *msg {
             Msg::CommitRejected { job, token, .. } => (
@@ -366,8 +413,10 @@ impl Oracle<'_> {
         match *msg {
             Msg::HeartbeatRejected {
                 job: j, token: t, ..
+            } if j == job && t == token && !self.committing.contains(&(e.node, job, token)) => {
+                self.owes_journal.insert(e.node, (job, token, e.t));
             }
-            | Msg::CommitRejected {
+            Msg::CommitRejected {
                 job: j, token: t, ..
             } if j == job && t == token => {
                 self.owes_journal.insert(e.node, (job, token, e.t));
@@ -467,11 +516,24 @@ impl Oracle<'_> {
             Event::HeartbeatLost { job, token } | Event::CommitRefused { job, token } => {
                 self.lost.insert((e.node, job, token));
                 self.end_attempt(e.node, job, token);
+                if let Role::Worker { name, .. } = self.world.nodes[e.node as usize].role {
+                    if self.accepted.contains(&(name, job, token)) {
+                        let msg = format!(
+                            "{} journaled {} for {job} with token {token}, but the coordinator had accepted its result",
+                            self.name(e.node),
+                            note.name()
+                        );
+                        self.flag(Invariant::NothingLost, e, msg);
+                    }
+                }
             }
             Event::FailureAcknowledged { job, token } => self.end_attempt(e.node, job, token),
             Event::CommitAbandoned { job, token } => {
                 self.hit(Hazard::CommitAbandoned);
                 self.end_attempt(e.node, job, token);
+            }
+            Event::CommitSent { job, token, .. } => {
+                self.committing.insert((e.node, job, token));
             }
             Event::JeopardyEntered { .. } => self.hit(Hazard::JeopardyEntered),
             Event::JeopardyExited { .. } => self.hit(Hazard::JeopardyExited),
@@ -650,6 +712,11 @@ impl Oracle<'_> {
         let m = self.jobs.get_mut(&job).expect("present");
         m.valid_until = Some(lease_until);
         m.confirmed_t = e.t;
+        let n = self.renewals.entry((job, token)).or_default();
+        *n += 1;
+        if *n == 10 {
+            self.hit(Hazard::LongHold);
+        }
     }
 
     /// I8 at a revocation: a new, higher epoch.
@@ -670,7 +737,10 @@ impl Oracle<'_> {
         }
         let m = self.jobs.entry(job).or_default();
         m.revoked.insert(token);
-        m.token = m.token.max(epoch);
+        if !matches!(action, OperatorAction::Takeover { .. }) {
+            // A takeover's new epoch arrives with the grant that follows.
+            m.token = m.token.max(epoch);
+        }
         m.valid_until = None;
         m.holder = None;
         m.state = Some(match action {

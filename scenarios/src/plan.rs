@@ -396,8 +396,13 @@ pub struct PlanDirector {
     held: Vec<Vec<u64>>,
     /// Whether a hold's release came before (or while) it was holding.
     released: Vec<bool>,
-    /// Messages held until a pause ends, per pause fault.
-    anchored: BTreeMap<usize, u64>,
+    /// Whether a fault's end came before its (delayed) start.
+    ended_early: Vec<bool>,
+    /// Messages held until a pause ends, per pause fault: the anchoring message and every
+    /// later one the paused node sent in the same instant (the rest of its handler).
+    anchored: BTreeMap<usize, Vec<u64>>,
+    /// A node paused by an anchored pause, with the fault and the instant it began.
+    anchored_node: BTreeMap<NodeId, (usize, u64)>,
     /// The tool and operator nodes (signals go there).
     tool: NodeId,
     operator: NodeId,
@@ -418,7 +423,9 @@ impl PlanDirector {
             caught: vec![0; n],
             held: vec![Vec::new(); n],
             released: vec![false; n],
+            ended_early: vec![false; n],
             anchored: BTreeMap::new(),
+            anchored_node: BTreeMap::new(),
             tool,
             operator,
             healed: false,
@@ -475,6 +482,11 @@ impl PlanDirector {
         match what {
             WHAT_START => {
                 if self.phase[i] != Phase::Armed {
+                    return;
+                }
+                if self.ended_early[i] {
+                    // Its end came first: the fault never takes effect.
+                    self.phase[i] = Phase::Done;
                     return;
                 }
                 self.phase[i] = if fault.lasts() {
@@ -538,6 +550,10 @@ impl PlanDirector {
                 }
             }
             WHAT_END => {
+                if self.phase[i] == Phase::Armed {
+                    self.ended_early[i] = true;
+                    return;
+                }
                 if self.phase[i] != Phase::Active {
                     return;
                 }
@@ -581,7 +597,8 @@ impl PlanDirector {
                     if self.phase[i] == Phase::Active {
                         self.phase[i] = Phase::Done;
                         ctl.push(Command::Resume { node });
-                        if let Some(id) = self.anchored.remove(&i) {
+                        self.anchored_node.remove(&node);
+                        for id in self.anchored.remove(&i).unwrap_or_default() {
                             ctl.push(Command::Release { id });
                         }
                     }
@@ -633,6 +650,11 @@ impl PlanDirector {
             node: self.tool,
             tag: SIGNAL_HEAL,
         });
+        // Random loss and duplication are faults too: they stop with the rest.
+        ctl.push(Command::SetNetwork {
+            drop_ppm: 0,
+            dup_ppm: 0,
+        });
     }
 
     /// Matches anchored triggers against one observation.
@@ -657,8 +679,9 @@ impl PlanDirector {
                 if self.matched[i][slot] {
                     continue;
                 }
-                // An end or a release only counts once the fault has started.
-                if what != WHAT_START && self.phase[i] == Phase::Armed {
+                // An end or a release only counts once the start trigger matched (the start
+                // itself may still be waiting for its delay).
+                if what != WHAT_START && self.phase[i] == Phase::Armed && !self.matched[i][0] {
                     continue;
                 }
                 let (pattern, delay_ns, on_send) = match trigger {
@@ -670,12 +693,18 @@ impl PlanDirector {
                     continue;
                 }
                 self.matched[i][slot] = true;
-                if what == WHAT_START && sent {
+                let will_start = self.phase[i] == Phase::Armed && !self.healed;
+                if what == WHAT_START && sent && delay_ns == 0 && will_start {
                     if let Fault::Pause {
-                        hold_anchor: true, ..
+                        node,
+                        hold_anchor: true,
+                        ..
                     } = fault
                     {
-                        self.anchored.insert(i, env.id);
+                        if node == env.from {
+                            self.anchored.insert(i, vec![env.id]);
+                            self.anchored_node.insert(node, (i, now));
+                        }
                     }
                 }
                 if delay_ns == 0 {
@@ -695,9 +724,16 @@ impl Director<Node> for PlanDirector {
     fn on_send(&mut self, ctl: &mut Control, now: u64, env: &Envelope<Msg>, fate: Fate) -> Fate {
         let nodes = self.operator + 1;
         self.observe(ctl, now, nodes, true, env);
-        if self.anchored.values().any(|id| *id == env.id) {
+        if self.anchored.values().any(|ids| ids.contains(&env.id)) {
             // Paused right after the check: the message leaves when the pause ends.
             return Fate::Hold;
+        }
+        if let Some(&(i, at)) = self.anchored_node.get(&env.from) {
+            if at == now {
+                // The rest of the handler that was interrupted leaves with it.
+                self.anchored.entry(i).or_default().push(env.id);
+                return Fate::Hold;
+            }
         }
         let mut fate = fate;
         if matches!(fate, Fate::Drop { .. }) {

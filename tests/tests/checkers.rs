@@ -306,3 +306,190 @@ fn effects_in_jeopardy_after_loss_or_outside_the_grant_are_rejected_i5() {
         vec![Invariant::QuiescentHolder]
     );
 }
+
+fn sent(t: u64, node: u32, to: u32, msg: Msg) -> TraceEvent<Msg, Event> {
+    TraceEvent {
+        t,
+        node,
+        local: t,
+        kind: EventKind::Send {
+            id: t,
+            to,
+            msg,
+            fate: leasesim_sim::Fate::Deliver { delay_ns: 1 },
+        },
+    }
+}
+
+fn delivered(t: u64, node: u32, from: u32, msg: Msg) -> TraceEvent<Msg, Event> {
+    TraceEvent {
+        t,
+        node,
+        local: t,
+        kind: EventKind::Deliver { id: t, from, msg },
+    }
+}
+
+fn claimed(t: u64, node: u32, token: u64) -> TraceEvent<Msg, Event> {
+    at(
+        t,
+        node,
+        Event::JobClaimed {
+            job: JobId(0),
+            token: Token(token),
+            deadline: t + 90,
+        },
+    )
+}
+
+#[test]
+fn unjournaled_refusals_and_untraceable_effects_are_rejected_i6() {
+    let rejected = Msg::CommitRejected {
+        req: 1,
+        job: JobId(0),
+        token: Token(1),
+    };
+    // The coordinator refuses a commit without journaling it.
+    assert_eq!(
+        findings(vec![grant(0, W1, 1, 100), sent(150, COORD, W1, rejected)]),
+        vec![Invariant::NothingLost]
+    );
+    // The same refusal, journaled: fine.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            at(
+                150,
+                COORD,
+                Event::ResultRejected {
+                    job: JobId(0),
+                    worker: WorkerName(1),
+                    token: Token(1),
+                    reason: leasesim_protocol::RefusalReason::Expired,
+                    result_hash: 0
+                }
+            ),
+            sent(150, COORD, W1, rejected),
+        ]),
+        vec![]
+    );
+    // A worker told its lease is lost journals nothing.
+    let refused = Msg::HeartbeatRejected {
+        req: 1,
+        job: JobId(0),
+        token: Token(1),
+    };
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            claimed(1, W1, 1),
+            delivered(150, W1, COORD, refused),
+        ]),
+        vec![Invariant::NothingLost]
+    );
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            claimed(1, W1, 1),
+            delivered(150, W1, COORD, refused),
+            at(
+                150,
+                W1,
+                Event::HeartbeatLost {
+                    job: JobId(0),
+                    token: Token(1)
+                }
+            ),
+        ]),
+        vec![]
+    );
+}
+
+#[test]
+fn a_healthy_holder_taken_over_and_an_unfinished_job_are_rejected_i7() {
+    // W1 runs token 1 and nothing disturbs it, yet its lease expires and W2 takes over.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            claimed(1, W1, 1),
+            grant(101, W2, 2, 200)
+        ]),
+        vec![Invariant::Liveness]
+    );
+    // The same takeover after W1's link to the coordinator was cut is a needed one.
+    let cut = TraceEvent {
+        t: 50,
+        node: leasesim_sim::WORLD,
+        local: 0,
+        kind: EventKind::Fault {
+            command: leasesim_sim::Command::Cut {
+                from: W1,
+                to: COORD,
+            },
+        },
+    };
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            claimed(1, W1, 1),
+            cut,
+            grant(101, W2, 2, 200)
+        ]),
+        vec![]
+    );
+    // A job still open past its liveness bound.
+    let nodes = nodes();
+    let trace = vec![grant(0, W1, 1, 100)];
+    let world = World {
+        nodes: &nodes,
+        coordinator_clock: Clock::new(0, 0),
+        op_names: &[],
+        jobs: 1,
+        latency_max_ns: 10,
+        liveness_deadline_ns: Some(500),
+        end: End::Horizon,
+        end_ns: 1_000,
+    };
+    let found: Vec<Invariant> = check(&world, &trace)
+        .findings
+        .into_iter()
+        .map(|f| f.invariant)
+        .collect();
+    assert_eq!(found, vec![Invariant::Liveness]);
+}
+
+#[test]
+fn takeovers_without_reason_or_higher_epoch_are_rejected_i8() {
+    let silent_takeover = at(
+        101,
+        COORD,
+        Event::LeaseGranted {
+            job: JobId(0),
+            holder: WorkerName(2),
+            token: Token(2),
+            attempt: 2,
+            lease_until: 200,
+            took_over: None,
+            reason: GrantReason::Claim,
+        },
+    );
+    assert_eq!(
+        findings(vec![grant(0, W1, 1, 100), silent_takeover]),
+        vec![Invariant::RecordedTakeover]
+    );
+    let revoke_same_epoch = at(
+        50,
+        COORD,
+        Event::LeaseRevoked {
+            job: JobId(0),
+            holder: Some(WorkerName(1)),
+            token: Token(1),
+            epoch: Token(1),
+            action: leasesim_protocol::OperatorAction::Revoke,
+        },
+    );
+    assert_eq!(
+        findings(vec![grant(0, W1, 1, 100), revoke_same_epoch]),
+        vec![Invariant::RecordedTakeover]
+    );
+}

@@ -75,11 +75,15 @@ proptest! {
         );
         let mut m = Model { rows: vec![Row { state: Some(JobState::Queued), ..Row::default() }; 2] };
         let mut now = 0u64;
-        for op in ops {
+        // Accepted commits: a repeated one gets its first answer again.
+        let mut accepted: Vec<(u64, u32, u64, bool)> = Vec::new();
+        for (req, op) in ops.into_iter().enumerate() {
+            // Every request has its own number, as a worker sends them.
+            let req = req as u64 + 1;
             match op {
                 Op::Advance(dt) => now += dt,
                 Op::Claim(w) => {
-                    c.handle_message(now, w, Msg::Claim { req: 1, worker: WorkerName(w) });
+                    c.handle_message(now, w, Msg::Claim { req, worker: WorkerName(w) });
                     let got = reply(&mut c);
                     let pick = m.rows.iter().position(|r| r.state == Some(JobState::Queued)
                         || (r.state == Some(JobState::Running) && r.until.is_some_and(|u| u < now)));
@@ -100,7 +104,7 @@ proptest! {
                     }
                 }
                 Op::Heartbeat(w, j, t) => {
-                    c.handle_message(now, w, Msg::Heartbeat { req: 2, job: JobId(j as u32), worker: WorkerName(w), token: Token(t) });
+                    c.handle_message(now, w, Msg::Heartbeat { req, job: JobId(j as u32), worker: WorkerName(w), token: Token(t) });
                     let got = reply(&mut c);
                     let ok = m.holder_ok(now, j as usize, w, t);
                     if ok { m.rows[j as usize].until = Some(now + L); }
@@ -110,10 +114,12 @@ proptest! {
                     let outcome = if success { Outcome::Success { result: 5 } } else {
                         Outcome::Failure { error: leasesim_protocol::ErrorCode::ToolFailed, retryable: true }
                     };
-                    c.handle_message(now, w, Msg::Commit { req: 3, job: JobId(j as u32), worker: WorkerName(w), token: Token(t), outcome });
+                    c.handle_message(now, w, Msg::Commit { req, job: JobId(j as u32), worker: WorkerName(w), token: Token(t), outcome });
                     let got = reply(&mut c);
-                    let ok = m.holder_ok(now, j as usize, w, t);
-                    if ok {
+                    let replay = accepted.contains(&(j, w, t, success));
+                    let ok = replay || m.holder_ok(now, j as usize, w, t);
+                    if ok && !replay {
+                        accepted.push((j, w, t, success));
                         let r = &mut m.rows[j as usize];
                         r.until = None;
                         r.state = Some(if success { JobState::Succeeded }

@@ -1,8 +1,25 @@
-//! Named scenarios: each a story whose timings the seed varies.
+//! Named scenarios: each a story whose timings the seed varies, declaring the hazards it exists
+//! to reach (a sweep of 100 seeds or more that never reaches one of them fails).
 
+use crate::hazard::Hazard;
 use crate::setup::Setup;
 use leasesim_protocol::Variant;
 
+pub mod story;
+
+mod clock_jump;
+mod clock_skew_fast_worker;
+mod coordinator_outage;
+mod duplicate_delivery;
+mod gc_pause_after_check;
+mod heartbeat_ack_lost;
+mod late_tool_answer;
+mod operator_takeover;
+mod reordered_commit;
+mod restart_same_name;
+mod slow_but_healthy;
+mod stuck_tool_live_heartbeat;
+mod swarm;
 mod w1_w2;
 
 /// A named scenario.
@@ -11,17 +28,43 @@ pub struct ScenarioDef {
     pub name: &'static str,
     /// The story in one line.
     pub story: &'static str,
+    /// The hazards it exists to reach.
+    pub hazards: &'static [Hazard],
     /// Builds the setup for a seed and a variant.
     pub build: fn(seed: u64, variant: Variant) -> Setup,
 }
 
 /// Every scenario, in the order `list` shows them.
-pub const ALL: &[ScenarioDef] = &[ScenarioDef {
-    name: "w1-w2",
-    story: "W1 loses only the coordinator past its lease expiry; W2 takes over and completes; \
-            W1 returns with a late tool success and a late second effect",
-    build: w1_w2::build,
-}];
+pub const ALL: &[ScenarioDef] = &[
+    ScenarioDef {
+        name: "w1-w2",
+        story: "W1 loses only the coordinator past its lease expiry; W2 takes over and completes; \
+                W1 returns with a late tool success and a late second effect",
+        hazards: &[
+            Hazard::Takeover,
+            Hazard::StaleCommitRejected,
+            Hazard::StaleFenceRejected,
+            Hazard::DuplicateKeyAnswered,
+            Hazard::JeopardyEntered,
+            Hazard::LateAnswerAfterExpiry,
+            Hazard::MessageLate,
+        ],
+        build: w1_w2::build,
+    },
+    gc_pause_after_check::DEF,
+    late_tool_answer::DEF,
+    heartbeat_ack_lost::DEF,
+    coordinator_outage::DEF,
+    clock_skew_fast_worker::DEF,
+    clock_jump::DEF,
+    restart_same_name::DEF,
+    duplicate_delivery::DEF,
+    reordered_commit::DEF,
+    operator_takeover::DEF,
+    slow_but_healthy::DEF,
+    stuck_tool_live_heartbeat::DEF,
+    swarm::DEF,
+];
 
 /// Looks a scenario up by name.
 pub fn find(name: &str) -> Option<&'static ScenarioDef> {

@@ -1,0 +1,203 @@
+//! A builder shared by the named scenarios: the seed draws the usual timings (lease, heartbeat,
+//! margins, poll and retry periods, clocks, latencies) inside ranges that satisfy P6, and the
+//! scenario adds its workers, plan and faults on top.
+
+use crate::plan::{Fault, MsgPattern};
+use crate::setup::{ClockSpec, ReceiverSetup, Setup, WorkerSetup};
+use crate::world::{ToolSetup, ToolStep};
+use leasesim_protocol::{
+    ClassId, ClassSpec, JobSpec, MsgKind, Nanos, Plan, Step, ToolAnswer, Variant, WorkerConfig,
+    WorkerName, MILLI_NS, SECOND_NS,
+};
+use leasesim_sim::{Limits, NetConfig, NodeId, Prng, Stream};
+
+/// `create_case`, `update_case`, and so on: op ids of the named scenarios.
+pub const OPS: [&str; 5] = ["job", "create_case", "update_case", "write", "notify"];
+
+/// The drift bound every worker assumes (rho), in ppm: NTP slews at most 500 ppm.
+pub const DRIFT_BOUND_PPM: u32 = 500;
+
+/// A scenario under construction.
+pub struct Story {
+    /// The setup so far.
+    pub setup: Setup,
+    /// The scenario's configuration stream: every seed-varied choice is drawn from it.
+    pub r: Prng,
+}
+
+impl Story {
+    /// A story with `workers` logical names (1-based names, in node order), one job class
+    /// running `steps`, `jobs` jobs, one fencing receiver, and seed-drawn timings.
+    pub fn new(
+        name: &str,
+        seed: u64,
+        variant: Variant,
+        workers: &[u32],
+        steps: Vec<Step>,
+        jobs: usize,
+    ) -> Story {
+        let mut r = Prng::new(seed, Stream::Config);
+        let lease_ns = ms(&mut r, 20_000, 40_000);
+        // H between L/5 and L/3 keeps L > R*H + J with R = 2 and a jitter reserve of L/3 (P6).
+        let heartbeat_ns = lease_ns * r.range(20, 33) / 100;
+        let plan = Plan { steps };
+        let workers = workers
+            .iter()
+            .map(|&n| WorkerSetup {
+                config: WorkerConfig {
+                    name: WorkerName(n),
+                    heartbeat_ns,
+                    drift_ppm_max: DRIFT_BOUND_PPM,
+                    stop_margin_ns: ms(&mut r, 500, 2_000),
+                    tool_timeout_ns: 120 * SECOND_NS,
+                    stage_deadline_ns: 300 * SECOND_NS,
+                    claim_poll_ns: ms(&mut r, 500, 2_000),
+                    commit_retry_ns: ms(&mut r, 500, 2_000),
+                    commit_attempts_max: 60,
+                    start_delay_ns: 0,
+                    plans: vec![plan.clone()],
+                },
+                clock: ClockSpec {
+                    offset_ns: r.range(0, 5 * SECOND_NS),
+                    drift_ppm: r.range_i64(-200, 200) as i32,
+                },
+            })
+            .collect();
+        let latency_min_ns = r.range(500_000, 2 * MILLI_NS);
+        let net = NetConfig {
+            latency_min_ns,
+            latency_max_ns: latency_min_ns + ms(&mut r, 1, 20),
+            drop_ppm: 0,
+            dup_ppm: 0,
+        };
+        let coordinator_clock = ClockSpec {
+            offset_ns: r.range(0, SECOND_NS),
+            drift_ppm: 0,
+        };
+        let receiver_clock = ClockSpec {
+            offset_ns: r.range(0, 5 * SECOND_NS),
+            drift_ppm: r.range_i64(-200, 200) as i32,
+        };
+        let tool_clock = ClockSpec {
+            offset_ns: r.range(0, 5 * SECOND_NS),
+            drift_ppm: r.range_i64(-200, 200) as i32,
+        };
+        let setup = Setup {
+            scenario: name.into(),
+            variant,
+            classes: vec![ClassSpec {
+                lease_ns,
+                max_attempts: 3,
+            }],
+            plans: vec![plan],
+            jobs: (0..jobs)
+                .map(|i| JobSpec {
+                    class: ClassId(0),
+                    payload_hash: 0x8f1b_7c3d ^ i as u64,
+                })
+                .collect(),
+            op_names: OPS.iter().map(|s| s.to_string()).collect(),
+            coordinator_clock,
+            workers,
+            receivers: vec![ReceiverSetup {
+                supports_fence: true,
+                clock: receiver_clock,
+            }],
+            tool: ToolSetup {
+                steps: Vec::new(),
+                default_min_ns: 100 * MILLI_NS,
+                default_max_ns: 2 * SECOND_NS,
+            },
+            tool_clock,
+            net,
+            limits: Limits {
+                event_budget: 200_000,
+                horizon_ns: 3_600 * SECOND_NS,
+                queue_max: 10_000,
+            },
+            faults: Vec::new(),
+            heal_at_ns: None,
+            liveness_bound_ns: Some(1_800 * SECOND_NS),
+        };
+        Story { setup, r }
+    }
+
+    /// A duration drawn uniformly in `lo_ms..=hi_ms` milliseconds.
+    pub fn ms(&mut self, lo_ms: u64, hi_ms: u64) -> Nanos {
+        ms(&mut self.r, lo_ms, hi_ms)
+    }
+
+    /// The class's lease length L.
+    pub fn lease_ns(&self) -> Nanos {
+        self.setup.classes[0].lease_ns
+    }
+
+    /// The workers' heartbeat period H.
+    pub fn heartbeat_ns(&self) -> Nanos {
+        self.setup.workers[0].config.heartbeat_ns
+    }
+
+    /// Worker `i`'s node (0-based, in the order given to [`Story::new`]).
+    pub fn worker(&self, i: usize) -> NodeId {
+        self.setup.worker_node(i)
+    }
+
+    /// The coordinator's node.
+    pub fn coordinator(&self) -> NodeId {
+        Setup::COORDINATOR
+    }
+
+    /// Receiver `i`'s node.
+    pub fn receiver(&self, i: usize) -> NodeId {
+        self.setup.receiver_node(i)
+    }
+
+    /// The tool's node.
+    pub fn tool(&self) -> NodeId {
+        self.setup.tool_node()
+    }
+
+    /// Worker `i` starts polling `lo_ms..=hi_ms` after true time 0.
+    pub fn start_worker(&mut self, i: usize, lo_ms: u64, hi_ms: u64) {
+        let d = self.ms(lo_ms, hi_ms);
+        self.setup.workers[i].config.start_delay_ns = d;
+    }
+
+    /// Sets the tool's duration range at plan step `step`, answering success.
+    pub fn tool_step(&mut self, step: u8, min_ns: Nanos, max_ns: Nanos) {
+        self.setup.tool.steps.retain(|s| s.step != step);
+        self.setup.tool.steps.push(ToolStep {
+            step,
+            min_ns,
+            max_ns,
+            answer: ToolAnswer::Success {
+                result: 0x700 + step as u64,
+            },
+        });
+    }
+
+    /// Adds a fault.
+    pub fn fault(&mut self, f: Fault) {
+        self.setup.faults.push(f);
+    }
+
+    /// Messages from `from` to `to` of kind `kind`.
+    pub fn msgs(&self, from: Option<NodeId>, to: Option<NodeId>, kind: MsgKind) -> MsgPattern {
+        MsgPattern {
+            from,
+            to,
+            kind: Some(kind),
+            ..MsgPattern::default()
+        }
+    }
+
+    /// The finished setup.
+    pub fn finish(self) -> Setup {
+        self.setup
+    }
+}
+
+/// A duration drawn uniformly in `lo_ms..=hi_ms` milliseconds.
+pub fn ms(r: &mut Prng, lo_ms: u64, hi_ms: u64) -> Nanos {
+    r.range(lo_ms * MILLI_NS, hi_ms * MILLI_NS)
+}

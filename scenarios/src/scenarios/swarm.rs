@@ -1,0 +1,370 @@
+//! Swarm testing (TigerBeetle's VOPR): the seed picks the whole configuration — 1-8 workers,
+//! 1-50 jobs, job classes with their own lease lengths and plans, heartbeat periods inside the
+//! valid bound of P6, receivers with and without fence support — and a random fault plan drawn
+//! from the whole catalogue (F1-F8) with seed-chosen intensity.
+//!
+//! Each run has a **safety phase** under faults and then a **heal phase**: faults stop, nodes
+//! come back, held messages fly, clocks return within their bound, the network stops losing
+//! messages. After healing every job must end within a bound derived from its class's lease,
+//! the stage deadline, the commit retries and the attempt limit (I7).
+
+use super::story::{ms, DRIFT_BOUND_PPM, OPS};
+use super::ScenarioDef;
+use crate::hazard::Hazard;
+use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
+use crate::setup::{ClockSpec, ReceiverSetup, Setup, WorkerSetup};
+use crate::world::ToolSetup;
+use leasesim_protocol::{
+    timing, ClassId, ClassSpec, JobId, JobSpec, MsgKind, Nanos, OpId, OperatorAction, Plan, Step,
+    ToolFaultKind, Variant, WorkerConfig, WorkerName, MILLI_NS, SECOND_NS,
+};
+use leasesim_sim::{Limits, NetConfig, NodeId, Prng, Stream};
+
+/// The `swarm` scenario.
+pub const DEF: ScenarioDef = ScenarioDef {
+    name: "swarm",
+    story: "the seed picks everything: 1-8 workers, 1-50 jobs, classes, receivers with and \
+            without fences, and a random plan of every fault kind; then the faults heal and \
+            every job must end",
+    hazards: &[
+        Hazard::Takeover,
+        Hazard::StaleCommitRejected,
+        Hazard::HeartbeatRefused,
+        Hazard::JeopardyEntered,
+        Hazard::Crash,
+        Hazard::ToolFault,
+        Hazard::OperatorAction,
+        Hazard::MessageLost,
+        Hazard::MessageDuplicated,
+        Hazard::DuplicateKeyAnswered,
+    ],
+    build,
+};
+
+/// Message kinds a message fault may target.
+const KINDS: [MsgKind; 10] = [
+    MsgKind::Claim,
+    MsgKind::ClaimGranted,
+    MsgKind::Heartbeat,
+    MsgKind::HeartbeatOk,
+    MsgKind::Commit,
+    MsgKind::CommitAccepted,
+    MsgKind::Effect,
+    MsgKind::EffectAck,
+    MsgKind::ToolRequest,
+    MsgKind::ToolResponse,
+];
+
+fn build(seed: u64, variant: Variant) -> Setup {
+    let mut r = Prng::new(seed, Stream::Config);
+    let workers_n = r.range(1, 8) as usize;
+    let jobs_n = r.range(1, 50) as usize;
+    let classes_n = r.range(1, 3) as usize;
+    let receivers_n = r.range(1, 3) as usize;
+
+    // Classes: lease lengths on the coordinator (P7), attempt limits, plans.
+    let mut classes = Vec::new();
+    let mut plans = Vec::new();
+    for _ in 0..classes_n {
+        classes.push(ClassSpec {
+            lease_ns: ms(&mut r, 2_000, 30_000),
+            max_attempts: r.range(1, 4) as u32,
+        });
+        let steps = (0..r.range(1, 4))
+            .map(|_| {
+                if r.chance(1, 2) {
+                    Step::Tool
+                } else {
+                    Step::Effect {
+                        op: OpId(r.range(1, OPS.len() as u64 - 1) as u8),
+                        receiver: r.index(receivers_n) as u8,
+                    }
+                }
+            })
+            .collect();
+        plans.push(Plan { steps });
+    }
+    let lease_min = classes.iter().map(|c| c.lease_ns).min().expect("a class");
+    let lease_max = classes.iter().map(|c| c.lease_ns).max().expect("a class");
+    // One heartbeat period per worker, valid (P6) for the shortest lease: L > R*H + J with
+    // drift, R = 2 and J = L/4.
+    let heartbeat_ns = lease_min * r.range(15, 30) / 100;
+    debug_assert!(timing::lease_is_safe(
+        lease_min,
+        heartbeat_ns,
+        2,
+        lease_min / 4,
+        DRIFT_BOUND_PPM
+    ));
+    let tool_timeout_ns = ms(&mut r, 5_000, 60_000);
+    let stage_deadline_ns = ms(&mut r, 10_000, 120_000);
+    let commit_retry_max = 2_000;
+    let commit_attempts_max = 20;
+    let poll_max = 3_000;
+    let mut workers: Vec<WorkerSetup> = (0..workers_n)
+        .map(|i| WorkerSetup {
+            config: WorkerConfig {
+                name: WorkerName(i as u32 + 1),
+                heartbeat_ns,
+                drift_ppm_max: DRIFT_BOUND_PPM,
+                stop_margin_ns: ms(&mut r, 100, 1_000).min(lease_min / 4),
+                tool_timeout_ns,
+                stage_deadline_ns,
+                claim_poll_ns: ms(&mut r, 200, poll_max),
+                commit_retry_ns: ms(&mut r, 200, commit_retry_max),
+                commit_attempts_max,
+                start_delay_ns: ms(&mut r, 0, 2_000),
+                plans: plans.clone(),
+            },
+            clock: ClockSpec {
+                offset_ns: r.range(0, 10 * SECOND_NS),
+                drift_ppm: r.range_i64(-(DRIFT_BOUND_PPM as i64), DRIFT_BOUND_PPM as i64) as i32,
+            },
+        })
+        .collect();
+    // Sometimes a second process runs under an existing name (a restart whose predecessor is
+    // still alive somewhere).
+    if workers_n >= 2 && r.chance(1, 6) {
+        let last = workers.len() - 1;
+        workers[last].config.name = WorkerName(1);
+    }
+    let receivers: Vec<ReceiverSetup> = (0..receivers_n)
+        .map(|_| ReceiverSetup {
+            supports_fence: r.chance(3, 4),
+            clock: ClockSpec {
+                offset_ns: r.range(0, 10 * SECOND_NS),
+                drift_ppm: r.range_i64(-200, 200) as i32,
+            },
+        })
+        .collect();
+    let latency_min_ns = r.range(200_000, 2 * MILLI_NS);
+    let stormy = r.chance(1, 2);
+    let net = NetConfig {
+        latency_min_ns,
+        latency_max_ns: latency_min_ns + ms(&mut r, 0, 20),
+        drop_ppm: if stormy { r.range(0, 20_000) as u32 } else { 0 },
+        dup_ppm: if stormy { r.range(0, 10_000) as u32 } else { 0 },
+    };
+    let safety_ns = ms(&mut r, 10_000, 120_000);
+    // Per job after healing: wait out a lease, then each attempt polls, works up to the stage
+    // deadline and asks for its commit with bounded retries; jobs share the workers.
+    let attempt_ns = poll_max * MILLI_NS
+        + stage_deadline_ns
+        + commit_retry_max * MILLI_NS * commit_attempts_max as u64
+        + lease_max;
+    let attempts_max = classes
+        .iter()
+        .map(|c| c.max_attempts as u64)
+        .max()
+        .expect("a class");
+    let rounds = (jobs_n as u64).div_ceil(workers_n as u64) + 1;
+    let liveness_bound_ns = lease_max + rounds * attempts_max * attempt_ns;
+
+    let mut setup = Setup {
+        scenario: "swarm".into(),
+        variant,
+        jobs: (0..jobs_n)
+            .map(|i| JobSpec {
+                class: ClassId(r.index(classes_n) as u8),
+                payload_hash: r.next_u64() ^ i as u64,
+            })
+            .collect(),
+        classes,
+        plans,
+        op_names: OPS.iter().map(|s| s.to_string()).collect(),
+        coordinator_clock: ClockSpec {
+            offset_ns: r.range(0, SECOND_NS),
+            drift_ppm: 0,
+        },
+        workers,
+        receivers,
+        tool: ToolSetup {
+            steps: Vec::new(),
+            default_min_ns: 10 * MILLI_NS,
+            default_max_ns: ms(&mut r, 100, 3_000),
+        },
+        tool_clock: ClockSpec {
+            offset_ns: r.range(0, 10 * SECOND_NS),
+            drift_ppm: r.range_i64(-200, 200) as i32,
+        },
+        net,
+        limits: Limits {
+            event_budget: 3_000_000,
+            horizon_ns: safety_ns + liveness_bound_ns + 60 * SECOND_NS,
+            queue_max: 100_000,
+        },
+        faults: Vec::new(),
+        heal_at_ns: Some(safety_ns),
+        liveness_bound_ns: Some(liveness_bound_ns),
+    };
+    let faults_n = if stormy {
+        r.range(3, 12)
+    } else {
+        r.range(0, 3)
+    };
+    for _ in 0..faults_n {
+        let f = fault(&mut r, &setup, safety_ns, lease_max);
+        setup.faults.push(f);
+    }
+    setup
+}
+
+/// One random fault of any kind, starting inside the safety phase.
+fn fault(r: &mut Prng, s: &Setup, safety_ns: Nanos, lease_max: Nanos) -> Fault {
+    let workers = s.workers.len();
+    let worker = |r: &mut Prng| s.worker_node(r.index(workers));
+    let coordinator = Setup::COORDINATOR;
+    let start_ns = r.range(0, safety_ns);
+    let start = Trigger::at(start_ns);
+    let until = |r: &mut Prng, hi: Nanos| Some(Trigger::at(start_ns + r.range(100 * MILLI_NS, hi)));
+    match r.range(0, 11) {
+        0 => {
+            // F1: a link between a worker and the coordinator or a receiver.
+            let a = worker(r);
+            let b = if r.chance(3, 4) {
+                coordinator
+            } else {
+                s.receiver_node(r.index(s.receivers.len()))
+            };
+            Fault::Partition {
+                a,
+                b,
+                one_way: r.chance(1, 3),
+                start,
+                end: until(r, 2 * lease_max),
+            }
+        }
+        1 => Fault::Isolate {
+            node: if r.chance(1, 2) {
+                coordinator
+            } else {
+                worker(r)
+            },
+            start,
+            end: until(r, 2 * lease_max),
+        },
+        2 => Fault::Pause {
+            node: worker(r),
+            frozen: r.chance(1, 4),
+            start,
+            duration_ns: r.range(100 * MILLI_NS, 2 * lease_max),
+            hold_anchor: false,
+        },
+        3 => {
+            // F2 anchored: paused right after checking the lease, before the effect leaves.
+            let node = worker(r);
+            Fault::Pause {
+                node,
+                frozen: false,
+                start: Trigger::sent(MsgPattern {
+                    from: Some(node),
+                    kind: Some(MsgKind::Effect),
+                    ..MsgPattern::default()
+                }),
+                duration_ns: r.range(100 * MILLI_NS, 2 * lease_max),
+                hold_anchor: true,
+            }
+        }
+        4 | 5 => {
+            let kind = KINDS[r.index(KINDS.len())];
+            let action = match r.range(0, 3) {
+                0 => MsgAction::Drop,
+                1 => MsgAction::Delay {
+                    extra_ns: r.range(10 * MILLI_NS, lease_max),
+                },
+                2 => MsgAction::Duplicate {
+                    gap_ns: r.range(0, lease_max / 2),
+                },
+                _ => MsgAction::Hold {
+                    release: Trigger::at(start_ns + r.range(10 * MILLI_NS, 2 * lease_max)),
+                },
+            };
+            Fault::Message {
+                pattern: MsgPattern {
+                    kind: Some(kind),
+                    ..MsgPattern::default()
+                },
+                start,
+                end: until(r, 2 * lease_max),
+                count: r.range(1, 5) as u32,
+                action,
+            }
+        }
+        6 => {
+            if r.chance(1, 4) {
+                // A suspend: the monotonic clock jumps forward.
+                Fault::ClockStep {
+                    node: worker(r),
+                    delta_ns: r.range_i64(0, 10_000) * MILLI_NS as i64,
+                    wall: false,
+                    start,
+                }
+            } else {
+                let nodes = s.operator_node();
+                Fault::ClockStep {
+                    node: r.range(0, nodes as u64 - 1) as NodeId,
+                    delta_ns: r.range_i64(-7_200, 7_200) * SECOND_NS as i64,
+                    wall: true,
+                    start,
+                }
+            }
+        }
+        7 => Fault::Drift {
+            node: worker(r),
+            // Mostly within the bound; sometimes beyond it (then a hazard, not a violation).
+            drift_ppm: if r.chance(1, 5) {
+                r.range_i64(-20_000, 20_000) as i32
+            } else {
+                r.range_i64(-(DRIFT_BOUND_PPM as i64), DRIFT_BOUND_PPM as i64) as i32
+            },
+            start,
+        },
+        8 => Fault::Crash {
+            node: worker(r),
+            start,
+            restart_after_ns: if r.chance(3, 4) {
+                Some(r.range(100 * MILLI_NS, 2 * lease_max))
+            } else {
+                None
+            },
+        },
+        9 => Fault::Slow {
+            node: if r.chance(1, 2) {
+                coordinator
+            } else {
+                worker(r)
+            },
+            extra_ns: r.range(MILLI_NS, 2 * SECOND_NS),
+            start,
+            end: until(r, 2 * lease_max),
+        },
+        10 => Fault::Tool {
+            worker: if r.chance(1, 2) {
+                Some(worker(r))
+            } else {
+                None
+            },
+            step: None,
+            nth: r.range(0, 3) as u32,
+            kind: match r.range(0, 4) {
+                0 => ToolFaultKind::Hang,
+                1 => ToolFaultKind::Late,
+                2 => ToolFaultKind::Transient,
+                3 => ToolFaultKind::Permanent,
+                _ => ToolFaultKind::AnswerLost,
+            },
+            late_ns: r.range(SECOND_NS, 2 * lease_max),
+        },
+        _ => Fault::Operator {
+            job: JobId(r.index(s.jobs.len()) as u32),
+            action: match r.range(0, 2) {
+                0 => OperatorAction::Revoke,
+                1 => OperatorAction::Cancel,
+                _ => OperatorAction::Takeover {
+                    to: s.workers[r.index(workers)].config.name,
+                },
+            },
+            start,
+        },
+    }
+}
