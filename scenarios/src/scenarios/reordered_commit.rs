@@ -3,16 +3,16 @@
 //! W1 claims a job, applies `create_case`, runs a lookup, applies `write`, runs a second call
 //! and asks for its conditional commit. The network delays that first commit past W1's retry
 //! period, so the retry overtakes it and is accepted; W1 goes on to the next job. When the
-//! original arrives the coordinator refuses it (the job is no longer running) and journals it,
-//! so the job keeps exactly one accepted result. In the variant (some seeds, one job) every
+//! original arrives the coordinator recognises the same commit of the same attempt and gives
+//! its first answer again instead of deciding twice, so the job keeps exactly one accepted
+//! result. In the variant (some seeds, one job) every
 //! commit W1 sends is held back: W1 stopped heartbeating when it asked for its commit, so its
 //! lease expires on the coordinator's clock and W2, polling all along, takes the job over with
 //! token 2 (a recorded takeover, I8). Only then do W1's commits arrive, while W2 works: each is
 //! refused for its stale owner and token and journaled; W1 stands down and W2 completes.
 //!
-//! The late commits always land while some job is still open: the director ends a run once
-//! every job is terminal and nobody holds one, and does not wait for a message the plan merely
-//! delayed (or already released), so a late commit landing after that would never be seen.
+//! A second job keeps W1 busy while its late commit is on the wire (a run also never ends
+//! while a message is in flight).
 
 use super::story::Story;
 use super::ScenarioDef;
@@ -25,9 +25,11 @@ use leasesim_protocol::{MsgKind, OpId, Step, Token, Variant, MILLI_NS};
 pub const DEF: ScenarioDef = ScenarioDef {
     name: "reordered-commit",
     story: "W1's first commit is delayed past its retry, which is accepted; the late original \
-            is refused and journaled (variant: held past the lease, W2 takes over first)",
+            gets the first answer again, not a second decision (variant: held past the lease, \
+            W2 takes over first and W1's commits are refused and journaled)",
     hazards: &[
         Hazard::MessageLate,
+        Hazard::RequestReplayed,
         Hazard::StaleCommitRejected,
         Hazard::Takeover,
     ],
