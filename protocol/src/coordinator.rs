@@ -14,6 +14,9 @@ pub struct ClassSpec {
     pub lease_ns: Nanos,
     /// Attempts after which a failed job is not re-queued (P11).
     pub max_attempts: u32,
+    /// Hard cap on total lease time from the first claim (P7; SQS caps at 12 h): endless work
+    /// must become stages.
+    pub renewal_cap_ns: Nanos,
 }
 
 /// A job as it is enqueued.
@@ -23,6 +26,10 @@ pub struct JobSpec {
     pub class: ClassId,
     /// Hash of the payload; the payload text never enters the protocol state (P18).
     pub payload_hash: u64,
+    /// A lease length the payload asks for (the model chose it). The reference ignores it
+    /// (P7); a known-bad variant obeys it (V13).
+    #[serde(default)]
+    pub payload_lease_ns: Option<Nanos>,
 }
 
 /// One row of the job table, every field of P1.
@@ -52,6 +59,12 @@ pub struct JobRow {
     pub result: Option<u64>,
     /// The last reported error.
     pub error: Option<ErrorCode>,
+    /// When the job was first claimed (the renewal cap runs from here, P7).
+    pub first_claimed_at: Option<Nanos>,
+    /// When the current attempt was claimed (the `running` status's age).
+    pub started_at: Option<Nanos>,
+    /// The lease length the payload asks for (ignored by the reference, P7).
+    pub payload_lease_ns: Option<Nanos>,
 }
 
 /// One lease record per grant (P2): protocol state, not an audit nicety.
@@ -76,6 +89,21 @@ pub struct LeaseRecord {
 /// What a claim was granted: job, token, lease length, class.
 type Grant = (JobId, Token, Nanos, ClassId);
 
+/// V10: the write half of a claim that was read earlier.
+#[derive(Clone, Debug)]
+struct PendingClaim {
+    due: Nanos,
+    from: u32,
+    req: u64,
+    worker: WorkerName,
+    job: JobId,
+    /// The token the read saw; the write sets it + 1 without looking again.
+    read_token: Token,
+}
+
+/// V10: how long the write of a non-atomic claim trails its read (a database round trip).
+pub const NON_ATOMIC_WRITE_DELAY_NS: Nanos = 5 * MILLI_NS;
+
 /// The coordinator state machine.
 #[derive(Clone, Debug)]
 pub struct Coordinator {
@@ -90,6 +118,8 @@ pub struct Coordinator {
     /// Every accepted commit (one per attempt at most): a repeated commit gets the same answer,
     /// even after a later attempt finished the job.
     accepted: BTreeMap<(JobId, WorkerName, Token), Outcome>,
+    /// V10 only: claims that read a candidate and will write it later.
+    pending_claims: Vec<PendingClaim>,
     switches: Switches,
     out: VecDeque<Output>,
 }
@@ -123,6 +153,9 @@ impl Coordinator {
                     payload_hash: spec.payload_hash,
                     result: None,
                     error: None,
+                    first_claimed_at: None,
+                    started_at: None,
+                    payload_lease_ns: spec.payload_lease_ns,
                 }
             })
             .collect();
@@ -133,6 +166,7 @@ impl Coordinator {
             handoffs: BTreeMap::new(),
             claims: BTreeMap::new(),
             accepted: BTreeMap::new(),
+            pending_claims: Vec::new(),
             switches,
             out: VecDeque::new(),
         }
@@ -162,14 +196,37 @@ impl Coordinator {
     pub fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
         let reply_to = Peer::Addr(from);
         match msg {
-            Msg::Claim { req, worker } => {
+            Msg::Claim {
+                req,
+                worker,
+                client_now,
+            } => {
+                let judge = self.judge(now, client_now);
+                if self.switches.non_atomic_claim {
+                    // V10: read now, write later, never look again.
+                    match self.pick(now, judge) {
+                        Some(job) => self.pending_claims.push(PendingClaim {
+                            due: now + NON_ATOMIC_WRITE_DELAY_NS,
+                            from,
+                            req,
+                            worker,
+                            job,
+                            read_token: self.jobs[job.0 as usize].token,
+                        }),
+                        None => self.out.push_back(Output::Send {
+                            to: reply_to,
+                            msg: Msg::ClaimEmpty { req },
+                        }),
+                    }
+                    return;
+                }
                 let grant = match self.claims.get(&from) {
                     Some(&(last, grant)) if last == req => grant.filter(|&(job, token, _, _)| {
                         let row = &self.jobs[job.0 as usize];
-                        Self::check_holder(row, now, worker, token).is_ok()
+                        self.check_holder(row, now, worker, token).is_ok()
                     }),
                     _ => {
-                        let grant = self.claim(now, worker);
+                        let grant = self.claim(now, judge, worker);
                         self.claims.insert(from, (req, grant));
                         grant
                     }
@@ -194,8 +251,10 @@ impl Coordinator {
                 job,
                 worker,
                 token,
+                client_now,
             } => {
-                let reply = match self.heartbeat(now, job, worker, token) {
+                let judge = self.judge(now, client_now);
+                let reply = match self.heartbeat(now, judge, job, worker, token) {
                     Ok(lease_ns) => Msg::HeartbeatOk {
                         req,
                         job,
@@ -215,8 +274,10 @@ impl Coordinator {
                 worker,
                 token,
                 outcome,
+                client_now,
             } => {
-                let reply = match self.commit(now, job, worker, token, outcome) {
+                let judge = self.judge(now, client_now);
+                let reply = match self.commit(judge, job, worker, token, outcome) {
                     Ok(()) => Msg::CommitAccepted { req, job, token },
                     Err(_) => Msg::CommitRejected { req, job, token },
                 };
@@ -238,31 +299,74 @@ impl Coordinator {
         }
     }
 
-    /// P3: one atomic step. Picks the first job (by id) that is queued, or running with a lease
+    /// The time lease expiry is judged at: the coordinator's own clock (P3), or, in the
+    /// known-bad variant V5, the requesting worker's.
+    fn judge(&self, now: Nanos, client_now: Nanos) -> Nanos {
+        if self.switches.worker_clock_expiry {
+            client_now
+        } else {
+            now
+        }
+    }
+
+    /// The lease length a grant or renewal applies: the class's (P7), or the payload's (V13).
+    fn lease_ns(&self, row: &JobRow) -> Nanos {
+        match (self.switches.payload_lease_length, row.payload_lease_ns) {
+            (true, Some(asked)) => asked,
+            _ => self.classes[row.class.0 as usize].lease_ns,
+        }
+    }
+
+    /// The read half of a claim: the first job (by id) that is queued, or running with a lease
+    /// expired at `judge`.
+    fn pick(&self, now: Nanos, judge: Nanos) -> Option<JobId> {
+        let by_status_age = self.switches.takeover_by_status_age;
+        self.jobs
+            .iter()
+            .find(|j| match j.state {
+                JobState::Queued => true,
+                // V11: "running for longer than a lease" instead of "lease expired".
+                JobState::Running if by_status_age => j
+                    .started_at
+                    .is_some_and(|s| now.saturating_sub(s) > self.lease_ns(j)),
+                // `lease_until < now()`, as in the article's claim query.
+                JobState::Running => j.lease_until.is_some_and(|until| until < judge),
+                _ => false,
+            })
+            .map(|j| j.id)
+    }
+
+    /// P3: one atomic step. Picks the first job that is queued, or running with a lease
     /// expired by the coordinator's clock, and grants it. Never the client's clock.
-    fn claim(&mut self, now: Nanos, worker: WorkerName) -> Option<Grant> {
+    fn claim(&mut self, now: Nanos, judge: Nanos, worker: WorkerName) -> Option<Grant> {
         if let Some(grant) = self.pick_up_handoff(now, worker) {
             return Some(grant);
         }
-        let row = self.jobs.iter_mut().find(|j| match j.state {
-            JobState::Queued => true,
-            // `lease_until < now()`, as in the article's claim query.
-            JobState::Running => j.lease_until.is_some_and(|until| until < now),
-            _ => false,
-        })?;
-        let class = &self.classes[row.class.0 as usize];
+        let job = self.pick(now, judge)?;
+        let read_token = self.jobs[job.0 as usize].token;
+        Some(self.grant(now, job, worker, read_token))
+    }
+
+    /// The write half of a claim: token = the token read + 1.
+    fn grant(&mut self, now: Nanos, job: JobId, worker: WorkerName, read_token: Token) -> Grant {
+        let lease_ns = self.lease_ns(&self.jobs[job.0 as usize]);
+        let row = &mut self.jobs[job.0 as usize];
         let took_over = (row.state == JobState::Running).then_some(row.token);
         let reason = if took_over.is_some() {
             GrantReason::Expired
         } else {
             GrantReason::Claim
         };
-        let token = Token(row.token.0 + 1);
-        assert!(token > row.token, "P3: fencing token must increase");
+        let token = Token(read_token.0 + 1);
+        if !self.switches.non_atomic_claim {
+            assert!(token > row.token, "P3: fencing token must increase");
+        }
         row.state = JobState::Running;
         row.owner = Some(worker);
-        row.lease_until = Some(now + class.lease_ns);
+        row.lease_until = Some(now + lease_ns);
         row.heartbeat_at = Some(now);
+        row.started_at = Some(now);
+        row.first_claimed_at.get_or_insert(now);
         row.token = token;
         row.attempt += 1;
         self.leases.push(LeaseRecord {
@@ -271,7 +375,7 @@ impl Coordinator {
             token,
             issued_at: now,
             renewals: Vec::new(),
-            lease_ns: class.lease_ns,
+            lease_ns,
             took_over,
         });
         self.out.push_back(Output::Journal(Event::LeaseGranted {
@@ -279,11 +383,38 @@ impl Coordinator {
             holder: worker,
             token,
             attempt: row.attempt,
-            lease_until: now + class.lease_ns,
+            lease_until: now + lease_ns,
             took_over,
             reason,
         }));
-        Some((row.id, token, class.lease_ns, row.class))
+        (row.id, token, lease_ns, row.class)
+    }
+
+    /// When the coordinator next needs to be woken (only V10's delayed writes).
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        self.pending_claims.iter().map(|p| p.due).min()
+    }
+
+    /// Carries out every due delayed claim write (V10). A spurious call is a no-op.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        let (due, later): (Vec<PendingClaim>, Vec<PendingClaim>) =
+            std::mem::take(&mut self.pending_claims)
+                .into_iter()
+                .partition(|p| p.due <= now);
+        self.pending_claims = later;
+        for p in due {
+            let (job, token, lease_ns, class) = self.grant(now, p.job, p.worker, p.read_token);
+            self.out.push_back(Output::Send {
+                to: Peer::Addr(p.from),
+                msg: Msg::ClaimGranted {
+                    req: p.req,
+                    job,
+                    token,
+                    lease_ns,
+                    class,
+                },
+            });
+        }
     }
 
     /// A job an operator handed to this worker: the lease restarts now, so the worker's
@@ -291,12 +422,14 @@ impl Coordinator {
     fn pick_up_handoff(&mut self, now: Nanos, worker: WorkerName) -> Option<Grant> {
         let (&job, _) = self.handoffs.iter().find(|(_, w)| **w == worker)?;
         self.handoffs.remove(&job);
-        let row = &mut self.jobs[job.0 as usize];
-        if Self::check_holder(row, now, worker, row.token).is_err() {
+        let lease_ns = self.lease_ns(&self.jobs[job.0 as usize]);
+        let row = &self.jobs[job.0 as usize];
+        if self.check_holder(row, now, worker, row.token).is_err() {
             // Expired or taken elsewhere meanwhile: an ordinary claim decides.
             return None;
         }
-        let lease_ns = self.classes[row.class.0 as usize].lease_ns;
+        let row = &mut self.jobs[job.0 as usize];
+        row.started_at = Some(now);
         row.lease_until = Some(now + lease_ns);
         row.heartbeat_at = Some(now);
         let token = row.token;
@@ -378,10 +511,12 @@ impl Coordinator {
         true
     }
 
-    /// The conditions of P4 and P8: running, owner, token, unexpired.
+    /// The conditions of P4 and P8: running, owner, token, unexpired (by `judge`, the
+    /// coordinator's clock in the reference).
     fn check_holder(
+        &self,
         row: &JobRow,
-        now: Nanos,
+        judge: Nanos,
         worker: WorkerName,
         token: Token,
     ) -> Result<(), RefusalReason> {
@@ -391,28 +526,66 @@ impl Coordinator {
         if row.owner != Some(worker) {
             return Err(RefusalReason::NotOwner);
         }
-        if row.token != token {
+        // V9 checks the name only: a restarted process under the same name passes.
+        if row.token != token && !self.switches.owner_name_only {
             return Err(RefusalReason::StaleToken);
         }
         // `lease_until > now()`.
-        if row.lease_until.is_none_or(|until| until <= now) {
+        if row.lease_until.is_none_or(|until| until <= judge) {
             return Err(RefusalReason::Expired);
         }
         Ok(())
     }
 
-    /// P4: extends only the current, unexpired holder's lease.
+    /// P4: extends only the current, unexpired holder's lease, and never past the class's
+    /// renewal cap (P7).
     fn heartbeat(
         &mut self,
         now: Nanos,
+        judge: Nanos,
         job: JobId,
         worker: WorkerName,
         token: Token,
     ) -> Result<Nanos, RefusalReason> {
-        let Some(row) = self.jobs.get_mut(job.0 as usize) else {
+        let Some(row) = self.jobs.get(job.0 as usize) else {
             return Err(RefusalReason::NotRunning);
         };
-        if let Err(reason) = Self::check_holder(row, now, worker, token) {
+        let check = if self.switches.heartbeat_ignores_owner {
+            // V1: `update ... where id = :job_id and state = 'running'`, nothing else.
+            if row.state == JobState::Running {
+                Ok(())
+            } else {
+                Err(RefusalReason::NotRunning)
+            }
+        } else {
+            self.check_holder(row, judge, worker, token)
+        };
+        let cap = self.classes[row.class.0 as usize].renewal_cap_ns;
+        let capped = check.is_ok()
+            && !self.switches.uncapped_renewal
+            && row
+                .first_claimed_at
+                .is_some_and(|first| now.saturating_sub(first) >= cap);
+        if capped {
+            // P7: endless work must become stages; the job fails with its own reason.
+            let row = &mut self.jobs[job.0 as usize];
+            let first_claimed_at = row.first_claimed_at.unwrap_or(now);
+            row.state = JobState::Failed;
+            row.error = Some(ErrorCode::RenewalCap);
+            row.lease_until = None;
+            self.out
+                .push_back(Output::Journal(Event::RenewalCapReached {
+                    job,
+                    token,
+                    first_claimed_at,
+                }));
+        }
+        let check = if capped {
+            Err(RefusalReason::RenewalCap)
+        } else {
+            check
+        };
+        if let Err(reason) = check {
             self.out.push_back(Output::Journal(Event::HeartbeatRefused {
                 job,
                 worker,
@@ -421,16 +594,18 @@ impl Coordinator {
             }));
             return Err(reason);
         }
-        let lease_ns = self.classes[row.class.0 as usize].lease_ns;
+        let lease_ns = self.lease_ns(&self.jobs[job.0 as usize]);
+        let row = &mut self.jobs[job.0 as usize];
         row.lease_until = Some(now + lease_ns);
         row.heartbeat_at = Some(now);
-        let record = self
+        if let Some(record) = self
             .leases
             .iter_mut()
             .rev()
-            .find(|l| l.job == job && l.token == token)
-            .expect("a running job with a matching token has a lease record");
-        record.renewals.push(now);
+            .find(|l| l.job == job && l.token == row.token)
+        {
+            record.renewals.push(now);
+        }
         self.out.push_back(Output::Journal(Event::LeaseRenewed {
             job,
             worker,
@@ -440,24 +615,26 @@ impl Coordinator {
         Ok(lease_ns)
     }
 
-    /// P8: the final commit is conditional; a refused one is journaled, never applied.
+    /// P8: the final commit is conditional; a refused one is journaled, never applied. Expiry
+    /// is judged at `judge` (the coordinator's clock in the reference).
     fn commit(
         &mut self,
-        now: Nanos,
+        judge: Nanos,
         job: JobId,
         worker: WorkerName,
         token: Token,
         outcome: Outcome,
     ) -> Result<(), RefusalReason> {
-        let Some(row) = self.jobs.get_mut(job.0 as usize) else {
+        if job.0 as usize >= self.jobs.len() {
             return Err(RefusalReason::NotRunning);
-        };
+        }
         if self.accepted.get(&(job, worker, token)) == Some(&outcome) {
             // The same commit again (a duplicate or a retry whose first answer was lost): the
             // same answer, and nothing changes.
             return Ok(());
         }
-        let check = Self::check_holder(row, now, worker, token);
+        let check = self.check_holder(&self.jobs[job.0 as usize], judge, worker, token);
+        let row = &mut self.jobs[job.0 as usize];
         let result_hash = match outcome {
             Outcome::Success { result } => result,
             Outcome::Failure { .. } => 0,
@@ -517,11 +694,13 @@ mod tests {
             vec![ClassSpec {
                 lease_ns: L,
                 max_attempts: 3,
+                renewal_cap_ns: 100 * L,
             }],
             &vec![
                 JobSpec {
                     class: ClassId(0),
-                    payload_hash: 7
+                    payload_hash: 7,
+                    payload_lease_ns: None,
                 };
                 jobs
             ],
@@ -554,6 +733,7 @@ mod tests {
             now,
             w,
             Msg::Claim {
+                client_now: 0,
                 req,
                 worker: WorkerName(w),
             },
@@ -566,6 +746,7 @@ mod tests {
             now,
             w,
             Msg::Heartbeat {
+                client_now: 0,
                 req: 2,
                 job: JobId(0),
                 worker: WorkerName(w),
@@ -580,6 +761,7 @@ mod tests {
             now,
             w,
             Msg::Commit {
+                client_now: 0,
                 req: 3,
                 job: JobId(0),
                 worker: WorkerName(w),
@@ -660,6 +842,7 @@ mod tests {
             L + 5,
             1,
             Msg::Commit {
+                client_now: 0,
                 req: 3,
                 job: JobId(0),
                 worker: WorkerName(1),
@@ -721,6 +904,7 @@ mod tests {
                 attempt * 10 + 1,
                 1,
                 Msg::Commit {
+                    client_now: 0,
                     req: 3,
                     job: JobId(0),
                     worker: WorkerName(1),

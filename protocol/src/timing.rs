@@ -36,6 +36,22 @@ pub fn min_safe_lease(heartbeat_ns: Nanos, misses: u32, jitter_ns: Nanos, drift_
     (scaled + jitter_ns as u128) as Nanos
 }
 
+/// The largest heartbeat period for which `lease_ns` still satisfies the condition strictly.
+pub fn max_safe_heartbeat(lease_ns: Nanos, misses: u32, jitter_ns: Nanos, drift_ppm: u32) -> Nanos {
+    if misses == 0 || lease_ns <= jitter_ns {
+        return 0;
+    }
+    let rho = drift_ppm as u128;
+    let room = (lease_ns - jitter_ns) as u128;
+    // (1+rho)/(1-rho) * R * H < room  =>  H < room * (1-rho) / ((1+rho) * R)
+    let h = room * (PPM - rho) / ((PPM + rho) * misses as u128);
+    let mut h = h as Nanos;
+    while h > 0 && !lease_is_safe(lease_ns, h, misses, jitter_ns, drift_ppm) {
+        h -= 1;
+    }
+    h
+}
+
 /// Whether `lease_ns` satisfies the liveness condition strictly (`L > ...`).
 pub fn lease_is_safe(
     lease_ns: Nanos,
@@ -65,6 +81,16 @@ mod tests {
         ));
         let d = holder_deadline(0, 30 * SECOND_NS, 500, 2 * SECOND_NS);
         assert!(d > 27_960 * MILLI_NS && d < 27_980 * MILLI_NS, "{d}");
+    }
+
+    #[test]
+    fn the_largest_safe_heartbeat_is_safe_and_one_more_is_not() {
+        for (l, r, j, rho) in [(90, 1, 20, 0), (30, 3, 2, 500), (35, 1, 20, 0)] {
+            let (l, j) = (l * SECOND_NS, j * SECOND_NS);
+            let h = max_safe_heartbeat(l, r, j, rho);
+            assert!(lease_is_safe(l, h, r, j, rho));
+            assert!(!lease_is_safe(l, h + 1, r, j, rho));
+        }
     }
 
     #[test]

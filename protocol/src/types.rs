@@ -114,6 +114,8 @@ pub enum ErrorCode {
     ToolFailed,
     /// The stage ran past its deadline (P14), however alive the heartbeat was.
     StageDeadline,
+    /// The job reached its class's cap on total lease time from the first claim (P7).
+    RenewalCap,
 }
 
 /// An operator's action on a job (F8, P15). It goes through the coordinator like every other
@@ -203,6 +205,9 @@ pub enum Msg {
         req: u64,
         /// The claiming worker's logical name.
         worker: WorkerName,
+        /// The worker's wall clock when it sent the request (informational; only a known-bad
+        /// variant judges expiry by it, V5).
+        client_now: Nanos,
     },
     /// Coordinator granted a lease.
     ClaimGranted {
@@ -232,6 +237,8 @@ pub enum Msg {
         worker: WorkerName,
         /// The holder's token.
         token: Token,
+        /// The worker's wall clock when it sent the request (see [`Msg::Claim`]).
+        client_now: Nanos,
     },
     /// The lease was extended by `lease_ns` from the coordinator's now.
     HeartbeatOk {
@@ -265,6 +272,8 @@ pub enum Msg {
         token: Token,
         /// What the worker reports.
         outcome: Outcome,
+        /// The worker's wall clock when it sent the request (see [`Msg::Claim`]).
+        client_now: Nanos,
     },
     /// The commit was applied.
     CommitAccepted {
@@ -457,6 +466,8 @@ pub enum RefusalReason {
     StaleToken,
     /// The lease expired by the coordinator's clock.
     Expired,
+    /// The job reached its cap on total renewal from the first claim (P7).
+    RenewalCap,
 }
 
 /// Terminal and non-terminal job states (P1).
@@ -507,6 +518,16 @@ pub enum Event {
         took_over: Option<Token>,
         /// Why it was granted (P15).
         reason: GrantReason,
+    },
+    /// A job reached its class's cap on total lease time from its first claim (P7): it is
+    /// failed, for this reason, and its lease ends.
+    RenewalCapReached {
+        /// The job.
+        job: JobId,
+        /// The token whose renewal was refused.
+        token: Token,
+        /// When the job was first claimed, on the coordinator's clock.
+        first_claimed_at: Nanos,
     },
     /// An operator ended a lease (F8, P15): a new epoch, a recorded reason and actor.
     LeaseRevoked {
@@ -771,6 +792,7 @@ impl Event {
             Event::LeaseGranted { .. } => "lease_granted",
             Event::LeaseRenewed { .. } => "lease_renewed",
             Event::LeaseRevoked { .. } => "lease_revoked",
+            Event::RenewalCapReached { .. } => "renewal_cap_reached",
             Event::StageDeadlineExceeded { .. } => "stage_deadline_exceeded",
             Event::ToolFaulted { .. } => "tool_faulted",
             Event::OperatorActed { .. } => "operator_acted",

@@ -9,6 +9,7 @@
 
 use crate::timing::holder_deadline;
 use crate::types::*;
+use crate::variant::Switches;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -123,12 +124,19 @@ pub struct Worker {
     next_req: u64,
     state: State,
     timers: [Option<Nanos>; 6],
+    /// The wall clock's last reading, told by the host before each input. Sent along with
+    /// requests as the client's time; the reference protocol never decides anything by it.
+    wall: Nanos,
+    switches: Switches,
     out: VecDeque<Output>,
 }
 
+/// V7: how long before its lease ends the last-second renewer renews.
+pub const LAST_SECOND_NS: Nanos = SECOND_NS;
+
 impl Worker {
     /// A worker that has not started yet.
-    pub fn new(cfg: WorkerConfig) -> Self {
+    pub fn new(cfg: WorkerConfig, switches: Switches) -> Self {
         Worker {
             cfg,
             next_req: 1,
@@ -136,8 +144,15 @@ impl Worker {
                 claims: VecDeque::new(),
             },
             timers: [None; 6],
+            wall: 0,
+            switches,
             out: VecDeque::new(),
         }
+    }
+
+    /// Tells the worker its wall clock's reading (call before each input).
+    pub fn observe_wall(&mut self, wall: Nanos) {
+        self.wall = wall;
     }
 
     /// The configuration.
@@ -314,7 +329,15 @@ impl Worker {
         }
         claims.push_back((req, now));
         let worker = self.cfg.name;
-        self.send(Peer::Coordinator, Msg::Claim { req, worker });
+        let client_now = self.wall;
+        self.send(
+            Peer::Coordinator,
+            Msg::Claim {
+                req,
+                worker,
+                client_now,
+            },
+        );
         self.set(Timer::Poll, now + self.cfg.claim_poll_ns);
     }
 
@@ -367,7 +390,12 @@ impl Worker {
         });
         self.set(Timer::Deadline, deadline);
         // P5: the heartbeat runs on its own timer, apart from whatever the steps are doing.
-        self.set(Timer::Heartbeat, now + self.cfg.heartbeat_ns);
+        let first = if self.switches.renew_at_last_second {
+            (sent_at + lease_ns).saturating_sub(LAST_SECOND_NS).max(now)
+        } else {
+            now + self.cfg.heartbeat_ns
+        };
+        self.set(Timer::Heartbeat, first);
         // P14: progress is bounded separately from ownership.
         self.set(Timer::Stage, now + self.cfg.stage_deadline_ns);
         if now >= deadline {
@@ -377,6 +405,10 @@ impl Worker {
     }
 
     fn enter_jeopardy(&mut self) {
+        if self.switches.no_jeopardy {
+            // V6: optimism instead of quiescence.
+            return;
+        }
         let State::Holding(a) = &mut self.state else {
             return;
         };
@@ -402,6 +434,11 @@ impl Worker {
         if a.commit.is_some() {
             return;
         }
+        if self.switches.heartbeat_on_tool_thread && a.tool.is_some() {
+            // V8: the thread that would send it is blocked in the tool call; it catches up when
+            // the call returns.
+            return;
+        }
         if a.heartbeats.len() == INFLIGHT_MAX {
             a.heartbeats.pop_front();
         }
@@ -411,9 +448,18 @@ impl Worker {
             job: a.job,
             worker,
             token: a.token,
+            client_now: self.wall,
+        };
+        let next = if self.switches.renew_at_last_second {
+            // V7: "one second before expiry", as the lease looks from here.
+            (now + a.lease_ns)
+                .saturating_sub(LAST_SECOND_NS)
+                .max(now + 1)
+        } else {
+            now + self.cfg.heartbeat_ns
         };
         self.send(Peer::Coordinator, msg);
-        self.set(Timer::Heartbeat, now + self.cfg.heartbeat_ns);
+        self.set(Timer::Heartbeat, next);
     }
 
     fn on_heartbeat_ok(&mut self, now: Nanos, req: u64, job: JobId, token: Token) {
@@ -434,11 +480,18 @@ impl Worker {
             return;
         }
         a.confirmed_send = sent_at;
+        let lease_ns = a.lease_ns;
         a.deadline = holder_deadline(sent_at, a.lease_ns, drift, margin);
         let (deadline, was_jeopardy) = (a.deadline, a.jeopardy);
         let leave = was_jeopardy && now < deadline;
         if leave {
             a.jeopardy = false;
+        }
+        if self.switches.renew_at_last_second {
+            self.set(
+                Timer::Heartbeat,
+                (sent_at + lease_ns).saturating_sub(LAST_SECOND_NS).max(now),
+            );
         }
         self.journal(Event::HeartbeatOk {
             job,
@@ -465,6 +518,11 @@ impl Worker {
         a.tool = None;
         let (job, token) = (a.job, a.token);
         self.clear(Timer::ToolTimeout);
+        if self.switches.heartbeat_on_tool_thread
+            && self.timers[Timer::Heartbeat as usize].is_none()
+        {
+            self.set(Timer::Heartbeat, now);
+        }
         match answer {
             ToolAnswer::Success { result } => {
                 self.journal(Event::ToolAnswered {
@@ -576,7 +634,13 @@ impl Worker {
                     a.next_step += 1;
                     let req = self.req();
                     let entity = EntityId(job.0);
-                    let key = IdemKey { job, op, salt: 0 };
+                    // P10: a stable key per operation meaning; V4 salts it per attempt.
+                    let salt = if self.switches.fresh_key_per_attempt {
+                        token.0 as u32
+                    } else {
+                        0
+                    };
+                    let key = IdemKey { job, op, salt };
                     self.journal(Event::EffectStarted {
                         job,
                         token,
@@ -677,6 +741,7 @@ impl Worker {
                 worker,
                 token,
                 outcome,
+                client_now: self.wall,
             },
         );
         self.set(Timer::CommitRetry, now + self.cfg.commit_retry_ns);
@@ -707,19 +772,22 @@ mod tests {
     const H: Nanos = 10 * SECOND_NS;
 
     fn worker(steps: Vec<Step>) -> Worker {
-        Worker::new(WorkerConfig {
-            name: WorkerName(1),
-            heartbeat_ns: H,
-            drift_ppm_max: 0,
-            stop_margin_ns: SECOND_NS,
-            tool_timeout_ns: 100 * SECOND_NS,
-            stage_deadline_ns: 60 * SECOND_NS,
-            claim_poll_ns: SECOND_NS,
-            commit_retry_ns: SECOND_NS,
-            commit_attempts_max: 3,
-            start_delay_ns: 0,
-            plans: vec![Plan { steps }],
-        })
+        Worker::new(
+            WorkerConfig {
+                name: WorkerName(1),
+                heartbeat_ns: H,
+                drift_ppm_max: 0,
+                stop_margin_ns: SECOND_NS,
+                tool_timeout_ns: 100 * SECOND_NS,
+                stage_deadline_ns: 60 * SECOND_NS,
+                claim_poll_ns: SECOND_NS,
+                commit_retry_ns: SECOND_NS,
+                commit_attempts_max: 3,
+                start_delay_ns: 0,
+                plans: vec![Plan { steps }],
+            },
+            Switches::default(),
+        )
     }
 
     fn drain(w: &mut Worker) -> Vec<Output> {

@@ -62,7 +62,7 @@ pub fn dur(ns: Nanos) -> String {
 /// One message in words.
 pub fn msg(names: &Names<'_>, m: &Msg) -> String {
     match *m {
-        Msg::Claim { req, worker } => format!("claim by {worker} (req {req})"),
+        Msg::Claim { req, worker, .. } => format!("claim by {worker} (req {req})"),
         Msg::ClaimGranted {
             req,
             job,
@@ -204,6 +204,15 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
             holder.map_or("nobody".to_string(), |h| h.to_string()),
             action_word(action),
             epoch.0
+        ),
+        Event::RenewalCapReached {
+            job,
+            token,
+            first_claimed_at,
+        } => format!(
+            "{job} token {}: total lease time since the first claim at {} reached the class's cap; the job fails",
+            token.0,
+            secs(first_claimed_at)
         ),
         Event::StageDeadlineExceeded { job, token } => {
             format!("{job} token {}: the stage ran out of time", token.0)

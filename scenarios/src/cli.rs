@@ -3,6 +3,7 @@
 //! always with a one-line error and never a panic.
 
 use crate::hazard::Hazard;
+use crate::matrix;
 use crate::plan::FAULT_KINDS;
 use crate::run::{run_setup, RunResult, Verdict};
 use crate::scenarios::{self, ScenarioDef};
@@ -61,6 +62,9 @@ enum Command {
         /// Writes the whole trace as JSON to this file.
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
+        #[arg(long)]
+        allow_unsafe_timing: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -81,6 +85,24 @@ enum Command {
         /// Where failing seeds are saved.
         #[arg(long, default_value = FAILURES_DIR)]
         failures_dir: PathBuf,
+        /// Runs configurations that break the P6 timing rule instead of refusing them.
+        #[arg(long)]
+        allow_unsafe_timing: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Every variant against every scenario: which is caught, by what, after how many seeds.
+    Matrix {
+        /// Seeds per scenario at most (a variant stops at its first failing seed).
+        #[arg(long, default_value_t = 1000)]
+        seeds: u64,
+        /// Worker threads (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Where the Markdown table is written.
+        #[arg(long, default_value = "reports")]
+        out: PathBuf,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -182,16 +204,42 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             seed,
             variant: v,
             trace,
+            allow_unsafe_timing,
             format,
-        } => run_cmd(out, &name, seed, &v, trace.as_deref(), format),
+        } => run_cmd(
+            out,
+            &name,
+            seed,
+            &v,
+            trace.as_deref(),
+            allow_unsafe_timing,
+            format,
+        ),
         Command::Sweep {
             scenarios: names,
             seeds,
             variant: v,
             jobs,
             failures_dir,
+            allow_unsafe_timing,
             format,
-        } => sweep_cmd(out, err, &names, seeds, &v, jobs, &failures_dir, format),
+        } => sweep_cmd(
+            out,
+            err,
+            &names,
+            seeds,
+            &v,
+            jobs,
+            &failures_dir,
+            allow_unsafe_timing,
+            format,
+        ),
+        Command::Matrix {
+            seeds,
+            jobs,
+            out: dir,
+            format,
+        } => matrix_cmd(out, seeds, jobs, &dir, format),
     };
     match result {
         Ok(code) => code,
@@ -200,6 +248,56 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             2
         }
     }
+}
+
+fn threads(jobs: Option<usize>) -> Result<usize, UsageError> {
+    match jobs {
+        Some(0) => Err(UsageError("--jobs must be at least 1".into())),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
+fn matrix_cmd(
+    out: &mut dyn Write,
+    seeds: u64,
+    jobs: Option<usize>,
+    dir: &Path,
+    format: Format,
+) -> Result<i32, UsageError> {
+    if seeds == 0 {
+        return Err(UsageError("--seeds must be at least 1".into()));
+    }
+    let threads = threads(jobs)?;
+    #[allow(clippy::disallowed_methods)] // the matrix's own duration, never the simulated world
+    let started = std::time::Instant::now();
+    let m = matrix::run(seeds, threads);
+    let elapsed = started.elapsed().as_secs_f64();
+    let md = matrix::markdown(&m);
+    std::fs::create_dir_all(dir)
+        .map_err(|e| UsageError(format!("cannot create {}: {e}", dir.display())))?;
+    let path = dir.join("matrix.md");
+    std::fs::write(&path, &md)
+        .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+    if format == Format::Json {
+        let mut doc = serde_json::to_value(&m)
+            .map_err(|e| UsageError(format!("cannot encode the matrix: {e}")))?;
+        doc["elapsed_s"] = json!(elapsed);
+        doc["markdown"] = json!(path.display().to_string());
+        io(writeln!(out, "{doc:#}"))?;
+    } else {
+        io(out.write_all(md.as_bytes()))?;
+        io(writeln!(
+            out,
+            "\nmatrix written to {} ({elapsed:.1}s on {threads} thread(s))",
+            path.display()
+        ))?;
+    }
+    Ok(if m.reference_clean && m.all_caught {
+        0
+    } else {
+        1
+    })
 }
 
 fn io<T>(r: std::io::Result<T>) -> Result<T, UsageError> {
@@ -269,6 +367,9 @@ pub fn reproduce_command(scenario: &str, seed: u64, variant: Variant) -> String 
     if variant != Variant::Reference {
         s.push_str(&format!(" --variant {}", variant.name()));
     }
+    if variant.switches().unsafe_timing {
+        s.push_str(" --allow-unsafe-timing");
+    }
     s
 }
 
@@ -301,11 +402,17 @@ fn run_cmd(
     seed: u64,
     variant_name: &str,
     trace_path: Option<&Path>,
+    allow_unsafe_timing: bool,
     format: Format,
 ) -> Result<i32, UsageError> {
     let def = scenario(name)?;
     let v = variant(variant_name)?;
     let setup = (def.build)(seed, v);
+    if !allow_unsafe_timing {
+        setup
+            .validate_timing()
+            .map_err(|e| UsageError(format!("{e}; pass --allow-unsafe-timing to run it anyway")))?;
+    }
     let r = run_setup(&setup, seed);
     let verdict = r.verdict();
     if let Some(path) = trace_path {
@@ -419,6 +526,7 @@ fn sweep_cmd(
     variant_name: &str,
     jobs: Option<usize>,
     failures_dir: &Path,
+    allow_unsafe_timing: bool,
     format: Format,
 ) -> Result<i32, UsageError> {
     let defs: Vec<&'static ScenarioDef> = if names.is_empty() {
@@ -430,11 +538,18 @@ fn sweep_cmd(
             .collect::<Result<_, _>>()?
     };
     let v = variant(variant_name)?;
-    let threads = match jobs {
-        Some(0) => return Err(UsageError("--jobs must be at least 1".into())),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let threads = threads(jobs)?;
+    if !allow_unsafe_timing {
+        // Every scenario's timing is checked on the first seed; the ranges hold for all.
+        for d in &defs {
+            (d.build)(seeds.start, v).validate_timing().map_err(|e| {
+                UsageError(format!(
+                    "{}: {e}; pass --allow-unsafe-timing to run it anyway",
+                    d.name
+                ))
+            })?;
+        }
+    }
     let per = seeds.len();
     let total = per
         .checked_mul(defs.len() as u64)
@@ -711,6 +826,7 @@ fn save_failures(
         first.seed,
         v.name(),
         Some(&path),
+        true,
         Format::Json,
     )?;
     debug_assert_eq!(

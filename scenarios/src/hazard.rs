@@ -63,6 +63,8 @@ hazards! {
     UnfencedStaleEffect => "unfenced-stale-effect", "a receiver without fence support applied an effect from a superseded holder";
     ActedAfterRevoke => "acted-after-revoke", "a holder acted before it learned an operator revoked its lease";
     LongHold => "long-hold", "a holder kept one lease through ten renewals or more";
+    RenewalCap => "renewal-cap", "a job reached its cap on total lease time and was failed (P7)";
+    ConcurrentClaims => "concurrent-claims", "two claims reached the coordinator within 5 ms of each other";
     RequestReplayed => "request-replayed", "a repeated claim or commit got the first answer again, not a second decision";
 }
 

@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod hazard;
+pub mod matrix;
 pub mod oracle;
 pub mod plan;
 pub mod run;

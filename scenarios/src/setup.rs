@@ -4,9 +4,13 @@
 use crate::plan::Fault;
 use crate::world::{Addrs, Node, ToolFaultRule, ToolNode, ToolSetup};
 use leasesim_protocol::{
-    ClassSpec, Coordinator, JobSpec, Plan, Receiver, Tool, Variant, Worker, WorkerConfig,
-    WorkerName,
+    timing, ClassSpec, Coordinator, JobSpec, Nanos, Plan, Receiver, Tool, Variant, Worker,
+    WorkerConfig, WorkerName,
 };
+
+fn fmt_s(ns: Nanos) -> String {
+    format!("{:.3}s", ns as f64 / 1e9)
+}
 use leasesim_sim::{Clock, Limits, NetConfig, NodeId, Prng, Stream};
 use serde::{Deserialize, Serialize};
 
@@ -118,10 +122,56 @@ pub struct Setup {
     /// time 0 when there is no heal phase).
     #[serde(default)]
     pub liveness_bound_ns: Option<u64>,
+    /// The P6 policy the configuration is validated against.
+    pub timing: TimingPolicy,
+}
+
+/// What the timing of a configuration must survive (P6): `R` heartbeats per window and a jitter
+/// reserve `J`, with every worker's drift bound.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimingPolicy {
+    /// R: heartbeats per lease window (R - 1 misses tolerated).
+    pub heartbeats_per_window: u32,
+    /// J: worst renewal latency (scheduling, round trip, coordinator work).
+    pub jitter_ns: Nanos,
 }
 
 /// Node layout: coordinator, workers, receivers, tool.
 impl Setup {
+    /// P6: every worker's heartbeat period must leave every class's lease longer than
+    /// `(1 + rho)/(1 - rho) * R*H + J`. The error names the formula and the numbers. A known-bad
+    /// variant that breaks it on purpose (V12) is refused here too.
+    pub fn validate_timing(&self) -> Result<(), String> {
+        let switches = self.variant.switches();
+        let lease_min = self.classes.iter().map(|c| c.lease_ns).min();
+        for (i, w) in self.workers.iter().enumerate() {
+            let h = match (switches.unsafe_timing, lease_min) {
+                (true, Some(l)) => l,
+                _ => w.config.heartbeat_ns,
+            };
+            for (c, class) in self.classes.iter().enumerate() {
+                let (r, j, rho) = (
+                    self.timing.heartbeats_per_window,
+                    self.timing.jitter_ns,
+                    w.config.drift_ppm_max,
+                );
+                if !timing::lease_is_safe(class.lease_ns, h, r, j, rho) {
+                    let need = timing::min_safe_lease(h, r, j, rho);
+                    return Err(format!(
+                        "configuration refused (P6): class{c} lease L={} is not longer than (1+rho)/(1-rho)*R*H + J = {} for worker {} (H={}, R={r}, J={}, rho={rho} ppm); the largest safe heartbeat period is {}",
+                        fmt_s(class.lease_ns),
+                        fmt_s(need),
+                        self.worker_display(i),
+                        fmt_s(h),
+                        fmt_s(j),
+                        fmt_s(timing::max_safe_heartbeat(class.lease_ns, r, j, rho)),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The coordinator's node id.
     pub const COORDINATOR: NodeId = 0;
 
@@ -217,8 +267,18 @@ impl Setup {
             self.coordinator_clock.clock(),
         ));
         for w in &self.workers {
+            let mut config = w.config.clone();
+            if switches.unsafe_timing {
+                // V12: a heartbeat period as long as the shortest lease: L <= R*H + J.
+                config.heartbeat_ns = self
+                    .classes
+                    .iter()
+                    .map(|c| c.lease_ns)
+                    .min()
+                    .unwrap_or(config.heartbeat_ns);
+            }
             nodes.push((
-                Node::Worker(Box::new(Worker::new(w.config.clone())), addrs.clone()),
+                Node::Worker(Box::new(Worker::new(config, switches)), addrs.clone()),
                 w.clock.clock(),
             ));
         }

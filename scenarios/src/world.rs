@@ -19,6 +19,12 @@ pub trait CoordinatorMachine {
     fn poll_output(&mut self) -> Option<Output>;
     /// Whether every job is terminal (the run's goal).
     fn all_terminal(&self) -> bool;
+    /// The next wake-up, if the coordinator has timers at all.
+    fn poll_timeout(&self) -> Option<Nanos> {
+        None
+    }
+    /// Handles due timers.
+    fn handle_timeout(&mut self, _now: Nanos) {}
 }
 
 impl CoordinatorMachine for Coordinator {
@@ -30,6 +36,12 @@ impl CoordinatorMachine for Coordinator {
     }
     fn all_terminal(&self) -> bool {
         Coordinator::all_terminal(self)
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        Coordinator::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        Coordinator::handle_timeout(self, now)
     }
 }
 
@@ -49,6 +61,8 @@ pub trait WorkerMachine {
     fn poll_timeout(&self) -> Option<Nanos>;
     /// Whether it holds (or believes it holds) a job right now.
     fn is_busy(&self) -> bool;
+    /// The wall clock's reading, told before each input.
+    fn observe_wall(&mut self, _wall: Nanos) {}
 }
 
 impl WorkerMachine for Worker {
@@ -72,6 +86,9 @@ impl WorkerMachine for Worker {
     }
     fn is_busy(&self) -> bool {
         self.holding().is_some()
+    }
+    fn observe_wall(&mut self, wall: Nanos) {
+        Worker::observe_wall(self, wall)
     }
 }
 
@@ -264,6 +281,7 @@ impl Process for Node {
 
     fn start(&mut self, cx: &mut NodeCx<'_>) {
         if let Node::Worker(w, addrs) = self {
+            w.observe_wall(cx.wall());
             w.start(cx.now());
             drain(cx, Some(addrs), || w.poll_output());
             cx.set_wake(w.poll_timeout());
@@ -276,8 +294,10 @@ impl Process for Node {
             Node::Coordinator(c) => {
                 c.handle_message(now, from, msg);
                 drain(cx, None, || c.poll_output());
+                cx.set_wake(c.poll_timeout());
             }
             Node::Worker(w, addrs) => {
+                w.observe_wall(cx.wall());
                 w.handle_message(now, msg);
                 drain(cx, Some(addrs), || w.poll_output());
                 cx.set_wake(w.poll_timeout());
@@ -305,6 +325,7 @@ impl Process for Node {
         let now = cx.now();
         match self {
             Node::Worker(w, addrs) => {
+                w.observe_wall(cx.wall());
                 w.handle_timeout(now);
                 drain(cx, Some(addrs), || w.poll_output());
                 cx.set_wake(w.poll_timeout());
@@ -314,7 +335,12 @@ impl Process for Node {
                 drain(cx, None, || tool.tool.poll_output());
                 cx.set_wake(tool.tool.poll_timeout());
             }
-            Node::Coordinator(_) | Node::Receiver(_) | Node::Operator(..) => {}
+            Node::Coordinator(c) => {
+                c.handle_timeout(now);
+                drain(cx, None, || c.poll_output());
+                cx.set_wake(c.poll_timeout());
+            }
+            Node::Receiver(_) | Node::Operator(..) => {}
         }
     }
 

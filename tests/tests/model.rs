@@ -69,8 +69,8 @@ proptest! {
     #[test]
     fn coordinator_agrees_with_its_model(ops in proptest::collection::vec(op(), 1..80)) {
         let mut c = Coordinator::new(
-            vec![ClassSpec { lease_ns: L, max_attempts: 2 }],
-            &[JobSpec { class: ClassId(0), payload_hash: 1 }, JobSpec { class: ClassId(0), payload_hash: 2 }],
+            vec![ClassSpec { lease_ns: L, max_attempts: 2, renewal_cap_ns: 1_000 * L }],
+            &[JobSpec { class: ClassId(0), payload_hash: 1, payload_lease_ns: None }, JobSpec { class: ClassId(0), payload_hash: 2, payload_lease_ns: None }],
             Switches::default(),
         );
         let mut m = Model { rows: vec![Row { state: Some(JobState::Queued), ..Row::default() }; 2] };
@@ -83,7 +83,7 @@ proptest! {
             match op {
                 Op::Advance(dt) => now += dt,
                 Op::Claim(w) => {
-                    c.handle_message(now, w, Msg::Claim { req, worker: WorkerName(w) });
+                    c.handle_message(now, w, Msg::Claim { req, worker: WorkerName(w), client_now: 0 });
                     let got = reply(&mut c);
                     let pick = m.rows.iter().position(|r| r.state == Some(JobState::Queued)
                         || (r.state == Some(JobState::Running) && r.until.is_some_and(|u| u < now)));
@@ -104,7 +104,7 @@ proptest! {
                     }
                 }
                 Op::Heartbeat(w, j, t) => {
-                    c.handle_message(now, w, Msg::Heartbeat { req, job: JobId(j as u32), worker: WorkerName(w), token: Token(t) });
+                    c.handle_message(now, w, Msg::Heartbeat { req, job: JobId(j as u32), worker: WorkerName(w), token: Token(t), client_now: 0 });
                     let got = reply(&mut c);
                     let ok = m.holder_ok(now, j as usize, w, t);
                     if ok { m.rows[j as usize].until = Some(now + L); }
@@ -114,7 +114,7 @@ proptest! {
                     let outcome = if success { Outcome::Success { result: 5 } } else {
                         Outcome::Failure { error: leasesim_protocol::ErrorCode::ToolFailed, retryable: true }
                     };
-                    c.handle_message(now, w, Msg::Commit { req, job: JobId(j as u32), worker: WorkerName(w), token: Token(t), outcome });
+                    c.handle_message(now, w, Msg::Commit { req, job: JobId(j as u32), worker: WorkerName(w), token: Token(t), outcome, client_now: 0 });
                     let got = reply(&mut c);
                     let replay = accepted.contains(&(j, w, t, success));
                     let ok = replay || m.holder_ok(now, j as usize, w, t);

@@ -44,8 +44,8 @@ fn every_scenario_holds_and_reaches_its_declared_hazards() {
 }
 
 #[test]
-fn list_shows_thirteen_stories_and_the_swarm() {
-    assert_eq!(scenarios::ALL.len(), 14);
+fn list_shows_fourteen_stories_and_the_swarm() {
+    assert_eq!(scenarios::ALL.len(), 15);
     assert!(scenarios::find("swarm").is_some());
     let (_, out, _) = cli(&["list"]);
     for s in scenarios::ALL {

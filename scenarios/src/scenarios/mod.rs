@@ -15,6 +15,7 @@ mod gc_pause_after_check;
 mod heartbeat_ack_lost;
 mod late_tool_answer;
 mod operator_takeover;
+mod renewal_cap;
 mod reordered_commit;
 mod restart_same_name;
 mod slow_but_healthy;
@@ -63,6 +64,7 @@ pub const ALL: &[ScenarioDef] = &[
     operator_takeover::DEF,
     slow_but_healthy::DEF,
     stuck_tool_live_heartbeat::DEF,
+    renewal_cap::DEF,
     swarm::DEF,
 ];
 

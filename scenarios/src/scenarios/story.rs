@@ -3,7 +3,7 @@
 //! scenario adds its workers, plan and faults on top.
 
 use crate::plan::{Fault, MsgPattern};
-use crate::setup::{ClockSpec, ReceiverSetup, Setup, WorkerSetup};
+use crate::setup::{ClockSpec, ReceiverSetup, Setup, TimingPolicy, WorkerSetup};
 use crate::world::{ToolSetup, ToolStep};
 use leasesim_protocol::{
     ClassId, ClassSpec, JobSpec, MsgKind, Nanos, Plan, Step, ToolAnswer, Variant, WorkerConfig,
@@ -16,6 +16,9 @@ pub const OPS: [&str; 5] = ["job", "create_case", "update_case", "write", "notif
 
 /// The drift bound every worker assumes (rho), in ppm: NTP slews at most 500 ppm.
 pub const DRIFT_BOUND_PPM: u32 = 500;
+
+/// The cap on total lease time from a job's first claim (P7), unless a scenario sets its own.
+pub const RENEWAL_CAP_NS: Nanos = 1_800 * SECOND_NS;
 
 /// A scenario under construction.
 pub struct Story {
@@ -88,12 +91,14 @@ impl Story {
             classes: vec![ClassSpec {
                 lease_ns,
                 max_attempts: 3,
+                renewal_cap_ns: RENEWAL_CAP_NS,
             }],
             plans: vec![plan],
             jobs: (0..jobs)
                 .map(|i| JobSpec {
                     class: ClassId(0),
                     payload_hash: 0x8f1b_7c3d ^ i as u64,
+                    payload_lease_ns: None,
                 })
                 .collect(),
             op_names: OPS.iter().map(|s| s.to_string()).collect(),
@@ -118,8 +123,19 @@ impl Story {
             faults: Vec::new(),
             heal_at_ns: None,
             liveness_bound_ns: Some(1_800 * SECOND_NS),
+            timing: TimingPolicy {
+                heartbeats_per_window: 2,
+                jitter_ns: 2 * SECOND_NS,
+            },
         };
-        Story { setup, r }
+        let mut story = Story { setup, r };
+        // What a model put in each payload as its lease length: the reference ignores it (P7),
+        // the known-bad variant V13 obeys it. Drawn last so the draws above keep their values.
+        for i in 0..jobs {
+            let asked = story.r.range(lease_ns / 20, lease_ns / 4);
+            story.setup.jobs[i].payload_lease_ns = Some(asked);
+        }
+        story
     }
 
     /// A duration drawn uniformly in `lo_ms..=hi_ms` milliseconds.

@@ -8,11 +8,11 @@
 //! messages. After healing every job must end within a bound derived from its class's lease,
 //! the stage deadline, the commit retries and the attempt limit (I7).
 
-use super::story::{ms, DRIFT_BOUND_PPM, OPS};
+use super::story::{ms, DRIFT_BOUND_PPM, OPS, RENEWAL_CAP_NS};
 use super::ScenarioDef;
 use crate::hazard::Hazard;
 use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
-use crate::setup::{ClockSpec, ReceiverSetup, Setup, WorkerSetup};
+use crate::setup::{ClockSpec, ReceiverSetup, Setup, TimingPolicy, WorkerSetup};
 use crate::world::ToolSetup;
 use leasesim_protocol::{
     timing, ClassId, ClassSpec, JobId, JobSpec, MsgKind, Nanos, OpId, OperatorAction, Plan, Step,
@@ -69,6 +69,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         classes.push(ClassSpec {
             lease_ns: ms(&mut r, 2_000, 30_000),
             max_attempts: r.range(1, 4) as u32,
+            renewal_cap_ns: RENEWAL_CAP_NS,
         });
         let steps = (0..r.range(1, 4))
             .map(|_| {
@@ -164,9 +165,13 @@ fn build(seed: u64, variant: Variant) -> Setup {
         scenario: "swarm".into(),
         variant,
         jobs: (0..jobs_n)
-            .map(|i| JobSpec {
-                class: ClassId(r.index(classes_n) as u8),
-                payload_hash: r.next_u64() ^ i as u64,
+            .map(|i| {
+                let class = r.index(classes_n);
+                JobSpec {
+                    class: ClassId(class as u8),
+                    payload_hash: r.next_u64() ^ i as u64,
+                    payload_lease_ns: None,
+                }
             })
             .collect(),
         classes,
@@ -196,7 +201,16 @@ fn build(seed: u64, variant: Variant) -> Setup {
         faults: Vec::new(),
         heal_at_ns: Some(safety_ns),
         liveness_bound_ns: Some(liveness_bound_ns),
+        timing: TimingPolicy {
+            heartbeats_per_window: 2,
+            jitter_ns: lease_min / 10,
+        },
     };
+    // What each payload asks for as its lease (ignored by the reference, P7; V13 obeys).
+    for j in 0..setup.jobs.len() {
+        let lease = setup.classes[setup.jobs[j].class.0 as usize].lease_ns;
+        setup.jobs[j].payload_lease_ns = Some(r.range(lease / 20, lease / 4));
+    }
     let faults_n = if stormy {
         r.range(3, 12)
     } else {

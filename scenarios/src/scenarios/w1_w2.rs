@@ -9,8 +9,9 @@
 //! conditional commit. Pass: W1 cannot extend, cannot commit, creates no second effect, and its
 //! rejected result is journaled.
 
+use super::story::RENEWAL_CAP_NS;
 use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
-use crate::setup::{ClockSpec, ReceiverSetup, Setup, WorkerSetup};
+use crate::setup::{ClockSpec, ReceiverSetup, Setup, TimingPolicy, WorkerSetup};
 use crate::world::{ToolSetup, ToolStep};
 use leasesim_protocol::{
     ClassId, ClassSpec, JobSpec, MsgKind, OpId, Plan, Step, Token, ToolAnswer, Variant,
@@ -104,11 +105,13 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
         classes: vec![ClassSpec {
             lease_ns,
             max_attempts: 3,
+            renewal_cap_ns: RENEWAL_CAP_NS,
         }],
         plans: w1.config.plans.clone(),
         jobs: vec![JobSpec {
             class: ClassId(0),
             payload_hash: 0x8f1b_7c3d,
+            payload_lease_ns: None,
         }],
         op_names: vec!["job".into(), "create_case".into(), "update_case".into()],
         coordinator_clock,
@@ -139,13 +142,19 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
         net,
         limits: Limits {
             event_budget: 100_000,
-            horizon_ns: 600 * SECOND_NS,
+            horizon_ns: 3_600 * SECOND_NS,
             queue_max: 10_000,
         },
         faults: Vec::new(),
         heal_at_ns: None,
-        liveness_bound_ns: None,
+        liveness_bound_ns: Some(1_800 * SECOND_NS),
+        timing: TimingPolicy {
+            heartbeats_per_window: 2,
+            jitter_ns: 2 * SECOND_NS,
+        },
     };
+    // What the payload asks for as a lease length (ignored by the reference, P7; V13 obeys).
+    setup.jobs[0].payload_lease_ns = Some(r.range(lease_ns / 20, lease_ns / 4));
     let (w1_node, w2_node) = (setup.worker_node(0), setup.worker_node(1));
     let (recv, tool) = (setup.receiver_node(0), setup.tool_node());
     let coord = Setup::COORDINATOR;
