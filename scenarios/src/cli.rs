@@ -5,8 +5,11 @@
 use crate::hazard::Hazard;
 use crate::matrix;
 use crate::plan::FAULT_KINDS;
+use crate::replay::Replay;
 use crate::run::{run_setup, RunResult, Verdict};
 use crate::scenarios::{self, ScenarioDef};
+use crate::setup::Setup;
+use crate::shrink;
 use clap::{Parser, Subcommand, ValueEnum};
 use leasesim_protocol::{Invariant, Variant};
 use leasesim_reports::{self as reports, Names};
@@ -65,6 +68,37 @@ enum Command {
         /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
         #[arg(long)]
         allow_unsafe_timing: bool,
+        /// Writes a replay file of this run.
+        #[arg(long)]
+        save: Option<PathBuf>,
+        /// Runs the seed twice and compares the traces.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Re-runs a saved replay file exactly.
+    Replay {
+        /// The replay file.
+        file: PathBuf,
+        /// Writes the whole trace as JSON to this file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// Runs it twice and compares the traces.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Minimises a failing replay while the same invariant still fails.
+    Shrink {
+        /// The replay file.
+        file: PathBuf,
+        /// Where the shrunk replay goes (default: next to it, `.shrunk.json`).
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -88,6 +122,9 @@ enum Command {
         /// Runs configurations that break the P6 timing rule instead of refusing them.
         #[arg(long)]
         allow_unsafe_timing: bool,
+        /// Runs every seed twice and compares the traces.
+        #[arg(long)]
+        check_determinism: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -205,16 +242,43 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             variant: v,
             trace,
             allow_unsafe_timing,
+            save,
+            check_determinism,
             format,
         } => run_cmd(
             out,
             &name,
             seed,
             &v,
-            trace.as_deref(),
-            allow_unsafe_timing,
-            format,
+            &RunOpts {
+                trace: trace.as_deref(),
+                save: save.as_deref(),
+                check_determinism,
+                allow_unsafe_timing,
+                format,
+            },
         ),
+        Command::Replay {
+            file,
+            trace,
+            check_determinism,
+            format,
+        } => replay_cmd(
+            out,
+            &file,
+            &RunOpts {
+                trace: trace.as_deref(),
+                save: None,
+                check_determinism,
+                allow_unsafe_timing: false,
+                format,
+            },
+        ),
+        Command::Shrink {
+            file,
+            out: dest,
+            format,
+        } => shrink_cmd(out, &file, dest.as_deref(), format),
         Command::Sweep {
             scenarios: names,
             seeds,
@@ -222,6 +286,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             jobs,
             failures_dir,
             allow_unsafe_timing,
+            check_determinism,
             format,
         } => sweep_cmd(
             out,
@@ -232,6 +297,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             jobs,
             &failures_dir,
             allow_unsafe_timing,
+            check_determinism,
             format,
         ),
         Command::Matrix {
@@ -396,32 +462,124 @@ fn findings_json(r: &RunResult) -> serde_json::Value {
         .collect()
 }
 
+/// Options shared by `run` and `replay`.
+struct RunOpts<'a> {
+    trace: Option<&'a Path>,
+    save: Option<&'a Path>,
+    check_determinism: bool,
+    allow_unsafe_timing: bool,
+    format: Format,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run_cmd(
     out: &mut dyn Write,
     name: &str,
     seed: u64,
     variant_name: &str,
-    trace_path: Option<&Path>,
-    allow_unsafe_timing: bool,
-    format: Format,
+    opts: &RunOpts<'_>,
 ) -> Result<i32, UsageError> {
     let def = scenario(name)?;
     let v = variant(variant_name)?;
     let setup = (def.build)(seed, v);
-    if !allow_unsafe_timing {
+    if !opts.allow_unsafe_timing {
         setup
             .validate_timing()
             .map_err(|e| UsageError(format!("{e}; pass --allow-unsafe-timing to run it anyway")))?;
     }
-    let r = run_setup(&setup, seed);
+    let header = format!(
+        "leasesim run {name} --seed {seed} --variant {} ({})",
+        v.name(),
+        v.summary()
+    );
+    let (code, _) = present(
+        out,
+        &header,
+        &setup,
+        seed,
+        &reproduce_command(name, seed, v),
+        opts,
+    )?;
+    Ok(code)
+}
+
+fn replay_cmd(out: &mut dyn Write, file: &Path, opts: &RunOpts<'_>) -> Result<i32, UsageError> {
+    let replay = Replay::load(file).map_err(UsageError)?;
+    let header = format!(
+        "leasesim replay {}: {} seed {} variant {} (recorded by leasesim {})",
+        file.display(),
+        replay.scenario,
+        replay.seed,
+        replay.variant.name(),
+        replay.leasesim
+    );
+    let opts = RunOpts {
+        allow_unsafe_timing: replay.allow_unsafe_timing,
+        ..*opts
+    };
+    let (code, r) = present(
+        out,
+        &header,
+        &replay.setup,
+        replay.seed,
+        &replay_reproduce(&replay, file),
+        &opts,
+    )?;
+    let hash = format!("{:016x}", r.trace_hash());
+    if opts.format == Format::Text {
+        if hash == replay.expect.trace_hash && r.verdict() == replay.expect.verdict {
+            io(writeln!(
+                out,
+                "replay: identical to the recorded run (trace hash {hash})"
+            ))?;
+        } else {
+            io(writeln!(
+                out,
+                "replay: DIFFERS from the recorded run (recorded: {} with trace hash {}; now: {} with trace hash {hash}); the code changed since it was recorded",
+                verdict_word(&replay.expect.verdict),
+                replay.expect.trace_hash,
+                verdict_word(&r.verdict()),
+            ))?;
+        }
+    }
+    Ok(code)
+}
+
+/// The command that reproduces a replay: the plain `run` when the replay is exactly what the
+/// scenario builds for that seed, `replay <file>` otherwise (a shrunk plan, an edited one).
+fn replay_reproduce(replay: &Replay, file: &Path) -> String {
+    let pristine = scenarios::find(&replay.scenario)
+        .is_some_and(|d| (d.build)(replay.seed, replay.variant) == replay.setup);
+    if pristine {
+        reproduce_command(&replay.scenario, replay.seed, replay.variant)
+    } else {
+        format!("cargo run --release -- replay {}", file.display())
+    }
+}
+
+/// Runs a setup and prints it as `run` does: the timeline, the verdict, the findings, the
+/// hazards and the trace hash. Returns the exit code and the result.
+fn present(
+    out: &mut dyn Write,
+    header: &str,
+    setup: &Setup,
+    seed: u64,
+    reproduce: &str,
+    opts: &RunOpts<'_>,
+) -> Result<(i32, RunResult), UsageError> {
+    let r = run_setup(setup, seed);
     let verdict = r.verdict();
-    if let Some(path) = trace_path {
+    let mut determinism: Option<Result<(), String>> = None;
+    if opts.check_determinism {
+        determinism = Some(check_same(&r, &run_setup(setup, seed)));
+    }
+    if let Some(path) = opts.trace {
         let doc = json!({
             "format": "leasesim-trace",
             "version": 1,
             "leasesim": env!("CARGO_PKG_VERSION"),
-            "scenario": name,
-            "variant": v.name(),
+            "scenario": setup.scenario,
+            "variant": setup.variant.name(),
             "seed": seed,
             "setup": setup,
             "nodes": r.nodes,
@@ -432,15 +590,26 @@ fn run_cmd(
         });
         write_json(path, &doc)?;
     }
+    if let Some(path) = opts.save {
+        Replay::record(setup, seed, opts.allow_unsafe_timing, &r)
+            .save(path)
+            .map_err(UsageError)?;
+    }
     let node_names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
     let names = Names {
         nodes: &node_names,
         ops: &r.op_names,
     };
-    if format == Format::Json {
+    let deterministic = !matches!(determinism, Some(Err(_)));
+    let code = if deterministic {
+        verdict.exit_code()
+    } else {
+        1
+    };
+    if opts.format == Format::Json {
         let doc = json!({
-            "scenario": name,
-            "variant": v.name(),
+            "scenario": setup.scenario,
+            "variant": setup.variant.name(),
             "seed": seed,
             "verdict": verdict,
             "end": r.end,
@@ -449,17 +618,14 @@ fn run_cmd(
             "trace_hash": format!("{:016x}", r.trace_hash()),
             "findings": findings_json(&r),
             "hazards": r.hazards.0.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-            "reproduce": reproduce_command(name, seed, v),
+            "deterministic": determinism.as_ref().map(|d| d.is_ok()),
+            "determinism_error": determinism.as_ref().and_then(|d| d.as_ref().err()),
+            "reproduce": reproduce,
         });
         io(writeln!(out, "{doc:#}"))?;
-        return Ok(verdict.exit_code());
+        return Ok((code, r));
     }
-    io(writeln!(
-        out,
-        "leasesim run {name} --seed {seed} --variant {} ({})",
-        v.name(),
-        v.summary()
-    ))?;
+    io(writeln!(out, "{header}"))?;
     io(out.write_all(reports::timeline(&names, &r.trace).as_bytes()))?;
     io(writeln!(out))?;
     io(writeln!(
@@ -491,13 +657,116 @@ fn run_cmd(
     ))?;
     io(writeln!(out, "trace hash: {:016x}", r.trace_hash()))?;
     if verdict != Verdict::Held {
-        io(writeln!(
-            out,
-            "reproduce: {}",
-            reproduce_command(name, seed, v)
-        ))?;
+        io(writeln!(out, "reproduce: {reproduce}"))?;
     }
-    Ok(verdict.exit_code())
+    match determinism {
+        Some(Ok(())) => io(writeln!(out, "determinism: ran twice, identical traces"))?,
+        Some(Err(e)) => io(writeln!(out, "determinism: NOT DETERMINISTIC: {e}"))?,
+        None => {}
+    }
+    Ok((code, r))
+}
+
+/// Determinism self-check: two runs of the same input must give the same trace; if not, the
+/// first diverging event is named.
+pub fn check_same(a: &RunResult, b: &RunResult) -> Result<(), String> {
+    if a.trace_hash() == b.trace_hash() && a.trace.len() == b.trace.len() {
+        return Ok(());
+    }
+    let node_names: Vec<String> = a.nodes.iter().map(|n| n.name.clone()).collect();
+    let names = Names {
+        nodes: &node_names,
+        ops: &a.op_names,
+    };
+    let i = a
+        .trace
+        .iter()
+        .zip(&b.trace)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.trace.len().min(b.trace.len()));
+    let show = |t: &[leasesim_sim::TraceEvent<_, _>]| {
+        t.get(i).map_or("(the trace ended)".to_string(), |e| {
+            reports::line(&names, e).trim().to_string()
+        })
+    };
+    Err(format!(
+        "traces diverge at event {i}: first run `{}`, second run `{}`",
+        show(&a.trace),
+        show(&b.trace)
+    ))
+}
+
+fn shrink_cmd(
+    out: &mut dyn Write,
+    file: &Path,
+    dest: Option<&Path>,
+    format: Format,
+) -> Result<i32, UsageError> {
+    let replay = Replay::load(file).map_err(UsageError)?;
+    #[allow(clippy::disallowed_methods)] // the shrinker's own duration, never the simulated world
+    let started = std::time::Instant::now();
+    let shrunk =
+        shrink::shrink(&replay).map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let dest = dest
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| shrunk_path(file));
+    shrunk.replay.save(&dest).map_err(UsageError)?;
+    let code = shrunk.replay.expect.verdict.exit_code();
+    if format == Format::Json {
+        let doc = json!({
+            "invariant": shrunk.invariant.name(),
+            "spec": shrunk.invariant.spec_id(),
+            "faults_before": shrunk.faults_before,
+            "faults_after": shrunk.replay.setup.faults.len(),
+            "workers": shrunk.replay.setup.workers.len(),
+            "jobs": shrunk.replay.setup.jobs.len(),
+            "faults": shrunk.replay.setup.faults,
+            "runs": shrunk.runs,
+            "elapsed_s": elapsed,
+            "shrunk": dest.display().to_string(),
+            "verdict": shrunk.replay.expect.verdict,
+        });
+        io(writeln!(out, "{doc:#}"))?;
+        return Ok(code);
+    }
+    io(writeln!(
+        out,
+        "shrunk {} ({} seed {} variant {}) in {elapsed:.3}s over {} runs: {} fault(s) -> {}, {} worker(s), {} job(s); {} still fails",
+        file.display(),
+        replay.scenario,
+        replay.seed,
+        replay.variant.name(),
+        shrunk.runs,
+        shrunk.faults_before,
+        shrunk.replay.setup.faults.len(),
+        shrunk.replay.setup.workers.len(),
+        shrunk.replay.setup.jobs.len(),
+        shrunk.invariant.label(),
+    ))?;
+    io(writeln!(out, "minimal plan:"))?;
+    if shrunk.replay.setup.faults.is_empty() {
+        io(writeln!(out, "  (no fault: the variant fails on its own)"))?;
+    }
+    for f in &shrunk.replay.setup.faults {
+        io(writeln!(out, "  {}", shrink::describe(f)))?;
+    }
+    io(writeln!(
+        out,
+        "written to {}; see it with: cargo run --release -- replay {}",
+        dest.display(),
+        dest.display()
+    ))?;
+    Ok(code)
+}
+
+/// `x.json` -> `x.shrunk.json`.
+fn shrunk_path(file: &Path) -> PathBuf {
+    let stem = file
+        .file_name()
+        .map(|n| n.to_string_lossy().trim_end_matches(".json").to_string())
+        .unwrap_or_else(|| "replay".into());
+    file.with_file_name(format!("{stem}.shrunk.json"))
 }
 
 fn write_json(path: &Path, doc: &serde_json::Value) -> Result<(), UsageError> {
@@ -527,6 +796,7 @@ fn sweep_cmd(
     jobs: Option<usize>,
     failures_dir: &Path,
     allow_unsafe_timing: bool,
+    check_determinism: bool,
     format: Format,
 ) -> Result<i32, UsageError> {
     let defs: Vec<&'static ScenarioDef> = if names.is_empty() {
@@ -567,6 +837,7 @@ fn sweep_cmd(
     let next = AtomicU64::new(0);
     let events = AtomicU64::new(0);
     let failures: Mutex<Vec<Failure>> = Mutex::new(Vec::new());
+    let nondet: Mutex<Vec<(usize, u64, String)>> = Mutex::new(Vec::new());
     // Per scenario: how many seeds reached each hazard.
     let coverage: Mutex<Vec<BTreeMap<Hazard, u64>>> = Mutex::new(vec![BTreeMap::new(); defs.len()]);
     // Chunks keep the shared counter cool; each run is independent of every other.
@@ -580,6 +851,7 @@ fn sweep_cmd(
                 let mut local_failures = Vec::new();
                 let mut local_coverage: Vec<BTreeMap<Hazard, u64>> =
                     vec![BTreeMap::new(); defs.len()];
+                let mut local_nondet: Vec<(usize, u64, String)> = Vec::new();
                 loop {
                     let begin = next.fetch_add(CHUNK, Ordering::Relaxed);
                     if begin >= total {
@@ -590,6 +862,11 @@ fn sweep_cmd(
                         let (sc, seed) = ((i / per) as usize, seeds.start + i % per);
                         let setup = (defs[sc].build)(seed, v);
                         let r = run_setup(&setup, seed);
+                        if check_determinism {
+                            if let Err(e) = check_same(&r, &run_setup(&setup, seed)) {
+                                local_nondet.push((sc, seed, e));
+                            }
+                        }
                         local_events += r.events;
                         for (h, _) in r.hazards.0.iter() {
                             *local_coverage[sc].entry(*h).or_default() += 1;
@@ -624,6 +901,10 @@ fn sweep_cmd(
                     }
                 }
                 events.fetch_add(local_events, Ordering::Relaxed);
+                nondet
+                    .lock()
+                    .expect("no thread panics while holding the lock")
+                    .extend(local_nondet);
                 let mut cov = coverage
                     .lock()
                     .expect("no thread panics while holding the lock");
@@ -647,11 +928,14 @@ fn sweep_cmd(
     let mut failures = failures.into_inner().expect("threads are done");
     failures.sort_by_key(|f| (f.scenario, f.seed));
     let events = events.load(Ordering::Relaxed);
+    let mut nondeterministic = nondet.into_inner().expect("threads are done");
+    nondeterministic.sort_by_key(|(sc, seed, _)| (*sc, *seed));
     let coverage = coverage.into_inner().expect("threads are done");
     // A declared hazard never reached in a sweep of 100 seeds or more means the scenario no
     // longer tells its story: it passes because nothing happened.
     let mut unreached: Vec<(usize, Hazard)> = Vec::new();
-    if per >= COVERAGE_MIN_SEEDS {
+    // Only the reference promises its stories: a variant changes what happens.
+    if per >= COVERAGE_MIN_SEEDS && v == Variant::Reference {
         for (i, d) in defs.iter().enumerate() {
             for h in d.hazards {
                 if !coverage[i].contains_key(h) {
@@ -697,7 +981,17 @@ fn sweep_cmd(
             "seeds_per_s": seeds_per_s,
             "events_per_s": events_per_s,
             "threads": threads,
-            "saved": saved.as_ref().map(|p| p.display().to_string()),
+            "saved": saved.as_ref().map(|p| p.dir.display().to_string()),
+            "replays_saved": saved.as_ref().map_or(0, |p| p.replays),
+            "shrunk": saved.as_ref().and_then(|p| p.shrunk.as_ref()).map(|(path, secs, before, after, inv)| json!({
+                "replay": path.display().to_string(),
+                "elapsed_s": secs,
+                "faults_before": before,
+                "faults_after": after,
+                "invariant": inv,
+            })),
+            "determinism_checked": check_determinism,
+            "nondeterministic": nondeterministic.len(),
         });
         io(writeln!(out, "{doc:#}"))?;
     } else {
@@ -768,11 +1062,33 @@ fn sweep_cmd(
                 h.summary()
             ))?;
         }
-        if let Some(dir) = &saved {
+        if let Some(saved) = &saved {
             io(writeln!(
                 out,
-                "failing seeds saved under {} (the first failure's trace included)",
-                dir.display()
+                "failing seeds listed in {}, with {} replay file(s)",
+                saved.dir.join(format!("sweep-{}.txt", v.name())).display(),
+                saved.replays
+            ))?;
+            if let Some((path, secs, before, after, inv)) = &saved.shrunk {
+                io(writeln!(
+                    out,
+                    "first failure shrunk in {secs:.3}s: {before} fault(s) -> {after}, {inv} still fails; see it with: cargo run --release -- replay {}",
+                    path.display()
+                ))?;
+            }
+        }
+        for (sc, seed, e) in &nondeterministic {
+            io(writeln!(
+                out,
+                "NOT DETERMINISTIC: {} seed {seed}: {e}",
+                defs[*sc].name
+            ))?;
+        }
+        if check_determinism {
+            io(writeln!(
+                out,
+                "determinism: every seed ran twice; {} differed",
+                nondeterministic.len()
             ))?;
         }
         io(writeln!(
@@ -784,20 +1100,34 @@ fn sweep_cmd(
         ))?;
     }
     let _ = err.flush();
-    Ok(if failures.is_empty() && unreached.is_empty() {
-        0
-    } else {
-        1
-    })
+    Ok(
+        if failures.is_empty() && unreached.is_empty() && nondeterministic.is_empty() {
+            0
+        } else {
+            1
+        },
+    )
 }
 
 /// Saves every failing seed (a list) and the first failure's full trace; returns the folder.
+/// What a sweep saved of its failures.
+struct Saved {
+    dir: PathBuf,
+    replays: usize,
+    shrunk: Option<(PathBuf, f64, usize, usize, String)>,
+}
+
+/// Replay files kept in a failures folder; older ones are removed (newest kept).
+pub const REPLAYS_KEPT: usize = 100;
+
+/// Saves every failing seed (a list with commands), a replay file for each failure the sweep
+/// printed, and the first failure shrunk. The folder keeps the newest [`REPLAYS_KEPT`] replays.
 fn save_failures(
     dir: &Path,
     defs: &[&'static ScenarioDef],
     v: Variant,
     failures: &[Failure],
-) -> Result<PathBuf, UsageError> {
+) -> Result<Saved, UsageError> {
     let dir = dir.to_path_buf();
     std::fs::create_dir_all(&dir)
         .map_err(|e| UsageError(format!("cannot create {}: {e}", dir.display())))?;
@@ -816,22 +1146,67 @@ fn save_failures(
     let list_path = dir.join(format!("sweep-{}.txt", v.name()));
     std::fs::write(&list_path, list)
         .map_err(|e| UsageError(format!("cannot write {}: {e}", list_path.display())))?;
-    let first = &failures[0];
-    let d = defs[first.scenario];
-    let path = dir.join(format!("{}-{}-seed{}.json", d.name, v.name(), first.seed));
-    let mut sink = Vec::new();
-    let code = run_cmd(
-        &mut sink,
-        d.name,
-        first.seed,
-        v.name(),
-        Some(&path),
-        true,
-        Format::Json,
-    )?;
-    debug_assert_eq!(
-        code, 1,
-        "a saved failure fails again: runs are deterministic"
-    );
-    Ok(dir)
+    let mut replays = 0;
+    let mut first_replay: Option<(PathBuf, Replay)> = None;
+    for (i, d) in defs.iter().enumerate() {
+        for f in failures
+            .iter()
+            .filter(|f| f.scenario == i)
+            .take(PRINT_FAILURES_MAX)
+        {
+            let setup = (d.build)(f.seed, v);
+            let r = run_setup(&setup, f.seed);
+            let replay = Replay::record(&setup, f.seed, true, &r);
+            let path = dir.join(format!("{}-{}-seed{}.json", d.name, v.name(), f.seed));
+            replay.save(&path).map_err(UsageError)?;
+            replays += 1;
+            if first_replay.is_none() {
+                first_replay = Some((path, replay));
+            }
+        }
+    }
+    prune_replays(&dir);
+    // The first failure, shrunk, so the report starts from a handful of faults.
+    let mut shrunk = None;
+    if let Some((path, replay)) = first_replay {
+        #[allow(clippy::disallowed_methods)]
+        // the shrinker's own duration, never the simulated world
+        let started = std::time::Instant::now();
+        if let Ok(s) = shrink::shrink(&replay) {
+            let elapsed = started.elapsed().as_secs_f64();
+            let dest = shrunk_path(&path);
+            s.replay.save(&dest).map_err(UsageError)?;
+            shrunk = Some((
+                dest,
+                elapsed,
+                s.faults_before,
+                s.replay.setup.faults.len(),
+                s.invariant.label(),
+            ));
+        }
+    }
+    Ok(Saved {
+        dir,
+        replays,
+        shrunk,
+    })
+}
+
+/// Keeps the newest [`REPLAYS_KEPT`] replay files of a failures folder.
+fn prune_replays(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.len() <= REPLAYS_KEPT {
+        return;
+    }
+    files.sort();
+    for (_, path) in &files[..files.len() - REPLAYS_KEPT] {
+        let _ = std::fs::remove_file(path);
+    }
 }

@@ -315,7 +315,169 @@ pub const FAULT_KINDS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+impl MsgPattern {
+    fn map_nodes(self, map: &mut impl FnMut(NodeId) -> Option<NodeId>) -> Option<MsgPattern> {
+        let mut p = self;
+        if let Some(f) = p.from {
+            p.from = Some(map(f)?);
+        }
+        if let Some(t) = p.to {
+            p.to = Some(map(t)?);
+        }
+        Some(p)
+    }
+}
+
+impl Trigger {
+    fn map_nodes(self, map: &mut impl FnMut(NodeId) -> Option<NodeId>) -> Option<Trigger> {
+        Some(match self {
+            Trigger::At { .. } => self,
+            Trigger::Sent { pattern, delay_ns } => Trigger::Sent {
+                pattern: pattern.map_nodes(map)?,
+                delay_ns,
+            },
+            Trigger::Delivered { pattern, delay_ns } => Trigger::Delivered {
+                pattern: pattern.map_nodes(map)?,
+                delay_ns,
+            },
+        })
+    }
+}
+
 impl Fault {
+    /// Calls `f` with every node the fault names (directly, in patterns, in triggers).
+    pub fn for_each_node(&self, mut f: impl FnMut(NodeId)) {
+        let _ = self.map_nodes(|n| {
+            f(n);
+            Some(n)
+        });
+    }
+
+    /// The same fault with every node id mapped; `None` when a named node maps to nothing.
+    pub fn map_nodes(&self, mut map: impl FnMut(NodeId) -> Option<NodeId>) -> Option<Fault> {
+        let m = &mut map;
+        let opt = |t: Option<Trigger>,
+                   m: &mut dyn FnMut(NodeId) -> Option<NodeId>|
+         -> Option<Option<Trigger>> {
+            match t {
+                None => Some(None),
+                Some(t) => Some(Some(t.map_nodes(&mut |n| m(n))?)),
+            }
+        };
+        Some(match *self {
+            Fault::Partition {
+                a,
+                b,
+                one_way,
+                start,
+                end,
+            } => Fault::Partition {
+                a: m(a)?,
+                b: m(b)?,
+                one_way,
+                start: start.map_nodes(m)?,
+                end: opt(end, m)?,
+            },
+            Fault::Isolate { node, start, end } => Fault::Isolate {
+                node: m(node)?,
+                start: start.map_nodes(m)?,
+                end: opt(end, m)?,
+            },
+            Fault::Pause {
+                node,
+                frozen,
+                start,
+                duration_ns,
+                hold_anchor,
+            } => Fault::Pause {
+                node: m(node)?,
+                frozen,
+                start: start.map_nodes(m)?,
+                duration_ns,
+                hold_anchor,
+            },
+            Fault::Message {
+                pattern,
+                start,
+                end,
+                count,
+                action,
+            } => Fault::Message {
+                pattern: pattern.map_nodes(m)?,
+                start: start.map_nodes(m)?,
+                end: opt(end, m)?,
+                count,
+                action: match action {
+                    MsgAction::Hold { release } => MsgAction::Hold {
+                        release: release.map_nodes(m)?,
+                    },
+                    other => other,
+                },
+            },
+            Fault::ClockStep {
+                node,
+                delta_ns,
+                wall,
+                start,
+            } => Fault::ClockStep {
+                node: m(node)?,
+                delta_ns,
+                wall,
+                start: start.map_nodes(m)?,
+            },
+            Fault::Drift {
+                node,
+                drift_ppm,
+                start,
+            } => Fault::Drift {
+                node: m(node)?,
+                drift_ppm,
+                start: start.map_nodes(m)?,
+            },
+            Fault::Crash {
+                node,
+                start,
+                restart_after_ns,
+            } => Fault::Crash {
+                node: m(node)?,
+                start: start.map_nodes(m)?,
+                restart_after_ns,
+            },
+            Fault::Slow {
+                node,
+                extra_ns,
+                start,
+                end,
+            } => Fault::Slow {
+                node: m(node)?,
+                extra_ns,
+                start: start.map_nodes(m)?,
+                end: opt(end, m)?,
+            },
+            Fault::Tool {
+                worker,
+                step,
+                nth,
+                kind,
+                late_ns,
+            } => Fault::Tool {
+                worker: match worker {
+                    Some(w) => Some(m(w)?),
+                    None => None,
+                },
+                step,
+                nth,
+                kind,
+                late_ns,
+            },
+            Fault::Operator { job, action, start } => Fault::Operator {
+                job,
+                action,
+                start: start.map_nodes(m)?,
+            },
+        })
+    }
+
     fn start(&self) -> Option<Trigger> {
         match *self {
             Fault::Partition { start, .. }

@@ -136,8 +136,158 @@ pub struct TimingPolicy {
     pub jitter_ns: Nanos,
 }
 
+/// Bounds on what a setup may ask for: every input is bounded.
+pub const WORKERS_MAX: usize = 64;
+/// Most jobs in a setup.
+pub const JOBS_MAX: usize = 10_000;
+/// Most faults in a plan.
+pub const FAULTS_MAX: usize = 1_000;
+/// Most events a run may be given.
+pub const EVENT_BUDGET_MAX: u64 = 100_000_000;
+
 /// Node layout: coordinator, workers, receivers, tool.
 impl Setup {
+    /// Structural checks, so that a setup read from a file can never make the simulator panic:
+    /// every reference points at something that exists, every range is non-empty, every size
+    /// is bounded. The error names the first problem.
+    pub fn check(&self) -> Result<(), String> {
+        let err = |m: String| Err(m);
+        if self.workers.is_empty() || self.workers.len() > WORKERS_MAX {
+            return err(format!(
+                "{} workers (1 to {WORKERS_MAX})",
+                self.workers.len()
+            ));
+        }
+        if self.receivers.is_empty() || self.receivers.len() > 255 {
+            return err(format!("{} receivers (1 to 255)", self.receivers.len()));
+        }
+        if self.classes.is_empty()
+            || self.classes.len() > 255
+            || self.plans.len() != self.classes.len()
+        {
+            return err(format!(
+                "{} classes with {} plans (1 to 255 classes, one plan each)",
+                self.classes.len(),
+                self.plans.len()
+            ));
+        }
+        if self.jobs.is_empty() || self.jobs.len() > JOBS_MAX {
+            return err(format!("{} jobs (1 to {JOBS_MAX})", self.jobs.len()));
+        }
+        if self.faults.len() > FAULTS_MAX {
+            return err(format!(
+                "{} faults (at most {FAULTS_MAX})",
+                self.faults.len()
+            ));
+        }
+        for (i, c) in self.classes.iter().enumerate() {
+            if c.lease_ns == 0 || c.max_attempts == 0 {
+                return err(format!("class{i} needs a lease and at least one attempt"));
+            }
+        }
+        for (i, j) in self.jobs.iter().enumerate() {
+            if j.class.0 as usize >= self.classes.len() {
+                return err(format!("job{i} names unknown {}", j.class));
+            }
+        }
+        let receivers = self.receivers.len();
+        let check_plans = |plans: &[Plan], who: &str| -> Result<(), String> {
+            if plans.len() < self.classes.len() {
+                return Err(format!("{who} has no plan for some class"));
+            }
+            for p in plans {
+                if p.steps.len() > 250 {
+                    return Err(format!(
+                        "{who} has a plan of {} steps (at most 250)",
+                        p.steps.len()
+                    ));
+                }
+                for step in &p.steps {
+                    if let leasesim_protocol::Step::Effect { receiver, .. } = step {
+                        if *receiver as usize >= receivers {
+                            return Err(format!(
+                                "{who} sends an effect to unknown receiver {receiver}"
+                            ));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        };
+        check_plans(&self.plans, "the setup")?;
+        let clock_ok = |c: &ClockSpec| c.drift_ppm.unsigned_abs() < 500_000;
+        for (i, w) in self.workers.iter().enumerate() {
+            let c = &w.config;
+            let who = self.worker_display(i);
+            check_plans(&c.plans, &who)?;
+            if c.heartbeat_ns == 0 || c.claim_poll_ns == 0 || c.commit_retry_ns == 0 {
+                return err(format!(
+                    "{who} needs non-zero heartbeat, poll and retry periods"
+                ));
+            }
+            if c.drift_ppm_max >= 500_000 || !clock_ok(&w.clock) {
+                return err(format!(
+                    "{who}'s clock drift or drift bound is not below 50%"
+                ));
+            }
+        }
+        let clocks = [self.coordinator_clock, self.tool_clock]
+            .into_iter()
+            .chain(self.receivers.iter().map(|r| r.clock));
+        for c in clocks {
+            if !clock_ok(&c) {
+                return err("a clock drifts by 50% or more".into());
+            }
+        }
+        let n = &self.net;
+        if n.latency_min_ns > n.latency_max_ns || n.drop_ppm > 1_000_000 || n.dup_ppm > 1_000_000 {
+            return err("the network's latency range is empty or a probability is above 1".into());
+        }
+        for t in &self.tool.steps {
+            if t.min_ns > t.max_ns {
+                return err(format!(
+                    "the tool's duration range at step {} is empty",
+                    t.step
+                ));
+            }
+        }
+        if self.tool.default_min_ns > self.tool.default_max_ns {
+            return err("the tool's default duration range is empty".into());
+        }
+        let l = &self.limits;
+        if l.event_budget == 0
+            || l.event_budget > EVENT_BUDGET_MAX
+            || l.queue_max == 0
+            || l.horizon_ns == 0
+        {
+            return err(format!(
+                "limits out of range (event budget 1 to {EVENT_BUDGET_MAX}, queue bound and horizon above 0)"
+            ));
+        }
+        let nodes = self.operator_node() + 1;
+        for (i, f) in self.faults.iter().enumerate() {
+            let mut bad = None;
+            f.for_each_node(|node| {
+                if node >= nodes {
+                    bad = Some(node);
+                }
+            });
+            if let Some(node) = bad {
+                return err(format!("fault {i} names node {node}; there are {nodes}"));
+            }
+            match *f {
+                Fault::Drift { drift_ppm, .. } if drift_ppm.unsigned_abs() >= 500_000 => {
+                    return err(format!("fault {i} sets a drift of 50% or more"));
+                }
+                Fault::Operator { job, .. } if job.0 as usize >= self.jobs.len() => {
+                    return err(format!("fault {i} names unknown {job}"));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// P6: every worker's heartbeat period must leave every class's lease longer than
     /// `(1 + rho)/(1 - rho) * R*H + J`. The error names the formula and the numbers. A known-bad
     /// variant that breaks it on purpose (V12) is refused here too.

@@ -1,0 +1,420 @@
+//! The shrinker: delta debugging over a failing run's explicit plan. It drops faults (ddmin),
+//! removes workers and jobs, shortens pauses, partitions, delays and outages, moves windowed
+//! faults later, and quiets the network, keeping each change only if the same invariant still
+//! fails with the same seed. What is left is a handful of faults a reviewer can read.
+
+use crate::plan::{Fault, MsgAction, Trigger};
+use crate::replay::Replay;
+use crate::run::run_setup;
+use crate::setup::Setup;
+use leasesim_protocol::Invariant;
+use leasesim_sim::NodeId;
+
+/// Upper bound on candidate runs: shrinking always ends.
+pub const RUNS_MAX: u64 = 20_000;
+
+/// A shrunk failure.
+pub struct Shrunk {
+    /// The minimal replay (its expectation re-recorded).
+    pub replay: Replay,
+    /// The invariant kept failing.
+    pub invariant: Invariant,
+    /// Candidate runs tried.
+    pub runs: u64,
+    /// Faults before and after.
+    pub faults_before: usize,
+}
+
+struct Shrinker {
+    seed: u64,
+    invariant: Invariant,
+    runs: u64,
+}
+
+impl Shrinker {
+    /// Whether `setup` still breaks the invariant (and is still a valid setup).
+    fn fails(&mut self, setup: &Setup) -> bool {
+        if self.runs >= RUNS_MAX || setup.check().is_err() {
+            return false;
+        }
+        self.runs += 1;
+        run_setup(setup, self.seed)
+            .findings
+            .iter()
+            .any(|f| f.invariant == self.invariant)
+    }
+
+    /// Classic ddmin over the fault list: try removing chunks, then finer chunks.
+    fn ddmin_faults(&mut self, setup: &mut Setup) {
+        let mut n = 2usize;
+        while setup.faults.len() >= 2 && self.runs < RUNS_MAX {
+            let len = setup.faults.len();
+            let chunk = len.div_ceil(n);
+            let mut reduced = false;
+            for start in (0..len).step_by(chunk) {
+                let mut candidate = setup.clone();
+                candidate.faults.drain(start..(start + chunk).min(len));
+                if self.fails(&candidate) {
+                    *setup = candidate;
+                    n = (n - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+            }
+            if !reduced {
+                if n >= len {
+                    break;
+                }
+                n = (n * 2).min(len);
+            }
+        }
+        // A last pass: each single fault.
+        let mut i = 0;
+        while i < setup.faults.len() && self.runs < RUNS_MAX {
+            let mut candidate = setup.clone();
+            candidate.faults.remove(i);
+            if self.fails(&candidate) {
+                *setup = candidate;
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn drop_workers(&mut self, setup: &mut Setup) {
+        let mut i = setup.workers.len();
+        while i > 0 && setup.workers.len() > 1 && self.runs < RUNS_MAX {
+            i -= 1;
+            if let Some(candidate) = without_worker(setup, i) {
+                if self.fails(&candidate) {
+                    *setup = candidate;
+                }
+            }
+        }
+    }
+
+    fn drop_jobs(&mut self, setup: &mut Setup) {
+        while setup.jobs.len() > 1 && self.runs < RUNS_MAX {
+            let mut candidate = setup.clone();
+            // Halve, then one at a time.
+            let keep = (candidate.jobs.len() / 2).max(1);
+            let mut progressed = false;
+            for keep in [keep, candidate.jobs.len() - 1] {
+                candidate = setup.clone();
+                candidate.jobs.truncate(keep);
+                candidate.faults.retain(|f| match f {
+                    Fault::Operator { job, .. } => (job.0 as usize) < keep,
+                    _ => true,
+                });
+                if self.fails(&candidate) {
+                    *setup = candidate.clone();
+                    progressed = true;
+                    break;
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    /// Shorter, smaller, later versions of each fault.
+    fn simplify_faults(&mut self, setup: &mut Setup) {
+        for i in 0..setup.faults.len() {
+            // Each simplification is tried a few times (halving converges quickly).
+            for _ in 0..8 {
+                let mut progressed = false;
+                for f in simpler(&setup.faults[i]) {
+                    let mut candidate = setup.clone();
+                    candidate.faults[i] = f;
+                    if self.fails(&candidate) {
+                        *setup = candidate;
+                        progressed = true;
+                        break;
+                    }
+                }
+                if !progressed || self.runs >= RUNS_MAX {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn quiet_network(&mut self, setup: &mut Setup) {
+        if setup.net.drop_ppm == 0 && setup.net.dup_ppm == 0 {
+            return;
+        }
+        let mut candidate = setup.clone();
+        candidate.net.drop_ppm = 0;
+        candidate.net.dup_ppm = 0;
+        if self.fails(&candidate) {
+            *setup = candidate;
+        }
+    }
+}
+
+/// Simpler versions of a fault, most aggressive first.
+fn simpler(f: &Fault) -> Vec<Fault> {
+    let half = |x: u64| x / 2;
+    let mut out = Vec::new();
+    match *f {
+        Fault::Pause {
+            node,
+            frozen,
+            start,
+            duration_ns,
+            hold_anchor,
+        } => {
+            if duration_ns > 1_000_000 {
+                out.push(Fault::Pause {
+                    node,
+                    frozen,
+                    start,
+                    duration_ns: half(duration_ns),
+                    hold_anchor,
+                });
+            }
+            if frozen {
+                out.push(Fault::Pause {
+                    node,
+                    frozen: false,
+                    start,
+                    duration_ns,
+                    hold_anchor,
+                });
+            }
+        }
+        Fault::Crash {
+            node,
+            start,
+            restart_after_ns: Some(d),
+        } if d > 1_000_000 => out.push(Fault::Crash {
+            node,
+            start,
+            restart_after_ns: Some(half(d)),
+        }),
+        Fault::Partition {
+            a,
+            b,
+            one_way,
+            start,
+            end,
+        } => {
+            for (s, e) in window(start, end) {
+                out.push(Fault::Partition {
+                    a,
+                    b,
+                    one_way,
+                    start: s,
+                    end: e,
+                });
+            }
+            if !one_way {
+                out.push(Fault::Partition {
+                    a,
+                    b,
+                    one_way: true,
+                    start,
+                    end,
+                });
+            }
+        }
+        Fault::Isolate { node, start, end } => {
+            for (s, e) in window(start, end) {
+                out.push(Fault::Isolate {
+                    node,
+                    start: s,
+                    end: e,
+                });
+            }
+        }
+        Fault::Slow {
+            node,
+            extra_ns,
+            start,
+            end,
+        } => {
+            if extra_ns > 1_000_000 {
+                out.push(Fault::Slow {
+                    node,
+                    extra_ns: half(extra_ns),
+                    start,
+                    end,
+                });
+            }
+            for (s, e) in window(start, end) {
+                out.push(Fault::Slow {
+                    node,
+                    extra_ns,
+                    start: s,
+                    end: e,
+                });
+            }
+        }
+        Fault::Message {
+            pattern,
+            start,
+            end,
+            count,
+            action,
+        } => {
+            if count != 1 {
+                out.push(Fault::Message {
+                    pattern,
+                    start,
+                    end,
+                    count: 1,
+                    action,
+                });
+            }
+            let smaller = match action {
+                MsgAction::Delay { extra_ns } if extra_ns > 1_000_000 => Some(MsgAction::Delay {
+                    extra_ns: half(extra_ns),
+                }),
+                MsgAction::Duplicate { gap_ns } if gap_ns > 1_000_000 => {
+                    Some(MsgAction::Duplicate {
+                        gap_ns: half(gap_ns),
+                    })
+                }
+                MsgAction::Hold {
+                    release: Trigger::At { t_ns },
+                } => match start {
+                    Trigger::At { t_ns: s } if t_ns > s + 1_000_000 => Some(MsgAction::Hold {
+                        release: Trigger::At {
+                            t_ns: s + (t_ns - s) / 2,
+                        },
+                    }),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(action) = smaller {
+                out.push(Fault::Message {
+                    pattern,
+                    start,
+                    end,
+                    count,
+                    action,
+                });
+            }
+        }
+        Fault::ClockStep {
+            node,
+            delta_ns,
+            wall,
+            start,
+        } if delta_ns.unsigned_abs() > 1_000_000 => out.push(Fault::ClockStep {
+            node,
+            delta_ns: delta_ns / 2,
+            wall,
+            start,
+        }),
+        Fault::Drift {
+            node,
+            drift_ppm,
+            start,
+        } if drift_ppm.unsigned_abs() > 1 => out.push(Fault::Drift {
+            node,
+            drift_ppm: drift_ppm / 2,
+            start,
+        }),
+        Fault::Tool {
+            worker,
+            step,
+            nth,
+            kind,
+            late_ns,
+        } if late_ns > 1_000_000 => out.push(Fault::Tool {
+            worker,
+            step,
+            nth,
+            kind,
+            late_ns: half(late_ns),
+        }),
+        _ => {}
+    }
+    out
+}
+
+/// Shorter windows for a fault that starts and ends at fixed times: end earlier, or start
+/// later (the fault moved later and shorter).
+fn window(start: Trigger, end: Option<Trigger>) -> Vec<(Trigger, Option<Trigger>)> {
+    match (start, end) {
+        (Trigger::At { t_ns: s }, Some(Trigger::At { t_ns: e })) if e > s + 1_000_000 => {
+            let mid = s + (e - s) / 2;
+            vec![
+                (Trigger::At { t_ns: s }, Some(Trigger::At { t_ns: mid })),
+                (Trigger::At { t_ns: mid }, Some(Trigger::At { t_ns: e })),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The setup without worker `index`, its node ids renumbered; faults that name it are dropped.
+pub fn without_worker(setup: &Setup, index: usize) -> Option<Setup> {
+    if setup.workers.len() <= 1 || index >= setup.workers.len() {
+        return None;
+    }
+    let removed = setup.worker_node(index);
+    let map = |n: NodeId| -> Option<NodeId> {
+        match n.cmp(&removed) {
+            std::cmp::Ordering::Less => Some(n),
+            std::cmp::Ordering::Equal => None,
+            std::cmp::Ordering::Greater => Some(n - 1),
+        }
+    };
+    let mut s = setup.clone();
+    s.workers.remove(index);
+    s.faults = setup
+        .faults
+        .iter()
+        .filter_map(|f| f.map_nodes(map))
+        .collect();
+    Some(s)
+}
+
+/// Shrinks a failing replay while its first broken invariant keeps failing.
+pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
+    let original = replay.run();
+    let Some(first) = original.findings.first() else {
+        return Err(format!(
+            "the run does not break any invariant (verdict {:?}); there is nothing to shrink",
+            original.verdict()
+        ));
+    };
+    let mut sh = Shrinker {
+        seed: replay.seed,
+        invariant: first.invariant,
+        runs: 0,
+    };
+    let mut setup = replay.setup.clone();
+    let faults_before = setup.faults.len();
+    // Rounds until nothing changes (bounded by the run budget and a round limit).
+    for _ in 0..8 {
+        let before = serde_json::to_string(&setup).unwrap_or_default();
+        sh.ddmin_faults(&mut setup);
+        sh.drop_workers(&mut setup);
+        sh.drop_jobs(&mut setup);
+        sh.simplify_faults(&mut setup);
+        sh.quiet_network(&mut setup);
+        if serde_json::to_string(&setup).unwrap_or_default() == before || sh.runs >= RUNS_MAX {
+            break;
+        }
+    }
+    let result = run_setup(&setup, replay.seed);
+    let mut shrunk = Replay::record(&setup, replay.seed, replay.allow_unsafe_timing, &result);
+    shrunk.scenario = replay.scenario.clone();
+    shrunk.note = replay.note.clone();
+    Ok(Shrunk {
+        replay: shrunk,
+        invariant: sh.invariant,
+        runs: sh.runs,
+        faults_before,
+    })
+}
+
+/// A fault in one readable line.
+pub fn describe(f: &Fault) -> String {
+    serde_json::to_string(f).unwrap_or_else(|_| format!("{f:?}"))
+}

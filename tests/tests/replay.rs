@@ -1,0 +1,258 @@
+//! Replay files: a replay re-runs exactly (the same timeline, byte for byte, and the same exit),
+//! shrinking leaves a handful of faults and the same invariant, the determinism self-check
+//! passes, and a malformed, truncated, future or mutated file is refused without a panic.
+
+use leasesim_protocol::Variant;
+use leasesim_scenarios::replay::Replay;
+use leasesim_scenarios::run::run_setup;
+use leasesim_scenarios::{scenarios, shrink};
+use leasesim_tests::cli;
+use proptest::prelude::*;
+use std::path::PathBuf;
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("leasesim-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn valid_bytes() -> Vec<u8> {
+    let setup = (scenarios::find("w1-w2").unwrap().build)(1, Variant::UnconditionalCommit);
+    let r = run_setup(&setup, 1);
+    serde_json::to_vec_pretty(&Replay::record(&setup, 1, false, &r)).unwrap()
+}
+
+#[test]
+fn replay_prints_the_same_timeline_and_exits_the_same() {
+    for (scenario, seed, variant) in [
+        ("w1-w2", 1, "unconditional-commit"),
+        ("gc-pause-after-check", 3, "reference"),
+        ("swarm", 5, "reference"),
+    ] {
+        let path = tmp(&format!("{scenario}-{seed}.json"));
+        let p = path.to_str().unwrap();
+        let (code, run_out, _) = cli(&[
+            "run",
+            scenario,
+            "--seed",
+            &seed.to_string(),
+            "--variant",
+            variant,
+            "--save",
+            p,
+        ]);
+        let (again, replay_out, err) = cli(&["replay", p]);
+        assert_eq!(code, again, "{err}");
+        // Everything after the header line is the same, byte for byte; replay adds one line.
+        let body = |s: &str| {
+            s.lines()
+                .skip(1)
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        };
+        let replayed = body(&replay_out);
+        let (replayed, last) = replayed.trim_end().rsplit_once('\n').unwrap();
+        assert_eq!(
+            format!("{}\n", replayed),
+            body(&run_out),
+            "{scenario} seed {seed}"
+        );
+        assert!(
+            last.starts_with("replay: identical to the recorded run"),
+            "{last}"
+        );
+    }
+}
+
+#[test]
+fn shrinking_every_caught_variant_leaves_at_most_three_faults_and_the_same_invariant() {
+    // The matrix's first failing run of a few variants, each shrunk.
+    for (scenario, variant) in [
+        ("w1-w2", Variant::UnconditionalCommit),
+        ("w1-w2", Variant::ReceiverIgnoresFence),
+        ("restart-same-name", Variant::OwnerNameOnly),
+        ("clock-jump", Variant::WorkerClockExpiry),
+        ("late-tool-answer", Variant::NoJeopardy),
+    ] {
+        let def = scenarios::find(scenario).unwrap();
+        let seed = (0..200)
+            .find(|s| !run_setup(&(def.build)(*s, variant), *s).findings.is_empty())
+            .unwrap();
+        let setup = (def.build)(seed, variant);
+        let r = run_setup(&setup, seed);
+        let first = r.findings[0].invariant;
+        let shrunk = shrink::shrink(&Replay::record(&setup, seed, false, &r)).unwrap();
+        assert!(
+            shrunk.replay.setup.faults.len() <= 3,
+            "{scenario} {}: {:?}",
+            variant.name(),
+            shrunk.replay.setup.faults
+        );
+        assert_eq!(shrunk.invariant, first);
+        let again = shrunk.replay.run();
+        assert!(
+            again.findings.iter().any(|f| f.invariant == first),
+            "the shrunk run still fails"
+        );
+    }
+}
+
+#[test]
+fn shrink_command_writes_a_failing_replay_and_exits_1() {
+    let path = tmp("v3.json");
+    let p = path.to_str().unwrap();
+    cli(&[
+        "run",
+        "w1-w2",
+        "--seed",
+        "2",
+        "--variant",
+        "receiver-ignores-fence",
+        "--save",
+        p,
+    ]);
+    let out_path = tmp("v3.min.json");
+    let (code, out, err) = cli(&["shrink", p, "--out", out_path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("no-double-effect (I2) still fails"), "{out}");
+    assert!(out.contains("minimal plan:"));
+    let (code, _, _) = cli(&["replay", out_path.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    // A run that holds has nothing to shrink: bad input.
+    let held = tmp("held.json");
+    cli(&[
+        "run",
+        "w1-w2",
+        "--seed",
+        "2",
+        "--save",
+        held.to_str().unwrap(),
+    ]);
+    let (code, _, err) = cli(&["shrink", held.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("nothing to shrink"), "{err}");
+}
+
+#[test]
+fn determinism_self_check_runs_twice_and_agrees() {
+    let (code, out, _) = cli(&["run", "swarm", "--seed", "11", "--check-determinism"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("determinism: ran twice, identical traces"));
+    let (code, out, err) = cli(&[
+        "sweep",
+        "--seeds",
+        "30",
+        "--check-determinism",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["determinism_checked"], true);
+    assert_eq!(v["nondeterministic"], 0);
+}
+
+#[test]
+fn bad_replay_files_exit_2_with_one_line() {
+    let valid = valid_bytes();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("truncated", valid[..valid.len() / 2].to_vec()),
+        ("empty", Vec::new()),
+        ("garbage", b"\x00\xff not json".to_vec()),
+        ("other json", br#"{"hello": 1}"#.to_vec()),
+        (
+            "future",
+            String::from_utf8(valid.clone())
+                .unwrap()
+                .replacen("\"version\": 1", "\"version\": 99", 1)
+                .into_bytes(),
+        ),
+        (
+            "bad node",
+            String::from_utf8(valid.clone())
+                .unwrap()
+                .replacen("\"a\": 1", "\"a\": 77", 1)
+                .into_bytes(),
+        ),
+    ];
+    for (what, bytes) in cases {
+        let path = tmp(&format!("bad-{}.json", what.replace(' ', "-")));
+        std::fs::write(&path, bytes).unwrap();
+        let (code, out, err) = cli(&["replay", path.to_str().unwrap()]);
+        assert_eq!(code, 2, "{what}: {out}");
+        assert_eq!(err.lines().count(), 1, "{what}: {err}");
+        assert!(err.starts_with("error: "), "{what}: {err}");
+    }
+    let (code, _, err) = cli(&["replay", "/no/such/file.json"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read"));
+}
+
+proptest! {
+    // The reader is a parser of untrusted input: it must never panic.
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        let _ = Replay::parse(&bytes);
+    }
+
+    #[test]
+    fn mutated_valid_files_are_refused_or_run_to_a_verdict(
+        flips in proptest::collection::vec((any::<proptest::sample::Index>(), any::<u8>()), 1..6),
+        cut in any::<proptest::sample::Index>(),
+        truncate in any::<bool>(),
+    ) {
+        let mut bytes = valid_bytes();
+        for (i, b) in flips {
+            let at = i.index(bytes.len());
+            bytes[at] = b;
+        }
+        if truncate {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        if let Ok(mut replay) = Replay::parse(&bytes) {
+            // Whatever it says, it runs to a verdict (within a small budget, to stay fast).
+            replay.setup.limits.event_budget = replay.setup.limits.event_budget.min(20_000);
+            let _ = replay.run().verdict();
+        }
+    }
+
+    #[test]
+    fn mutated_numbers_are_refused_or_run_to_a_verdict(
+        picks in proptest::collection::vec((any::<proptest::sample::Index>(), any::<i64>()), 1..4),
+    ) {
+        let mut value: serde_json::Value = serde_json::from_slice(&valid_bytes()).unwrap();
+        fn count(v: &serde_json::Value) -> usize {
+            match v {
+                serde_json::Value::Number(_) => 1,
+                serde_json::Value::Array(a) => a.iter().map(count).sum(),
+                serde_json::Value::Object(o) => o.values().map(count).sum(),
+                _ => 0,
+            }
+        }
+        let slots = count(&value);
+        let chosen: Vec<(usize, i64)> = picks.iter().map(|(i, n)| (i.index(slots), *n)).collect();
+        // Rewrite the chosen numbers, found by their order in a walk.
+        let mut k = 0usize;
+        fn rewrite(v: &mut serde_json::Value, k: &mut usize, chosen: &[(usize, i64)]) {
+            match v {
+                serde_json::Value::Number(_) => {
+                    if let Some((_, n)) = chosen.iter().find(|(i, _)| *i == *k) {
+                        *v = serde_json::json!(n);
+                    }
+                    *k += 1;
+                }
+                serde_json::Value::Array(a) => a.iter_mut().for_each(|x| rewrite(x, k, chosen)),
+                serde_json::Value::Object(o) => o.values_mut().for_each(|x| rewrite(x, k, chosen)),
+                _ => {}
+            }
+        }
+        rewrite(&mut value, &mut k, &chosen);
+        let bytes = serde_json::to_vec(&value).unwrap();
+        if let Ok(mut replay) = Replay::parse(&bytes) {
+            replay.setup.limits.event_budget = replay.setup.limits.event_budget.min(20_000);
+            let _ = replay.run().verdict();
+        }
+    }
+}
