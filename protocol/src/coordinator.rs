@@ -15,8 +15,14 @@ pub struct ClassSpec {
     /// Attempts after which a failed job is not re-queued (P11).
     pub max_attempts: u32,
     /// Hard cap on total lease time from the first claim (P7; SQS caps at 12 h): endless work
-    /// must become stages.
+    /// must become stages. A checkpoint starts the count again for the next stage.
     pub renewal_cap_ns: Nanos,
+    /// Admission (P16): most jobs of this class running at once (`None`: no limit).
+    #[serde(default)]
+    pub capacity: Option<u32>,
+    /// Backoff before a transient failure's retry (P11): doubled per attempt.
+    #[serde(default)]
+    pub retry_backoff_ns: Nanos,
 }
 
 /// A job as it is enqueued.
@@ -65,6 +71,10 @@ pub struct JobRow {
     pub started_at: Option<Nanos>,
     /// The lease length the payload asks for (ignored by the reference, P7).
     pub payload_lease_ns: Option<Nanos>,
+    /// The last persisted checkpoint: the plan step that ended a stage (P17).
+    pub checkpoint: Option<u8>,
+    /// A retry waits until this coordinator time (P11 backoff).
+    pub not_before: Option<Nanos>,
 }
 
 /// One lease record per grant (P2): protocol state, not an audit nicety.
@@ -78,13 +88,30 @@ pub struct LeaseRecord {
     pub token: Token,
     /// When it was issued, on the coordinator's clock.
     pub issued_at: Nanos,
-    /// Every renewal time, on the coordinator's clock.
-    pub renewals: Vec<Nanos>,
+    /// Every renewal, on the coordinator's clock, with the holder's certainty as it reported
+    /// it and the effects it had attempted by then.
+    pub renewals: Vec<Renewal>,
     /// The expiry rule: lease length from the class.
     pub lease_ns: Nanos,
-    /// The expired lease this grant took over, if any.
+    /// The lease this grant took over, if any.
     pub took_over: Option<Token>,
+    /// Why it was granted (a claim, an expiry takeover, an operator).
+    pub reason: GrantReason,
+    /// Effects the holder reported attempting under this lease.
+    pub effects_attempted: u16,
 }
+
+/// One renewal of a lease (P2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Renewal {
+    /// When, on the coordinator's clock.
+    pub at: Nanos,
+    /// Whether the holder said it was in jeopardy when it asked.
+    pub holder_in_jeopardy: bool,
+}
+
+/// How long a human holds a job handed to them (P15), on the coordinator's clock.
+pub const HUMAN_LEASE_NS: Nanos = 3_600 * SECOND_NS;
 
 /// What a claim was granted: job, token, lease length, class.
 type Grant = (JobId, Token, Nanos, ClassId);
@@ -156,6 +183,8 @@ impl Coordinator {
                     first_claimed_at: None,
                     started_at: None,
                     payload_lease_ns: spec.payload_lease_ns,
+                    checkpoint: None,
+                    not_before: None,
                 }
             })
             .collect();
@@ -238,6 +267,7 @@ impl Coordinator {
                         token,
                         lease_ns,
                         class,
+                        checkpoint: self.jobs[job.0 as usize].checkpoint,
                     },
                     None => Msg::ClaimEmpty { req },
                 };
@@ -252,9 +282,24 @@ impl Coordinator {
                 worker,
                 token,
                 client_now,
+                in_jeopardy,
+                effects_attempted,
             } => {
                 let judge = self.judge(now, client_now);
                 let reply = match self.heartbeat(now, judge, job, worker, token) {
+                    Ok(lease_ns) => {
+                        // P2: the record keeps the holder's certainty and its effects.
+                        if let Some(record) = self.record_mut(job, token) {
+                            if let Some(last) = record.renewals.last_mut() {
+                                last.holder_in_jeopardy = in_jeopardy;
+                            }
+                            record.effects_attempted = effects_attempted;
+                        }
+                        Ok(lease_ns)
+                    }
+                    err => err,
+                };
+                let reply = match reply {
                     Ok(lease_ns) => Msg::HeartbeatOk {
                         req,
                         job,
@@ -284,6 +329,24 @@ impl Coordinator {
                 self.out.push_back(Output::Send {
                     to: reply_to,
                     msg: reply,
+                });
+            }
+            Msg::Checkpoint {
+                req,
+                job,
+                worker,
+                token,
+                step,
+            } => {
+                let saved = self.checkpoint(now, job, worker, token, step);
+                self.out.push_back(Output::Send {
+                    to: reply_to,
+                    msg: Msg::CheckpointAck {
+                        req,
+                        job,
+                        token,
+                        saved,
+                    },
                 });
             }
             Msg::Operator { req, job, action } => {
@@ -324,7 +387,10 @@ impl Coordinator {
         self.jobs
             .iter()
             .find(|j| match j.state {
-                JobState::Queued => true,
+                // P11: a retry waits out its backoff; P16: admission waits for capacity.
+                JobState::Queued => {
+                    j.not_before.is_none_or(|t| t <= now) && self.admits(j.class).is_ok()
+                }
                 // V11: "running for longer than a lease" instead of "lease expired".
                 JobState::Running if by_status_age => j
                     .started_at
@@ -336,13 +402,100 @@ impl Coordinator {
             .map(|j| j.id)
     }
 
+    /// P16 admission: whether a job of `class` may start now, or (running, capacity).
+    fn admits(&self, class: ClassId) -> Result<(), (u32, u32)> {
+        let Some(capacity) = self.classes[class.0 as usize].capacity else {
+            return Ok(());
+        };
+        let running = self
+            .jobs
+            .iter()
+            .filter(|j| j.class == class && j.state == JobState::Running)
+            .count() as u32;
+        if running < capacity {
+            Ok(())
+        } else {
+            Err((running, capacity))
+        }
+    }
+
+    /// The lease record of (job, token), if any.
+    fn record_mut(&mut self, job: JobId, token: Token) -> Option<&mut LeaseRecord> {
+        self.leases
+            .iter_mut()
+            .rev()
+            .find(|l| l.job == job && l.token == token)
+    }
+
+    /// P17: a stage's result is persisted by its current holder only; the next stage gets a
+    /// fresh lease, and the renewal cap counts again from here.
+    fn checkpoint(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        worker: WorkerName,
+        token: Token,
+        step: u8,
+    ) -> bool {
+        let Some(row) = self.jobs.get(job.0 as usize) else {
+            return false;
+        };
+        if let Err(reason) = self.check_holder(row, now, worker, token) {
+            self.out.push_back(Output::Journal(Event::HeartbeatRefused {
+                job,
+                worker,
+                token,
+                reason,
+            }));
+            return false;
+        }
+        let lease_ns = self.lease_ns(row);
+        let row = &mut self.jobs[job.0 as usize];
+        row.checkpoint = Some(step);
+        row.lease_until = Some(now + lease_ns);
+        row.heartbeat_at = Some(now);
+        row.first_claimed_at = Some(now);
+        if let Some(record) = self.record_mut(job, token) {
+            record.renewals.push(Renewal {
+                at: now,
+                holder_in_jeopardy: false,
+            });
+        }
+        self.out.push_back(Output::Journal(Event::CheckpointSaved {
+            job,
+            worker,
+            token,
+            step,
+            lease_until: now + lease_ns,
+        }));
+        true
+    }
+
     /// P3: one atomic step. Picks the first job that is queued, or running with a lease
     /// expired by the coordinator's clock, and grants it. Never the client's clock.
     fn claim(&mut self, now: Nanos, judge: Nanos, worker: WorkerName) -> Option<Grant> {
         if let Some(grant) = self.pick_up_handoff(now, worker) {
             return Some(grant);
         }
-        let job = self.pick(now, judge)?;
+        let Some(job) = self.pick(now, judge) else {
+            // Told apart from a lease refusal: the job may not start at all yet (P16).
+            let deferred = self.jobs.iter().find_map(|j| {
+                let waiting = j.state == JobState::Queued && j.not_before.is_none_or(|t| t <= now);
+                match (waiting, self.admits(j.class)) {
+                    (true, Err((running, capacity))) => Some((j.id, running, capacity)),
+                    _ => None,
+                }
+            });
+            if let Some((job, running, capacity)) = deferred {
+                self.out
+                    .push_back(Output::Journal(Event::AdmissionDeferred {
+                        job,
+                        running,
+                        capacity,
+                    }));
+            }
+            return None;
+        };
         let read_token = self.jobs[job.0 as usize].token;
         Some(self.grant(now, job, worker, read_token))
     }
@@ -369,6 +522,7 @@ impl Coordinator {
         row.first_claimed_at.get_or_insert(now);
         row.token = token;
         row.attempt += 1;
+        row.not_before = None;
         self.leases.push(LeaseRecord {
             job: row.id,
             holder: worker,
@@ -377,6 +531,8 @@ impl Coordinator {
             renewals: Vec::new(),
             lease_ns,
             took_over,
+            reason,
+            effects_attempted: 0,
         });
         self.out.push_back(Output::Journal(Event::LeaseGranted {
             job: row.id,
@@ -404,6 +560,7 @@ impl Coordinator {
         self.pending_claims = later;
         for p in due {
             let (job, token, lease_ns, class) = self.grant(now, p.job, p.worker, p.read_token);
+            let checkpoint = self.jobs[job.0 as usize].checkpoint;
             self.out.push_back(Output::Send {
                 to: Peer::Addr(p.from),
                 msg: Msg::ClaimGranted {
@@ -412,6 +569,7 @@ impl Coordinator {
                     token,
                     lease_ns,
                     class,
+                    checkpoint,
                 },
             });
         }
@@ -434,7 +592,10 @@ impl Coordinator {
         row.heartbeat_at = Some(now);
         let token = row.token;
         if let Some(record) = self.leases.iter_mut().rev().find(|l| l.job == job) {
-            record.renewals.push(now);
+            record.renewals.push(Renewal {
+                at: now,
+                holder_in_jeopardy: false,
+            });
         }
         self.out.push_back(Output::Journal(Event::LeaseRenewed {
             job,
@@ -447,39 +608,58 @@ impl Coordinator {
 
     /// F8, P15: an operator's action goes through the lease path: a new epoch, a reason.
     fn operator(&mut self, now: Nanos, job: JobId, action: OperatorAction) -> bool {
-        let Some(row) = self.jobs.get_mut(job.0 as usize) else {
+        let Some(row) = self.jobs.get(job.0 as usize) else {
             return false;
         };
+        if action == OperatorAction::HumanResolves {
+            // The human who holds the job finishes it, under their own lease (P15).
+            let token = row.token;
+            if self.check_holder(row, now, HUMAN, token).is_err() {
+                return false;
+            }
+            let row = &mut self.jobs[job.0 as usize];
+            row.state = JobState::Succeeded;
+            row.lease_until = None;
+            self.out.push_back(Output::Journal(Event::ResultAccepted {
+                job,
+                worker: HUMAN,
+                token,
+                state: JobState::Succeeded,
+            }));
+            return true;
+        }
         if row.state.is_terminal()
             || (row.state == JobState::Queued && action == OperatorAction::Revoke)
         {
             return false;
         }
+        let class_lease = self.lease_ns(row);
+        let row = &mut self.jobs[job.0 as usize];
         let old = row.token;
         let epoch = Token(old.0 + 1);
         let holder = row.owner;
         self.handoffs.remove(&job);
         row.token = epoch;
         row.lease_until = None;
-        match action {
+        // Who gets the new epoch, and for how long.
+        let new_holder = match action {
             OperatorAction::Revoke => {
                 row.state = JobState::Queued;
                 row.owner = None;
+                None
             }
             OperatorAction::Cancel => {
                 row.state = JobState::Cancelled;
                 row.owner = None;
+                None
             }
             OperatorAction::Takeover { to } => {
-                let class = &self.classes[row.class.0 as usize];
-                row.state = JobState::Running;
-                row.owner = Some(to);
-                row.lease_until = Some(now + class.lease_ns);
-                row.heartbeat_at = Some(now);
-                row.attempt += 1;
                 self.handoffs.insert(job, to);
+                Some((to, class_lease))
             }
-        }
+            OperatorAction::HandToHuman => Some((HUMAN, HUMAN_LEASE_NS)),
+            OperatorAction::HumanResolves => unreachable!("handled above"),
+        };
         self.out.push_back(Output::Journal(Event::LeaseRevoked {
             job,
             holder,
@@ -487,8 +667,15 @@ impl Coordinator {
             epoch,
             action,
         }));
-        if let OperatorAction::Takeover { to } = action {
-            let lease_ns = self.classes[row.class.0 as usize].lease_ns;
+        if let Some((to, lease_ns)) = new_holder {
+            let row = &mut self.jobs[job.0 as usize];
+            row.state = JobState::Running;
+            row.owner = Some(to);
+            row.lease_until = Some(now + lease_ns);
+            row.heartbeat_at = Some(now);
+            row.started_at = Some(now);
+            row.attempt += 1;
+            let attempt = row.attempt;
             self.leases.push(LeaseRecord {
                 job,
                 holder: to,
@@ -497,12 +684,14 @@ impl Coordinator {
                 renewals: Vec::new(),
                 lease_ns,
                 took_over: Some(old),
+                reason: GrantReason::Operator,
+                effects_attempted: 0,
             });
             self.out.push_back(Output::Journal(Event::LeaseGranted {
                 job,
                 holder: to,
                 token: epoch,
-                attempt: row.attempt,
+                attempt,
                 lease_until: now + lease_ns,
                 took_over: Some(old),
                 reason: GrantReason::Operator,
@@ -598,13 +787,12 @@ impl Coordinator {
         let row = &mut self.jobs[job.0 as usize];
         row.lease_until = Some(now + lease_ns);
         row.heartbeat_at = Some(now);
-        if let Some(record) = self
-            .leases
-            .iter_mut()
-            .rev()
-            .find(|l| l.job == job && l.token == row.token)
-        {
-            record.renewals.push(now);
+        let current = row.token;
+        if let Some(record) = self.record_mut(job, current) {
+            record.renewals.push(Renewal {
+                at: now,
+                holder_in_jeopardy: false,
+            });
         }
         self.out.push_back(Output::Journal(Event::LeaseRenewed {
             job,
@@ -652,7 +840,9 @@ impl Coordinator {
             }
             // V2: `update ... set state = 'succeeded' where id = :job_id`, nothing else checked.
         }
-        let max_attempts = self.classes[row.class.0 as usize].max_attempts;
+        let class = &self.classes[row.class.0 as usize];
+        let (max_attempts, backoff_ns) = (class.max_attempts, class.retry_backoff_ns);
+        let mut retry_at = None;
         match outcome {
             Outcome::Success { result } => {
                 row.state = JobState::Succeeded;
@@ -660,8 +850,13 @@ impl Coordinator {
             }
             Outcome::Failure { error, retryable } => {
                 row.error = Some(error);
-                // P11: retry transient failures while attempts remain; otherwise terminal.
+                // P11: retry transient failures while attempts remain, after a backoff that
+                // doubles per attempt; validation errors and exhausted jobs end for good.
                 row.state = if retryable && row.attempt < max_attempts {
+                    let shift = row.attempt.saturating_sub(1).min(16);
+                    let not_before = judge + backoff_ns.saturating_mul(1 << shift);
+                    row.not_before = Some(not_before);
+                    retry_at = Some(not_before);
                     JobState::Queued
                 } else {
                     JobState::Failed
@@ -672,13 +867,31 @@ impl Coordinator {
         if row.state == JobState::Queued {
             row.owner = None;
         }
-        self.accepted.insert((job, worker, token), outcome);
+        let (state, attempt) = (row.state, row.attempt);
         self.out.push_back(Output::Journal(Event::ResultAccepted {
             job,
             worker,
             token,
-            state: row.state,
+            state,
         }));
+        match (outcome, retry_at) {
+            (Outcome::Failure { .. }, Some(not_before)) => {
+                self.out.push_back(Output::Journal(Event::RetryScheduled {
+                    job,
+                    attempt,
+                    not_before,
+                }))
+            }
+            (Outcome::Failure { error, .. }, None) => {
+                self.out.push_back(Output::Journal(Event::JobFailed {
+                    job,
+                    error,
+                    attempt,
+                }))
+            }
+            _ => {}
+        }
+        self.accepted.insert((job, worker, token), outcome);
         Ok(())
     }
 }
@@ -695,6 +908,8 @@ mod tests {
                 lease_ns: L,
                 max_attempts: 3,
                 renewal_cap_ns: 100 * L,
+                capacity: None,
+                retry_backoff_ns: 0,
             }],
             &vec![
                 JobSpec {
@@ -751,6 +966,8 @@ mod tests {
                 job: JobId(0),
                 worker: WorkerName(w),
                 token: Token(token),
+                in_jeopardy: false,
+                effects_attempted: 0,
             },
         );
         reply(c)
@@ -805,7 +1022,14 @@ mod tests {
         claim(&mut c, 0, 1);
         assert!(matches!(hb(&mut c, 10, 1, 1), Msg::HeartbeatOk { .. }));
         assert_eq!(c.jobs()[0].lease_until, Some(10 + L));
-        assert_eq!(c.leases()[0].renewals, vec![10]);
+        assert_eq!(
+            c.leases()[0]
+                .renewals
+                .iter()
+                .map(|r| r.at)
+                .collect::<Vec<_>>(),
+            vec![10]
+        );
         // Wrong owner, stale token, and expiry are each "no row".
         assert!(matches!(
             hb(&mut c, 20, 2, 1),
@@ -1036,5 +1260,35 @@ mod tests {
             commit(&mut c, 4, 1, 2),
             Msg::CommitRejected { .. }
         ));
+    }
+
+    #[test]
+    fn the_lease_record_keeps_certainty_effects_and_reason_p2() {
+        let mut c = coord(1, Switches::default());
+        claim(&mut c, 0, 1);
+        c.handle_message(
+            10,
+            1,
+            Msg::Heartbeat {
+                req: 2,
+                job: JobId(0),
+                worker: WorkerName(1),
+                token: Token(1),
+                client_now: 0,
+                in_jeopardy: true,
+                effects_attempted: 3,
+            },
+        );
+        drain(&mut c);
+        let record = &c.leases()[0];
+        assert_eq!(record.reason, GrantReason::Claim);
+        assert_eq!(record.renewals.len(), 1);
+        assert!(record.renewals[0].holder_in_jeopardy);
+        assert_eq!(record.effects_attempted, 3);
+        claim(&mut c, L + 20, 2);
+        assert_eq!(c.leases()[1].reason, GrantReason::Expired);
+        assert_eq!(c.leases()[1].took_over, Some(Token(1)));
+        // The old record is kept as evidence.
+        assert_eq!(c.leases()[0].effects_attempted, 3);
     }
 }

@@ -13,6 +13,10 @@ pub struct Receiver {
     /// Whether this receiver can check fences at all. Some real receivers cannot; then safety
     /// rests on stable keys (SPEC I2).
     supports_fence: bool,
+    /// Whether it answers status queries (P12 c); one that cannot answers `Unknown`.
+    supports_status: bool,
+    /// Commit-time authorization (P16): operations its policy refuses now, whoever asks.
+    refused_ops: Vec<OpId>,
     switches: Switches,
     marks: BTreeMap<EntityId, Token>,
     applied: BTreeMap<IdemKey, Token>,
@@ -24,11 +28,25 @@ impl Receiver {
     pub fn new(supports_fence: bool, switches: Switches) -> Self {
         Receiver {
             supports_fence,
+            supports_status: true,
+            refused_ops: Vec::new(),
             switches,
             marks: BTreeMap::new(),
             applied: BTreeMap::new(),
             out: VecDeque::new(),
         }
+    }
+
+    /// The same receiver, answering status queries or not.
+    pub fn with_status(mut self, supports_status: bool) -> Self {
+        self.supports_status = supports_status;
+        self
+    }
+
+    /// The same receiver, with a policy refusing these operations (P16).
+    pub fn with_refused_ops(mut self, ops: Vec<OpId>) -> Self {
+        self.refused_ops = ops;
+        self
     }
 
     /// Whether this receiver checks fences.
@@ -46,8 +64,39 @@ impl Receiver {
         self.out.pop_front()
     }
 
-    /// Handles one effect request; anything else is ignored.
+    /// Handles one effect request or status query; anything else is ignored.
     pub fn handle_message(&mut self, _now: Nanos, from: u32, msg: Msg) {
+        if let Msg::EffectStatus {
+            req,
+            job,
+            key,
+            fence,
+        } = msg
+        {
+            // P9: the question raises the mark too (only a fencing receiver keeps one).
+            if self.supports_fence && !self.switches.receiver_ignores_fence {
+                let entity = EntityId(key.job.0);
+                let mark = self.marks.entry(entity).or_insert(fence);
+                *mark = (*mark).max(fence);
+            }
+            let status = if !self.supports_status {
+                EffectStatus::Unknown
+            } else if self.applied.contains_key(&key) {
+                EffectStatus::Applied
+            } else {
+                EffectStatus::NotApplied
+            };
+            self.out.push_back(Output::Send {
+                to: Peer::Addr(from),
+                msg: Msg::EffectStatusReply {
+                    req,
+                    job,
+                    key,
+                    status,
+                },
+            });
+            return;
+        }
         let Msg::Effect {
             req,
             job,
@@ -68,6 +117,7 @@ impl Receiver {
                 fence,
                 mark,
             },
+            EffectOutcome::Unauthorized => Event::EffectUnauthorized { entity, key, fence },
         }));
         self.out.push_back(Output::Send {
             to: Peer::Addr(from),
@@ -89,6 +139,11 @@ impl Receiver {
                     return EffectOutcome::StaleFence { mark };
                 }
             }
+        }
+        // P16: the policy refuses this concrete effect now, whoever holds the lease; told apart
+        // from a lease refusal (the coordinator's) and an admission refusal (the claim's).
+        if self.refused_ops.contains(&key.op) {
+            return EffectOutcome::Unauthorized;
         }
         // P9: raise the mark on every admitted request, also one answered from the idempotency
         // store, so that a successor's first contact already fences off its predecessor.

@@ -32,8 +32,13 @@ struct Pending {
 #[derive(Clone, Debug, Default)]
 pub struct Tool {
     pending: Vec<Pending>,
+    /// Calls it finished (answered or not), newest last, for status queries (P12 c).
+    done: VecDeque<(u32, u64, ToolAnswer)>,
     out: VecDeque<Output>,
 }
+
+/// Bound on finished calls the tool remembers for status queries.
+pub const TOOL_DONE_MAX: usize = 4096;
 
 /// Bound on calls in flight at the tool; beyond it a call is answered with a transient failure
 /// at once (an overloaded vendor), so the queue cannot grow without limit.
@@ -88,6 +93,38 @@ impl Tool {
         });
     }
 
+    /// Answers a status query about an earlier request at once (P12 c): its answer if it
+    /// finished (even one whose answer was lost), `Running`, or `NoRecord`.
+    pub fn handle_status(&mut self, from: u32, msg: Msg) {
+        let Msg::ToolStatus {
+            job, request, step, ..
+        } = msg
+        else {
+            return;
+        };
+        let running = self.pending.iter().any(|p| {
+            p.to == from && matches!(p.msg, Msg::ToolResponse { req, .. } if req == request)
+        });
+        let answer = if running {
+            ToolAnswer::Running
+        } else {
+            self.done
+                .iter()
+                .rev()
+                .find(|(to, req, _)| *to == from && *req == request)
+                .map_or(ToolAnswer::NoRecord, |(_, _, a)| *a)
+        };
+        self.out.push_back(Output::Send {
+            to: Peer::Addr(from),
+            msg: Msg::ToolResponse {
+                req: request,
+                job,
+                step,
+                answer,
+            },
+        });
+    }
+
     /// Sends every answer that is due. A spurious call is a no-op.
     pub fn handle_timeout(&mut self, now: Nanos) {
         // Answer in due order; ties keep arrival order, so the outcome is deterministic.
@@ -102,6 +139,12 @@ impl Tool {
         }
         due.sort_by_key(|p| p.due);
         for p in due {
+            if let Msg::ToolResponse { req, answer, .. } = p.msg {
+                if self.done.len() == TOOL_DONE_MAX {
+                    self.done.pop_front();
+                }
+                self.done.push_back((p.to, req, answer));
+            }
             if p.lost {
                 // The work is done; the answer never leaves.
                 continue;

@@ -88,6 +88,19 @@ impl fmt::Display for IdemKey {
     }
 }
 
+/// What a receiver knows about a key (a status query's answer).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectStatus {
+    /// It took effect.
+    Applied,
+    /// It did not.
+    NotApplied,
+    /// The receiver cannot tell (no status interface, or a partial effect): reconciliation
+    /// needs a human.
+    Unknown,
+}
+
 /// What a worker reports at its final, conditional commit (P8, P11).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Outcome {
@@ -116,6 +129,12 @@ pub enum ErrorCode {
     StageDeadline,
     /// The job reached its class's cap on total lease time from the first claim (P7).
     RenewalCap,
+    /// The tool refused the input: a validation error, never retried (P11).
+    Validation,
+    /// A receiver's policy refused a concrete effect of a valid holder (P16).
+    Unauthorized,
+    /// A partial effect could not be reconciled: a human must look (P17).
+    NeedsHumanReview,
 }
 
 /// An operator's action on a job (F8, P15). It goes through the coordinator like every other
@@ -132,7 +151,14 @@ pub enum OperatorAction {
     },
     /// End the current lease and cancel the job (terminal).
     Cancel,
+    /// Hand the job to a human (P15): a new epoch held by the human, the evidence kept.
+    HandToHuman,
+    /// The human who holds the job finishes it.
+    HumanResolves,
 }
+
+/// The logical name of the human an operator hands a job to (P15).
+pub const HUMAN: WorkerName = WorkerName(0);
 
 /// Why a lease was granted (P15): every takeover records its reason.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -172,9 +198,13 @@ pub enum ToolAnswer {
     },
     /// The call failed.
     Failure {
-        /// Whether retrying may help.
+        /// Whether retrying may help (a validation error never is).
         transient: bool,
     },
+    /// Answer to a status query: the call is still running.
+    Running,
+    /// Answer to a status query: the tool has no record of the call.
+    NoRecord,
 }
 
 /// How an effect receiver answered one effect (P9, P10).
@@ -192,6 +222,9 @@ pub enum EffectOutcome {
         /// The receiver's highest admitted fence for the entity.
         mark: Token,
     },
+    /// Commit-time authorization (P16): the receiver's policy refuses this concrete effect now,
+    /// whoever holds the lease.
+    Unauthorized,
 }
 
 /// Every message of the protocol. `req` numbers a worker's requests so it can match replies
@@ -221,6 +254,8 @@ pub enum Msg {
         lease_ns: Nanos,
         /// The job's class (tells the worker its work plan).
         class: ClassId,
+        /// The last persisted checkpoint: the plan step after which work resumes (P17).
+        checkpoint: Option<u8>,
     },
     /// No job can be claimed now.
     ClaimEmpty {
@@ -239,6 +274,10 @@ pub enum Msg {
         token: Token,
         /// The worker's wall clock when it sent the request (see [`Msg::Claim`]).
         client_now: Nanos,
+        /// The holder's certainty as it reports it (P2): whether it is in jeopardy.
+        in_jeopardy: bool,
+        /// Effects the holder has attempted under this lease so far (P2).
+        effects_attempted: u16,
     },
     /// The lease was extended by `lease_ns` from the coordinator's now.
     HeartbeatOk {
@@ -304,7 +343,7 @@ pub enum Msg {
         /// Which step of the job's plan.
         step: u8,
     },
-    /// The tool's answer, possibly late (F3, F7).
+    /// The tool's answer, possibly late (F3, F7); also its answer to a status query.
     ToolResponse {
         /// Request number it answers.
         req: u64,
@@ -327,6 +366,64 @@ pub enum Msg {
         key: IdemKey,
         /// The fencing token (X-Execution-Fence).
         fence: Token,
+    },
+    /// The holder persists a stage's result (P17): conditional, like a commit.
+    Checkpoint {
+        /// Request number.
+        req: u64,
+        /// The job.
+        job: JobId,
+        /// The holder.
+        worker: WorkerName,
+        /// The holder's token.
+        token: Token,
+        /// The plan step that ends the stage.
+        step: u8,
+    },
+    /// The coordinator's answer to a checkpoint.
+    CheckpointAck {
+        /// Request number.
+        req: u64,
+        /// The job.
+        job: JobId,
+        /// The token.
+        token: Token,
+        /// Whether it was persisted (refused for a holder that lost its lease).
+        saved: bool,
+    },
+    /// A status query to a receiver: did this key take effect? (P12 c, P17 reconciliation)
+    EffectStatus {
+        /// Request number.
+        req: u64,
+        /// The job.
+        job: JobId,
+        /// The key.
+        key: IdemKey,
+        /// The asker's fence: a successor's first contact already fences off its predecessor
+        /// (P9), even when that contact is a question.
+        fence: Token,
+    },
+    /// The receiver's answer to a status query.
+    EffectStatusReply {
+        /// Request number.
+        req: u64,
+        /// The job.
+        job: JobId,
+        /// The key.
+        key: IdemKey,
+        /// What the receiver knows.
+        status: EffectStatus,
+    },
+    /// A status query to the tool about an earlier request whose answer never came (P12 c).
+    ToolStatus {
+        /// Request number of the query.
+        req: u64,
+        /// The job.
+        job: JobId,
+        /// The earlier request asked about.
+        request: u64,
+        /// Its plan step.
+        step: u8,
     },
     /// An operator's action (F8), sent to the coordinator.
     Operator {
@@ -378,6 +475,11 @@ impl Msg {
             Msg::EffectAck { .. } => MsgKind::EffectAck,
             Msg::Operator { .. } => MsgKind::Operator,
             Msg::OperatorDone { .. } => MsgKind::OperatorDone,
+            Msg::Checkpoint { .. } => MsgKind::Checkpoint,
+            Msg::CheckpointAck { .. } => MsgKind::CheckpointAck,
+            Msg::EffectStatus { .. } => MsgKind::EffectStatus,
+            Msg::EffectStatusReply { .. } => MsgKind::EffectStatusReply,
+            Msg::ToolStatus { .. } => MsgKind::ToolStatus,
         }
     }
 
@@ -391,8 +493,10 @@ impl Msg {
             | Msg::Commit { token, .. }
             | Msg::CommitAccepted { token, .. }
             | Msg::CommitRejected { token, .. }
+            | Msg::Checkpoint { token, .. }
+            | Msg::CheckpointAck { token, .. }
             | Msg::ToolRequest { token, .. } => Some(token),
-            Msg::Effect { fence, .. } => Some(fence),
+            Msg::Effect { fence, .. } | Msg::EffectStatus { fence, .. } => Some(fence),
             _ => None,
         }
     }
@@ -413,7 +517,12 @@ impl Msg {
             | Msg::Effect { job, .. }
             | Msg::EffectAck { job, .. }
             | Msg::Operator { job, .. }
-            | Msg::OperatorDone { job, .. } => Some(job),
+            | Msg::OperatorDone { job, .. }
+            | Msg::Checkpoint { job, .. }
+            | Msg::CheckpointAck { job, .. }
+            | Msg::EffectStatus { job, .. }
+            | Msg::EffectStatusReply { job, .. }
+            | Msg::ToolStatus { job, .. } => Some(job),
         }
     }
 }
@@ -452,6 +561,16 @@ pub enum MsgKind {
     Operator,
     /// [`Msg::OperatorDone`]
     OperatorDone,
+    /// [`Msg::Checkpoint`]
+    Checkpoint,
+    /// [`Msg::CheckpointAck`]
+    CheckpointAck,
+    /// [`Msg::EffectStatus`]
+    EffectStatus,
+    /// [`Msg::EffectStatusReply`]
+    EffectStatusReply,
+    /// [`Msg::ToolStatus`]
+    ToolStatus,
 }
 
 /// Why the coordinator refused a heartbeat or a commit: the failed condition of P4 / P8.
@@ -518,6 +637,46 @@ pub enum Event {
         took_over: Option<Token>,
         /// Why it was granted (P15).
         reason: GrantReason,
+    },
+    /// A stage's result was persisted (P17); the next stage gets a fresh lease and cap.
+    CheckpointSaved {
+        /// The job.
+        job: JobId,
+        /// The holder.
+        worker: WorkerName,
+        /// The holder's token.
+        token: Token,
+        /// The plan step that ends the stage.
+        step: u8,
+        /// The fresh lease's expiry on the coordinator's clock.
+        lease_until: Nanos,
+    },
+    /// Admission (P16): a queued job could not start because its class is at capacity.
+    AdmissionDeferred {
+        /// The job.
+        job: JobId,
+        /// Jobs of its class running now.
+        running: u32,
+        /// The class's capacity.
+        capacity: u32,
+    },
+    /// A failed attempt was re-queued after a backoff (P11).
+    RetryScheduled {
+        /// The job.
+        job: JobId,
+        /// Attempts so far.
+        attempt: u32,
+        /// The earliest coordinator time of the next claim.
+        not_before: Nanos,
+    },
+    /// A job ended for good with a failure (P11): why.
+    JobFailed {
+        /// The job.
+        job: JobId,
+        /// The error.
+        error: ErrorCode,
+        /// Attempts made.
+        attempt: u32,
     },
     /// A job reached its class's cap on total lease time from its first claim (P7): it is
     /// failed, for this reason, and its lease ends.
@@ -702,6 +861,35 @@ pub enum Event {
         /// Whether the worker believed itself in jeopardy.
         in_jeopardy: bool,
     },
+    /// A successor checked an effect of its predecessor before going on (P17).
+    EffectReconciled {
+        /// The job.
+        job: JobId,
+        /// The token of the attempt that checked.
+        token: Token,
+        /// The key.
+        key: IdemKey,
+        /// What the receiver said.
+        status: EffectStatus,
+    },
+    /// The worker asked the tool about a call whose answer never came (P12 c).
+    ToolStatusQueried {
+        /// The job.
+        job: JobId,
+        /// The token.
+        token: Token,
+        /// The call asked about.
+        request: u64,
+    },
+    /// A partial effect cannot be reconciled; the job goes to a human (P17).
+    HumanReviewRequested {
+        /// The job.
+        job: JobId,
+        /// The token.
+        token: Token,
+        /// The effect in doubt.
+        key: IdemKey,
+    },
     /// The receiver answered an effect.
     EffectAnswered {
         /// The job.
@@ -772,6 +960,15 @@ pub enum Event {
         /// The fence it carried.
         fence: Token,
     },
+    /// Commit-time authorization refused a concrete effect (P16).
+    EffectUnauthorized {
+        /// The entity.
+        entity: EntityId,
+        /// The key.
+        key: IdemKey,
+        /// The fence it carried (a valid holder's).
+        fence: Token,
+    },
     /// A lower fence was refused (P9).
     EffectFenced {
         /// The entity.
@@ -793,6 +990,14 @@ impl Event {
             Event::LeaseRenewed { .. } => "lease_renewed",
             Event::LeaseRevoked { .. } => "lease_revoked",
             Event::RenewalCapReached { .. } => "renewal_cap_reached",
+            Event::CheckpointSaved { .. } => "checkpoint_saved",
+            Event::AdmissionDeferred { .. } => "admission_deferred",
+            Event::RetryScheduled { .. } => "retry_scheduled",
+            Event::JobFailed { .. } => "job_failed",
+            Event::EffectReconciled { .. } => "effect_reconciled",
+            Event::ToolStatusQueried { .. } => "tool_status_queried",
+            Event::HumanReviewRequested { .. } => "human_review_requested",
+            Event::EffectUnauthorized { .. } => "effect_unauthorized",
             Event::StageDeadlineExceeded { .. } => "stage_deadline_exceeded",
             Event::ToolFaulted { .. } => "tool_faulted",
             Event::OperatorActed { .. } => "operator_acted",

@@ -26,6 +26,9 @@ pub enum Step {
     },
     /// A call to the tool; the next step waits for its answer.
     Tool,
+    /// The end of a stage (P17): the holder persists its progress on the coordinator (under
+    /// its lease) and waits for the answer; the next stage gets a fresh lease.
+    Checkpoint,
 }
 
 /// What a worker knows about each job class: the steps of its plan.
@@ -63,7 +66,8 @@ pub struct WorkerConfig {
     pub plans: Vec<Plan>,
 }
 
-/// The worker's named timers (quinn style: a small table, the earliest is the next wake).
+/// The worker's named timers (quinn style: a small table, the earliest is the next wake). The
+/// tool timeout also bounds a status query, which never overlaps a tool call.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Timer {
     Deadline = 0,
@@ -107,7 +111,37 @@ struct Attempt {
     heartbeats: VecDeque<(u64, Nanos)>,
     commit: Option<CommitState>,
     result: u64,
+    /// Effects attempted under this lease (P2, reported with each heartbeat).
+    effects_attempted: u16,
+    /// Effects sent whose answer has not come: reconciled before the job is declared done.
+    unacked: Vec<(IdemKey, u8)>,
+    /// Resumed from a checkpoint: each effect of the interrupted stage is checked first (P17).
+    reconcile: bool,
+    /// A status query in flight: (request, key, receiver, tries, before the step or at the end).
+    status_query: Option<StatusQuery>,
+    /// A checkpoint in flight: (request, step, send time, tries).
+    checkpoint: Option<(u64, u8, Nanos, u32)>,
+    /// Status queries about the current tool call (P12 c).
+    tool_queries: u32,
+    /// At the end of the plan, waiting (bounded) for the answers of effects still unanswered.
+    awaiting_acks: bool,
+    /// Rounds of end-of-plan reconciliation so far (bounded, then a human).
+    reconcile_rounds: u32,
 }
+
+/// A status query to a receiver about one key.
+#[derive(Copy, Clone, Debug)]
+struct StatusQuery {
+    req: u64,
+    key: IdemKey,
+    receiver: u8,
+    tries: u32,
+    /// Before performing a step (P17 resume) rather than before declaring the job done.
+    before_step: bool,
+}
+
+/// Bound on status queries about one thing before the worker gives up and asks a human.
+const STATUS_TRIES_MAX: u32 = 3;
 
 #[derive(Clone, Debug)]
 enum State {
@@ -240,7 +274,8 @@ impl Worker {
                 token,
                 lease_ns,
                 class,
-            } => self.on_granted(now, req, job, token, lease_ns, class),
+                checkpoint,
+            } => self.on_granted(now, req, job, token, lease_ns, class, checkpoint),
             Msg::HeartbeatOk {
                 req, job, token, ..
             } => self.on_heartbeat_ok(now, req, job, token),
@@ -259,18 +294,44 @@ impl Worker {
                 job, key, outcome, ..
             } => {
                 // The receiver's answer is recorded; ownership is judged by the coordinator only.
-                if let State::Holding(a) = &self.state {
-                    let token = a.token;
-                    if a.job == job {
-                        self.journal(Event::EffectAnswered {
-                            job,
-                            token,
-                            key,
-                            outcome,
-                        });
-                    }
+                let State::Holding(a) = &mut self.state else {
+                    return;
+                };
+                if a.job != job {
+                    return;
+                }
+                let token = a.token;
+                a.unacked.retain(|(k, _)| *k != key);
+                let committing = a.commit.is_some();
+                self.journal(Event::EffectAnswered {
+                    job,
+                    token,
+                    key,
+                    outcome,
+                });
+                if outcome == EffectOutcome::Unauthorized && !committing {
+                    // P16: the policy refused a concrete effect; the job cannot finish as planned.
+                    self.start_commit(
+                        now,
+                        Outcome::Failure {
+                            error: ErrorCode::Unauthorized,
+                            retryable: false,
+                        },
+                    );
+                } else {
+                    self.advance(now);
                 }
             }
+            Msg::EffectStatusReply {
+                req, key, status, ..
+            } => self.on_status(now, req, key, status),
+            Msg::CheckpointAck {
+                req,
+                job,
+                token,
+                saved,
+                ..
+            } => self.on_checkpoint_ack(now, req, job, token, saved),
             Msg::CommitAccepted { job, token, .. } => {
                 if let State::Holding(a) = &self.state {
                     if a.job == job && a.token == token {
@@ -303,7 +364,10 @@ impl Worker {
             | Msg::ToolRequest { .. }
             | Msg::Effect { .. }
             | Msg::Operator { .. }
-            | Msg::OperatorDone { .. } => {}
+            | Msg::OperatorDone { .. }
+            | Msg::Checkpoint { .. }
+            | Msg::EffectStatus { .. }
+            | Msg::ToolStatus { .. } => {}
         }
     }
 
@@ -341,6 +405,7 @@ impl Worker {
         self.set(Timer::Poll, now + self.cfg.claim_poll_ns);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn on_granted(
         &mut self,
         now: Nanos,
@@ -349,6 +414,7 @@ impl Worker {
         token: Token,
         lease_ns: Nanos,
         class: ClassId,
+        checkpoint: Option<u8>,
     ) {
         let State::Idle { claims } = &self.state else {
             // Already busy: the grant is left to expire on the coordinator.
@@ -376,11 +442,20 @@ impl Worker {
             confirmed_send: sent_at,
             deadline,
             jeopardy: false,
-            next_step: 0,
+            // P17: resume after the last persisted stage.
+            next_step: checkpoint.map_or(0, |c| c as usize + 1),
             tool: None,
             heartbeats: VecDeque::new(),
             commit: None,
             result: 0,
+            effects_attempted: 0,
+            unacked: Vec::new(),
+            reconcile: checkpoint.is_some(),
+            status_query: None,
+            checkpoint: None,
+            tool_queries: 0,
+            awaiting_acks: false,
+            reconcile_rounds: 0,
         }));
         self.clear(Timer::Poll);
         self.journal(Event::JobClaimed {
@@ -449,6 +524,8 @@ impl Worker {
             worker,
             token: a.token,
             client_now: self.wall,
+            in_jeopardy: a.jeopardy,
+            effects_attempted: a.effects_attempted,
         };
         let next = if self.switches.renew_at_last_second {
             // V7: "one second before expiry", as the lease looks from here.
@@ -544,15 +621,183 @@ impl Worker {
                     request: req,
                     success: false,
                 });
+                // P11: a validation error is never retried; a transient failure is.
                 self.start_commit(
                     now,
                     Outcome::Failure {
-                        error: ErrorCode::ToolFailed,
+                        error: if transient {
+                            ErrorCode::ToolFailed
+                        } else {
+                            ErrorCode::Validation
+                        },
                         retryable: transient,
                     },
                 );
             }
+            ToolAnswer::Running => {
+                // A status query's answer: still working; wait once more.
+                if let State::Holding(a) = &mut self.state {
+                    a.tool = Some(req);
+                }
+                self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
+            }
+            ToolAnswer::NoRecord => {
+                // The tool never saw the call: send it again under the same request (and so the
+                // same idempotency) once (P12 c).
+                let step = match &self.state {
+                    State::Holding(a) => a.next_step as u8,
+                    State::Idle { .. } => return,
+                };
+                if let State::Holding(a) = &mut self.state {
+                    a.tool = Some(req);
+                }
+                self.send(
+                    Peer::Tool,
+                    Msg::ToolRequest {
+                        req,
+                        job,
+                        token,
+                        step,
+                    },
+                );
+                self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
+            }
         }
+    }
+
+    /// A receiver answered a status query (P12 c, P17).
+    fn on_status(&mut self, now: Nanos, req: u64, key: IdemKey, status: EffectStatus) {
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        let Some(q) = a.status_query.filter(|q| q.req == req && q.key == key) else {
+            return;
+        };
+        if a.commit.is_some() {
+            // The attempt already decided how it ends.
+            a.status_query = None;
+            return;
+        }
+        a.status_query = None;
+        let (job, token) = (a.job, a.token);
+        self.clear(Timer::ToolTimeout);
+        self.journal(Event::EffectReconciled {
+            job,
+            token,
+            key,
+            status,
+        });
+        match status {
+            EffectStatus::Applied => {
+                if let State::Holding(a) = &mut self.state {
+                    if q.before_step {
+                        // The predecessor did it: skip the step.
+                        a.next_step += 1;
+                    } else {
+                        a.unacked.retain(|(k, _)| *k != key);
+                    }
+                }
+                self.advance(now);
+            }
+            EffectStatus::NotApplied => {
+                let in_jeopardy = match &self.state {
+                    State::Holding(a) => a.jeopardy || now >= a.deadline,
+                    State::Idle { .. } => true,
+                };
+                if in_jeopardy && !self.switches.no_jeopardy {
+                    // P13: no effect now; the step (or the end-of-plan check) is asked again
+                    // once the lease is confirmed.
+                    self.enter_jeopardy();
+                    return;
+                }
+                let fence = token;
+                let entity = EntityId(job.0);
+                let req = self.req();
+                if let State::Holding(a) = &mut self.state {
+                    if q.before_step {
+                        a.next_step += 1;
+                        a.unacked.push((key, q.receiver));
+                    }
+                    a.effects_attempted = a.effects_attempted.saturating_add(1);
+                }
+                // Do it (again) under the same key: the key makes it safe (P10).
+                self.journal(Event::EffectStarted {
+                    job,
+                    token,
+                    receiver: q.receiver,
+                    entity,
+                    key,
+                    in_jeopardy: false,
+                });
+                self.send(
+                    Peer::Receiver(q.receiver),
+                    Msg::Effect {
+                        req,
+                        job,
+                        entity,
+                        key,
+                        fence,
+                    },
+                );
+                self.advance(now);
+            }
+            EffectStatus::Unknown => self.human_review(now, key),
+        }
+    }
+
+    /// P17: a partial effect that cannot be reconciled goes to a human.
+    fn human_review(&mut self, now: Nanos, key: IdemKey) {
+        let State::Holding(a) = &self.state else {
+            return;
+        };
+        let (job, token) = (a.job, a.token);
+        self.journal(Event::HumanReviewRequested { job, token, key });
+        self.start_commit(
+            now,
+            Outcome::Failure {
+                error: ErrorCode::NeedsHumanReview,
+                retryable: false,
+            },
+        );
+    }
+
+    fn on_checkpoint_ack(&mut self, now: Nanos, req: u64, job: JobId, token: Token, saved: bool) {
+        let (drift, margin) = (self.cfg.drift_ppm_max, self.cfg.stop_margin_ns);
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        if a.job != job || a.token != token {
+            return;
+        }
+        let Some((r, _, sent_at, _)) = a.checkpoint else {
+            return;
+        };
+        if r != req {
+            return;
+        }
+        a.checkpoint = None;
+        self.clear(Timer::CommitRetry);
+        if !saved {
+            // Refused: the lease is gone (P12 a).
+            self.journal(Event::HeartbeatLost { job, token });
+            self.go_idle(now);
+            return;
+        }
+        // The checkpoint renewed the lease from its send time, like a heartbeat.
+        if let State::Holding(a) = &mut self.state {
+            a.next_step += 1;
+            a.reconcile = false;
+            if sent_at > a.confirmed_send {
+                a.confirmed_send = sent_at;
+                a.deadline = holder_deadline(sent_at, a.lease_ns, drift, margin);
+                let deadline = a.deadline;
+                if now < deadline {
+                    a.jeopardy = false;
+                    self.set(Timer::Deadline, deadline);
+                }
+            }
+        }
+        self.advance(now);
     }
 
     fn on_stage_deadline(&mut self, now: Nanos) {
@@ -580,10 +825,57 @@ impl Worker {
         let State::Holding(a) = &mut self.state else {
             return;
         };
+        if a.awaiting_acks && a.status_query.is_none() && a.tool.is_none() {
+            a.awaiting_acks = false;
+            a.reconcile_rounds += 1;
+            let Some(&(key, receiver)) = a.unacked.first() else {
+                self.advance(now);
+                return;
+            };
+            if a.reconcile_rounds > STATUS_TRIES_MAX {
+                self.human_review(now, key);
+                return;
+            }
+            self.query_status(now, key, receiver, 0, false);
+            return;
+        }
+        if let Some(q) = a.status_query {
+            // A receiver did not answer a status query: ask again, then a human.
+            a.status_query = None;
+            if q.tries + 1 >= STATUS_TRIES_MAX {
+                self.human_review(now, q.key);
+                return;
+            }
+            self.query_status(now, q.key, q.receiver, q.tries + 1, q.before_step);
+            return;
+        }
         let Some(request) = a.tool.take() else {
             return;
         };
         let (job, token) = (a.job, a.token);
+        if a.tool_queries == 0 {
+            // P12 c: the outcome is unknown; ask the tool before anything else.
+            a.tool_queries += 1;
+            a.tool = Some(request);
+            let step = a.next_step as u8;
+            let req = self.req();
+            self.journal(Event::ToolStatusQueried {
+                job,
+                token,
+                request,
+            });
+            self.send(
+                Peer::Tool,
+                Msg::ToolStatus {
+                    req,
+                    job,
+                    request,
+                    step,
+                },
+            );
+            self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
+            return;
+        }
         self.journal(Event::ToolTimedOut {
             job,
             token,
@@ -607,11 +899,26 @@ impl Worker {
             let State::Holding(a) = &mut self.state else {
                 return;
             };
-            if a.tool.is_some() || a.commit.is_some() {
+            if a.tool.is_some()
+                || a.commit.is_some()
+                || a.status_query.is_some()
+                || a.checkpoint.is_some()
+            {
                 return;
             }
             let steps = &self.cfg.plans[a.class.0 as usize].steps;
             let Some(&step) = steps.get(a.next_step) else {
+                // P17: before declaring the job done, every effect must be answered; one whose
+                // answer does not come within the client timeout has an unknown outcome
+                // (P12 c) and is reconciled by a status query.
+                if !a.unacked.is_empty() {
+                    if !a.awaiting_acks {
+                        a.awaiting_acks = true;
+                        self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
+                    }
+                    return;
+                }
+                a.awaiting_acks = false;
                 let result = a.result;
                 self.start_commit(now, Outcome::Success { result });
                 return;
@@ -630,10 +937,6 @@ impl Worker {
             let (job, token) = (a.job, a.token);
             match step {
                 Step::Effect { op, receiver } => {
-                    // Effects are pipelined: the next step does not wait for the receiver.
-                    a.next_step += 1;
-                    let req = self.req();
-                    let entity = EntityId(job.0);
                     // P10: a stable key per operation meaning; V4 salts it per attempt.
                     let salt = if self.switches.fresh_key_per_attempt {
                         token.0 as u32
@@ -641,6 +944,17 @@ impl Worker {
                         0
                     };
                     let key = IdemKey { job, op, salt };
+                    if a.reconcile {
+                        // P17: resumed from a checkpoint; did the predecessor already do this?
+                        self.query_status(now, key, receiver, 0, true);
+                        return;
+                    }
+                    // Effects are pipelined: the next step does not wait for the receiver.
+                    a.next_step += 1;
+                    a.unacked.push((key, receiver));
+                    a.effects_attempted = a.effects_attempted.saturating_add(1);
+                    let req = self.req();
+                    let entity = EntityId(job.0);
                     self.journal(Event::EffectStarted {
                         job,
                         token,
@@ -667,6 +981,7 @@ impl Worker {
                     };
                     // The step index is consumed when the answer arrives.
                     a.tool = Some(req);
+                    a.tool_queries = 0;
                     let step = a.next_step as u8;
                     self.journal(Event::ToolRequestStarted {
                         job,
@@ -686,8 +1001,66 @@ impl Worker {
                     self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
                     return;
                 }
+                Step::Checkpoint => {
+                    let step = a.next_step as u8;
+                    self.send_checkpoint(now, step, 0);
+                    return;
+                }
             }
         }
+    }
+
+    fn query_status(
+        &mut self,
+        now: Nanos,
+        key: IdemKey,
+        receiver: u8,
+        tries: u32,
+        before_step: bool,
+    ) {
+        let req = self.req();
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        a.status_query = Some(StatusQuery {
+            req,
+            key,
+            receiver,
+            tries,
+            before_step,
+        });
+        let (job, fence) = (a.job, a.token);
+        self.send(
+            Peer::Receiver(receiver),
+            Msg::EffectStatus {
+                req,
+                job,
+                key,
+                fence,
+            },
+        );
+        self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
+    }
+
+    fn send_checkpoint(&mut self, now: Nanos, step: u8, tries: u32) {
+        let req = self.req();
+        let worker = self.cfg.name;
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
+        a.checkpoint = Some((req, step, now, tries));
+        let (job, token) = (a.job, a.token);
+        self.send(
+            Peer::Coordinator,
+            Msg::Checkpoint {
+                req,
+                job,
+                worker,
+                token,
+                step,
+            },
+        );
+        self.set(Timer::CommitRetry, now + self.cfg.commit_retry_ns);
     }
 
     fn plan_len(&self) -> usize {
@@ -751,6 +1124,18 @@ impl Worker {
         let State::Holding(a) = &self.state else {
             return;
         };
+        if let Some((_, step, _, tries)) = a.checkpoint {
+            if tries + 1 >= self.cfg.commit_attempts_max {
+                // Nobody answers: like an unanswered heartbeat, the deadline decides; stop
+                // asking and wait in place.
+                let (job, token) = (a.job, a.token);
+                self.journal(Event::CommitAbandoned { job, token });
+                self.go_idle(now);
+                return;
+            }
+            self.send_checkpoint(now, step, tries + 1);
+            return;
+        }
         let Some(c) = &a.commit else {
             return;
         };
@@ -817,6 +1202,7 @@ mod tests {
                 token: Token(1),
                 lease_ns: L,
                 class: ClassId(0),
+                checkpoint: None,
             },
         );
         w
@@ -924,12 +1310,26 @@ mod tests {
         let names = journal(&drain(&mut w));
         assert_eq!(
             names,
-            vec![
-                "heartbeat_ok",
-                "jeopardy_exited",
-                "effect_started",
-                "commit_sent"
-            ]
+            vec!["heartbeat_ok", "jeopardy_exited", "effect_started"]
+        );
+        // The job is declared done only once its effect is answered (P17, P12 c).
+        let key = IdemKey {
+            job: JobId(0),
+            op: OpId(1),
+            salt: 0,
+        };
+        w.handle_message(
+            L + 1,
+            Msg::EffectAck {
+                req: 5,
+                job: JobId(0),
+                key,
+                outcome: EffectOutcome::Applied,
+            },
+        );
+        assert_eq!(
+            journal(&drain(&mut w)),
+            vec!["effect_answered", "commit_sent"]
         );
     }
 

@@ -113,6 +113,35 @@ pub fn msg(names: &Names<'_>, m: &Msg) -> String {
         Msg::Effect {
             req, key, fence, ..
         } => format!("effect {} fence {} (req {req})", names.key(key), fence.0),
+        Msg::Checkpoint {
+            req,
+            job,
+            token,
+            step,
+            ..
+        } => format!(
+            "checkpoint {job} token {} after step {step} (req {req})",
+            token.0
+        ),
+        Msg::CheckpointAck {
+            req, job, saved, ..
+        } => format!(
+            "checkpoint {job} {} (req {req})",
+            if saved { "saved" } else { "refused" }
+        ),
+        Msg::EffectStatus {
+            req, key, fence, ..
+        } => format!(
+            "status of {}? fence {} (req {req})",
+            names.key(key),
+            fence.0
+        ),
+        Msg::EffectStatusReply {
+            req, key, status, ..
+        } => format!("status of {}: {status:?} (req {req})", names.key(key)),
+        Msg::ToolStatus {
+            req, job, request, ..
+        } => format!("tool status of request {request} {job}? (req {req})"),
         Msg::Operator { req, job, action } => {
             format!("operator {} {job} (req {req})", action_word(action))
         }
@@ -135,6 +164,8 @@ fn action_word(a: OperatorAction) -> String {
         OperatorAction::Revoke => "revoke".into(),
         OperatorAction::Takeover { to } => format!("takeover to {to}"),
         OperatorAction::Cancel => "cancel".into(),
+        OperatorAction::HandToHuman => "hand to a human".into(),
+        OperatorAction::HumanResolves => "human resolves".into(),
     }
 }
 
@@ -154,7 +185,9 @@ fn answer_word(a: ToolAnswer) -> &'static str {
     match a {
         ToolAnswer::Success { .. } => "success",
         ToolAnswer::Failure { transient: true } => "transient failure",
-        ToolAnswer::Failure { transient: false } => "permanent failure",
+        ToolAnswer::Failure { transient: false } => "validation error (permanent)",
+        ToolAnswer::Running => "still running",
+        ToolAnswer::NoRecord => "no record of the call",
     }
 }
 
@@ -168,6 +201,7 @@ fn effect_word(o: EffectOutcome) -> String {
             )
         }
         EffectOutcome::StaleFence { mark } => format!("refused: stale fence (mark {})", mark.0),
+        EffectOutcome::Unauthorized => "refused by policy (commit-time authorization)".into(),
     }
 }
 
@@ -204,6 +238,50 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
             holder.map_or("nobody".to_string(), |h| h.to_string()),
             action_word(action),
             epoch.0
+        ),
+        Event::CheckpointSaved {
+            job,
+            worker,
+            token,
+            step,
+            lease_until,
+        } => format!(
+            "{job} by {worker} token {} after step {step}; fresh lease until {}",
+            token.0,
+            secs(lease_until)
+        ),
+        Event::AdmissionDeferred {
+            job,
+            running,
+            capacity,
+        } => format!("{job} waits: its class runs {running} of {capacity} (admission refusal)"),
+        Event::RetryScheduled {
+            job,
+            attempt,
+            not_before,
+        } => format!("{job} after attempt {attempt}, not before {}", secs(not_before)),
+        Event::JobFailed {
+            job,
+            error,
+            attempt,
+        } => format!("{job} after attempt {attempt}: {error:?}"),
+        Event::EffectReconciled {
+            key, status, token, ..
+        } => format!("{} by token {}: {status:?}", names.key(key), token.0),
+        Event::ToolStatusQueried {
+            job,
+            token,
+            request,
+        } => format!("{job} token {} request {request}: outcome unknown, asking", token.0),
+        Event::HumanReviewRequested { job, token, key } => format!(
+            "{job} token {}: {} cannot be reconciled; a human must look",
+            token.0,
+            names.key(key)
+        ),
+        Event::EffectUnauthorized { key, fence, .. } => format!(
+            "{} fence {} refused by policy (authorization refusal)",
+            names.key(key),
+            fence.0
         ),
         Event::RenewalCapReached {
             job,

@@ -2,7 +2,9 @@
 //! Exit codes: 0 every invariant held, 1 a violation (or a runaway run), 2 bad input or usage,
 //! always with a one-line error and never a panic.
 
+use crate::advise;
 use crate::hazard::Hazard;
+use crate::journal;
 use crate::matrix;
 use crate::plan::FAULT_KINDS;
 use crate::replay::Replay;
@@ -71,6 +73,9 @@ enum Command {
         /// Writes a replay file of this run.
         #[arg(long)]
         save: Option<PathBuf>,
+        /// Writes the journal (JSON lines, P18) to this file.
+        #[arg(long)]
+        journal: Option<PathBuf>,
         /// Runs the seed twice and compares the traces.
         #[arg(long)]
         check_determinism: bool,
@@ -125,6 +130,30 @@ enum Command {
         /// Runs every seed twice and compares the traces.
         #[arg(long)]
         check_determinism: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Checks a lease timing against P6 (L > R*H + J with drift) and says what is safe.
+    Advise {
+        /// Lease length L, with a unit (`90s`, `1500ms`).
+        #[arg(long, value_parser = advise::parse_duration)]
+        lease: u64,
+        /// Heartbeat period H.
+        #[arg(long, value_parser = advise::parse_duration)]
+        heartbeat: u64,
+        /// Jitter reserve J: worst renewal latency.
+        #[arg(long, value_parser = advise::parse_duration)]
+        jitter: u64,
+        /// R: heartbeats per lease window.
+        #[arg(long)]
+        misses: u32,
+        /// Clock rate error bound rho, in ppm.
+        #[arg(long, default_value_t = 0)]
+        drift_ppm: u32,
+        /// Stop margin G: the time the holder needs to stop producing effects.
+        #[arg(long, value_parser = advise::parse_duration, default_value = "0s")]
+        stop_margin: u64,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -243,6 +272,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             trace,
             allow_unsafe_timing,
             save,
+            journal,
             check_determinism,
             format,
         } => run_cmd(
@@ -252,6 +282,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             &v,
             &RunOpts {
                 trace: trace.as_deref(),
+                journal: journal.as_deref(),
                 save: save.as_deref(),
                 check_determinism,
                 allow_unsafe_timing,
@@ -268,6 +299,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             &file,
             &RunOpts {
                 trace: trace.as_deref(),
+                journal: None,
                 save: None,
                 check_determinism,
                 allow_unsafe_timing: false,
@@ -306,6 +338,26 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             out: dir,
             format,
         } => matrix_cmd(out, seeds, jobs, &dir, format),
+        Command::Advise {
+            lease,
+            heartbeat,
+            jitter,
+            misses,
+            drift_ppm,
+            stop_margin,
+            format,
+        } => advise_cmd(
+            out,
+            &advise::AdviseInput {
+                lease_ns: lease,
+                heartbeat_ns: heartbeat,
+                jitter_ns: jitter,
+                misses,
+                drift_ppm,
+                stop_margin_ns: stop_margin,
+            },
+            format,
+        ),
     };
     match result {
         Ok(code) => code,
@@ -314,6 +366,20 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             2
         }
     }
+}
+
+fn advise_cmd(
+    out: &mut dyn Write,
+    input: &advise::AdviseInput,
+    format: Format,
+) -> Result<i32, UsageError> {
+    let advice = advise::advise(input).map_err(UsageError)?;
+    if format == Format::Json {
+        io(writeln!(out, "{:#}", advice.to_json()))?;
+    } else {
+        io(write!(out, "{}", advice.render()))?;
+    }
+    Ok(if advice.safe() { 0 } else { 1 })
 }
 
 fn threads(jobs: Option<usize>) -> Result<usize, UsageError> {
@@ -465,6 +531,7 @@ fn findings_json(r: &RunResult) -> serde_json::Value {
 /// Options shared by `run` and `replay`.
 struct RunOpts<'a> {
     trace: Option<&'a Path>,
+    journal: Option<&'a Path>,
     save: Option<&'a Path>,
     check_determinism: bool,
     allow_unsafe_timing: bool,
@@ -590,6 +657,14 @@ fn present(
         });
         write_json(path, &doc)?;
     }
+    if let Some(path) = opts.journal {
+        let mut file = std::fs::File::create(path)
+            .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+        let hashes: Vec<u64> = setup.jobs.iter().map(|j| j.payload_hash).collect();
+        journal::write_journal_with_payload_hashes(&r, &hashes, &mut file)
+            .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let metrics = journal::metrics(&r);
     if let Some(path) = opts.save {
         Replay::record(setup, seed, opts.allow_unsafe_timing, &r)
             .save(path)
@@ -618,6 +693,7 @@ fn present(
             "trace_hash": format!("{:016x}", r.trace_hash()),
             "findings": findings_json(&r),
             "hazards": r.hazards.0.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "metrics": metrics.to_json(),
             "deterministic": determinism.as_ref().map(|d| d.is_ok()),
             "determinism_error": determinism.as_ref().and_then(|d| d.as_ref().err()),
             "reproduce": reproduce,
@@ -655,6 +731,7 @@ fn present(
             reached.join(", ")
         }
     ))?;
+    io(writeln!(out, "{metrics}"))?;
     io(writeln!(out, "trace hash: {:016x}", r.trace_hash()))?;
     if verdict != Verdict::Held {
         io(writeln!(out, "reproduce: {reproduce}"))?;

@@ -65,6 +65,13 @@ hazards! {
     LongHold => "long-hold", "a holder kept one lease through ten renewals or more";
     RenewalCap => "renewal-cap", "a job reached its cap on total lease time and was failed (P7)";
     ConcurrentClaims => "concurrent-claims", "two claims reached the coordinator within 5 ms of each other";
+    CheckpointSaved => "checkpoint-saved", "a stage's result was persisted and the next stage got a fresh lease (P17)";
+    EffectReconciled => "effect-reconciled", "a worker asked a receiver whether an earlier effect took place before going on (P17, P12 c)";
+    HumanReview => "human-review", "a partial effect could not be reconciled and the job went to a human (P17)";
+    StatusQuery => "status-query", "a worker asked the tool about a call whose answer never came (P12 c)";
+    RetryScheduled => "retry-scheduled", "a transient failure was re-queued after a backoff (P11)";
+    AdmissionDeferred => "admission-deferred", "a job waited because its class was at capacity (P16 admission)";
+    AuthorizationRefused => "authorization-refused", "a receiver's policy refused a valid holder's effect (P16 commit-time authorization)";
     RequestReplayed => "request-replayed", "a repeated claim or commit got the first answer again, not a second decision";
 }
 

@@ -4,8 +4,10 @@
 //! Architecture invariant: the checkers judge traces only; the adapter reaches the machines
 //! through small traits; scenarios are data (a [`setup::Setup`]) built from a seed.
 
+pub mod advise;
 pub mod cli;
 pub mod hazard;
+pub mod journal;
 pub mod matrix;
 pub mod oracle;
 pub mod plan;

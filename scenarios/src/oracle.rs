@@ -515,6 +515,23 @@ impl Oracle<'_> {
                 state,
             } => self.result_accepted(e, job, worker, token, state),
             Event::ResultRejected { .. } => self.hit(Hazard::StaleCommitRejected),
+            Event::CheckpointSaved {
+                job,
+                worker,
+                token,
+                lease_until,
+                ..
+            } => {
+                // A checkpoint renews the lease for the next stage: judged like a renewal (I4).
+                self.hit(Hazard::CheckpointSaved);
+                self.renewed(e, job, worker, token, lease_until);
+            }
+            Event::AdmissionDeferred { .. } => self.hit(Hazard::AdmissionDeferred),
+            Event::RetryScheduled { .. } => self.hit(Hazard::RetryScheduled),
+            Event::EffectReconciled { .. } => self.hit(Hazard::EffectReconciled),
+            Event::HumanReviewRequested { .. } => self.hit(Hazard::HumanReview),
+            Event::ToolStatusQueried { .. } => self.hit(Hazard::StatusQuery),
+            Event::EffectUnauthorized { .. } => self.hit(Hazard::AuthorizationRefused),
             Event::RenewalCapReached { job, .. } => {
                 self.hit(Hazard::RenewalCap);
                 let m = self.jobs.entry(job).or_default();
@@ -800,8 +817,11 @@ impl Oracle<'_> {
         }
         let m = self.jobs.entry(job).or_default();
         m.revoked.insert(token);
-        if !matches!(action, OperatorAction::Takeover { .. }) {
-            // A takeover's new epoch arrives with the grant that follows.
+        if !matches!(
+            action,
+            OperatorAction::Takeover { .. } | OperatorAction::HandToHuman
+        ) {
+            // A takeover's (or a handoff's) new epoch arrives with the grant that follows.
             m.token = m.token.max(epoch);
         }
         m.valid_until = None;
@@ -810,7 +830,8 @@ impl Oracle<'_> {
             OperatorAction::Revoke => JobState::Queued,
             OperatorAction::Cancel => JobState::Cancelled,
             // The grant that follows sets the holder and the lease.
-            OperatorAction::Takeover { .. } => JobState::Queued,
+            OperatorAction::Takeover { .. } | OperatorAction::HandToHuman => JobState::Queued,
+            OperatorAction::HumanResolves => JobState::Running,
         });
     }
 

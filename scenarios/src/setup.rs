@@ -8,6 +8,10 @@ use leasesim_protocol::{
     WorkerConfig, WorkerName,
 };
 
+fn yes() -> bool {
+    true
+}
+
 fn fmt_s(ns: Nanos) -> String {
     format!("{:.3}s", ns as f64 / 1e9)
 }
@@ -80,6 +84,12 @@ pub struct WorkerSetup {
 pub struct ReceiverSetup {
     /// Whether it checks fences.
     pub supports_fence: bool,
+    /// Whether it answers status queries (P12 c); one that cannot answers "unknown".
+    #[serde(default = "yes")]
+    pub supports_status: bool,
+    /// Operations its policy refuses now (P16 commit-time authorization).
+    #[serde(default)]
+    pub refused_ops: Vec<leasesim_protocol::OpId>,
     /// Its clock.
     pub clock: ClockSpec,
 }
@@ -434,7 +444,11 @@ impl Setup {
         }
         for r in &self.receivers {
             nodes.push((
-                Node::Receiver(Box::new(Receiver::new(r.supports_fence, switches))),
+                Node::Receiver(Box::new(
+                    Receiver::new(r.supports_fence, switches)
+                        .with_status(r.supports_status)
+                        .with_refused_ops(r.refused_ops.clone()),
+                )),
                 r.clock.clock(),
             ));
         }

@@ -185,14 +185,18 @@ impl ToolNode {
         if self.healed {
             return call;
         }
+        // Every matching rule counts the call; the first whose turn it is applies.
+        let mut firing = None;
         for (i, rule) in self.faults.iter().enumerate() {
             if rule.worker.is_some_and(|w| w != from) || rule.step.is_some_and(|s| s != step) {
                 continue;
             }
             self.seen[i] += 1;
-            if rule.nth != 0 && self.seen[i] != rule.nth {
-                continue;
+            if firing.is_none() && (rule.nth == 0 || self.seen[i] == rule.nth) {
+                firing = Some(*rule);
             }
+        }
+        if let Some(rule) = firing {
             call.fault = Some(rule.kind);
             match rule.kind {
                 ToolFaultKind::Late => call.duration_ns += rule.late_ns,
@@ -200,7 +204,6 @@ impl ToolNode {
                 ToolFaultKind::Permanent => call.answer = ToolAnswer::Failure { transient: false },
                 ToolFaultKind::Hang | ToolFaultKind::AnswerLost => {}
             }
-            break;
         }
         call
     }
@@ -307,6 +310,11 @@ impl Process for Node {
                 drain(cx, None, || r.poll_output());
             }
             Node::Tool(tool) => {
+                if let Msg::ToolStatus { .. } = msg {
+                    tool.tool.handle_status(from, msg);
+                    drain(cx, None, || tool.tool.poll_output());
+                    return;
+                }
                 let step = match msg {
                     Msg::ToolRequest { step, .. } => step,
                     _ => return,

@@ -69,7 +69,7 @@ proptest! {
     #[test]
     fn coordinator_agrees_with_its_model(ops in proptest::collection::vec(op(), 1..80)) {
         let mut c = Coordinator::new(
-            vec![ClassSpec { lease_ns: L, max_attempts: 2, renewal_cap_ns: 1_000 * L }],
+            vec![ClassSpec { lease_ns: L, max_attempts: 2, renewal_cap_ns: 1_000 * L, capacity: None, retry_backoff_ns: 0 }],
             &[JobSpec { class: ClassId(0), payload_hash: 1, payload_lease_ns: None }, JobSpec { class: ClassId(0), payload_hash: 2, payload_lease_ns: None }],
             Switches::default(),
         );
@@ -104,7 +104,7 @@ proptest! {
                     }
                 }
                 Op::Heartbeat(w, j, t) => {
-                    c.handle_message(now, w, Msg::Heartbeat { req, job: JobId(j as u32), worker: WorkerName(w), token: Token(t), client_now: 0 });
+                    c.handle_message(now, w, Msg::Heartbeat { req, job: JobId(j as u32), worker: WorkerName(w), token: Token(t), client_now: 0, in_jeopardy: false, effects_attempted: 0 });
                     let got = reply(&mut c);
                     let ok = m.holder_ok(now, j as usize, w, t);
                     if ok { m.rows[j as usize].until = Some(now + L); }

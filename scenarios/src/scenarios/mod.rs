@@ -7,18 +7,22 @@ use leasesim_protocol::Variant;
 
 pub mod story;
 
+mod admission;
 mod clock_jump;
 mod clock_skew_fast_worker;
 mod coordinator_outage;
 mod duplicate_delivery;
 mod gc_pause_after_check;
 mod heartbeat_ack_lost;
+mod human_handoff;
 mod late_tool_answer;
 mod operator_takeover;
 mod renewal_cap;
 mod reordered_commit;
 mod restart_same_name;
+mod retries;
 mod slow_but_healthy;
+mod stages;
 mod stuck_tool_live_heartbeat;
 mod swarm;
 mod w1_w2;
@@ -65,6 +69,10 @@ pub const ALL: &[ScenarioDef] = &[
     slow_but_healthy::DEF,
     stuck_tool_live_heartbeat::DEF,
     renewal_cap::DEF,
+    retries::DEF,
+    human_handoff::DEF,
+    admission::DEF,
+    stages::DEF,
     swarm::DEF,
 ];
 

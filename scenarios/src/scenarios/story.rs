@@ -92,6 +92,8 @@ impl Story {
                 lease_ns,
                 max_attempts: 3,
                 renewal_cap_ns: RENEWAL_CAP_NS,
+                capacity: None,
+                retry_backoff_ns: SECOND_NS,
             }],
             plans: vec![plan],
             jobs: (0..jobs)
@@ -106,6 +108,8 @@ impl Story {
             workers,
             receivers: vec![ReceiverSetup {
                 supports_fence: true,
+                supports_status: true,
+                refused_ops: Vec::new(),
                 clock: receiver_clock,
             }],
             tool: ToolSetup {

@@ -70,6 +70,8 @@ fn build(seed: u64, variant: Variant) -> Setup {
             lease_ns: ms(&mut r, 2_000, 30_000),
             max_attempts: r.range(1, 4) as u32,
             renewal_cap_ns: RENEWAL_CAP_NS,
+            capacity: None,
+            retry_backoff_ns: SECOND_NS,
         });
         let steps = (0..r.range(1, 4))
             .map(|_| {
@@ -132,6 +134,8 @@ fn build(seed: u64, variant: Variant) -> Setup {
     let receivers: Vec<ReceiverSetup> = (0..receivers_n)
         .map(|_| ReceiverSetup {
             supports_fence: r.chance(3, 4),
+            supports_status: true,
+            refused_ops: Vec::new(),
             clock: ClockSpec {
                 offset_ns: r.range(0, 10 * SECOND_NS),
                 drift_ppm: r.range_i64(-200, 200) as i32,

@@ -106,6 +106,8 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
             lease_ns,
             max_attempts: 3,
             renewal_cap_ns: RENEWAL_CAP_NS,
+            capacity: None,
+            retry_backoff_ns: SECOND_NS,
         }],
         plans: w1.config.plans.clone(),
         jobs: vec![JobSpec {
@@ -118,6 +120,8 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
         workers: vec![w1, w2],
         receivers: vec![ReceiverSetup {
             supports_fence: true,
+            supports_status: true,
+            refused_ops: Vec::new(),
             clock: receiver_clock,
         }],
         tool: ToolSetup {
