@@ -64,7 +64,15 @@ fn reply(c: &mut Coordinator) -> Msg {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    // 256 cases each: a few hundred milliseconds in the dev profile. Failures are kept next to
+    // this file (tests/tests/model.proptest-regressions), committed, and replayed first.
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
+        )),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn coordinator_agrees_with_its_model(ops in proptest::collection::vec(op(), 1..80)) {

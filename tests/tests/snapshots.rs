@@ -1,0 +1,215 @@
+//! Snapshots (insta) of the readable timeline of every named scenario: seed 1 on the reference,
+//! the timeline as `leasesim run <scenario> --seed 1` prints it, then the verdict, the findings
+//! and the hazards reached. A change to what a scenario does, or to how a timeline reads, shows
+//! up here as a reviewable diff.
+//!
+//! The files live in `tests/tests/snapshots/<scenario>.snap`. After an intended change:
+//! `INSTA_UPDATE=always cargo test -p leasesim-tests --test snapshots` (or `cargo insta review`),
+//! then read the diff. With `CI=true` a missing or different snapshot fails and nothing is
+//! written. A snapshot no named scenario claims fails too (`no_snapshot_is_unreferenced`).
+
+use leasesim_protocol::{Invariant, Variant};
+use leasesim_reports::Names;
+use leasesim_scenarios::run::{RunResult, Verdict};
+use leasesim_scenarios::scenarios::{self, ScenarioDef};
+use leasesim_tests::run;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+/// The seed every snapshot shows.
+const SEED: u64 = 1;
+
+/// A timeline longer than this many lines is cut: its snapshot keeps the first [`HEAD`] and the
+/// last [`TAIL`] lines with a marker line between. Today that is `renewal-cap` (about 3,900
+/// lines: a job renewed for the whole of its cap); every other named scenario is snapshotted
+/// whole.
+const MAX_LINES: usize = 3_000;
+const HEAD: usize = 1_500;
+const TAIL: usize = 200;
+
+/// The scenarios with a snapshot: every named one, not the swarm (whose point is that the seed
+/// picks everything; its seed 1 is not a story worth pinning).
+fn named() -> impl Iterator<Item = &'static ScenarioDef> {
+    scenarios::ALL.iter().filter(|s| s.name != "swarm")
+}
+
+fn verdict_word(v: &Verdict) -> String {
+    match v {
+        Verdict::Held => "HELD".into(),
+        Verdict::Violated => "VIOLATED".into(),
+        Verdict::Unfinished { end } => format!("UNFINISHED ({end:?} limit reached)"),
+    }
+}
+
+/// The timeline (cut when enormous) and the verdict lines of one run.
+fn render(r: &RunResult) -> String {
+    let node_names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
+    let names = Names {
+        nodes: &node_names,
+        ops: &r.op_names,
+    };
+    let timeline = leasesim_reports::timeline(&names, &r.trace);
+    let lines: Vec<&str> = timeline.lines().collect();
+    let mut s = String::with_capacity(timeline.len() + 512);
+    if lines.len() > MAX_LINES {
+        for l in &lines[..HEAD] {
+            s.push_str(l);
+            s.push('\n');
+        }
+        s.push_str(&format!(
+            "[... {} of {} timeline lines not snapshotted: first {HEAD} and last {TAIL} kept ...]\n",
+            lines.len() - HEAD - TAIL,
+            lines.len()
+        ));
+        for l in &lines[lines.len() - TAIL..] {
+            s.push_str(l);
+            s.push('\n');
+        }
+    } else {
+        s.push_str(&timeline);
+    }
+    s.push('\n');
+    s.push_str(&format!(
+        "verdict: {} ({} invariants checked over {} events; the run ended ({:?}) at {})\n",
+        verdict_word(&r.verdict()),
+        Invariant::ALL.len(),
+        r.events,
+        r.end,
+        leasesim_reports::secs(r.end_ns)
+    ));
+    for f in &r.findings {
+        s.push_str(&format!("  {}\n", leasesim_reports::finding(&names, f)));
+    }
+    let reached: Vec<String> = r
+        .hazards
+        .0
+        .iter()
+        .map(|(h, n)| format!("{} {n}", h.name()))
+        .collect();
+    s.push_str(&format!(
+        "hazards reached: {}\n",
+        if reached.is_empty() {
+            "none".to_string()
+        } else {
+            reached.join(", ")
+        }
+    ));
+    s
+}
+
+/// Checks one scenario against `snapshots/<name>.snap`.
+fn check(name: &str) {
+    let def = scenarios::find(name).unwrap_or_else(|| panic!("{name} is not a scenario"));
+    let r = run(name, SEED, Variant::Reference);
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(format!(
+        "leasesim run {name} --seed {SEED} (reference): {}",
+        def.story
+    ));
+    settings.bind(|| insta::assert_snapshot!(name, render(&r)));
+}
+
+/// One test per named scenario, so that every mismatch is reported (not only the first) and
+/// the runs go in parallel. `every_named_scenario_has_a_snapshot_test` keeps this list equal to
+/// the named scenarios.
+macro_rules! snapshot_tests {
+    ($($test:ident => $name:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                check($name);
+            }
+        )*
+
+        /// The scenarios the tests above snapshot.
+        const SNAPSHOTTED: &[&str] = &[$($name),*];
+    };
+}
+
+snapshot_tests! {
+    w1_w2 => "w1-w2",
+    gc_pause_after_check => "gc-pause-after-check",
+    late_tool_answer => "late-tool-answer",
+    heartbeat_ack_lost => "heartbeat-ack-lost",
+    coordinator_outage => "coordinator-outage",
+    clock_skew_fast_worker => "clock-skew-fast-worker",
+    clock_jump => "clock-jump",
+    restart_same_name => "restart-same-name",
+    duplicate_delivery => "duplicate-delivery",
+    reordered_commit => "reordered-commit",
+    operator_takeover => "operator-takeover",
+    slow_but_healthy => "slow-but-healthy",
+    stuck_tool_live_heartbeat => "stuck-tool-live-heartbeat",
+    renewal_cap => "renewal-cap",
+    retries => "retries",
+    human_handoff => "human-handoff",
+    admission_and_authorization => "admission-and-authorization",
+    stages_and_checkpoints => "stages-and-checkpoints",
+}
+
+fn snapshot_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("snapshots")
+}
+
+#[test]
+fn every_named_scenario_has_a_snapshot_test() {
+    let named: BTreeSet<&str> = named().map(|s| s.name).collect();
+    let tested: BTreeSet<&str> = SNAPSHOTTED.iter().copied().collect();
+    assert_eq!(
+        SNAPSHOTTED.len(),
+        tested.len(),
+        "a scenario is listed twice in snapshot_tests!"
+    );
+    let untested: Vec<&&str> = named.difference(&tested).collect();
+    let unknown: Vec<&&str> = tested.difference(&named).collect();
+    assert!(
+        untested.is_empty(),
+        "named scenarios without a snapshot test (add them to snapshot_tests! in {}): {untested:?}",
+        file!()
+    );
+    assert!(
+        unknown.is_empty(),
+        "snapshot tests of scenarios that are not named scenarios: {unknown:?}"
+    );
+}
+
+#[test]
+fn every_named_scenario_has_a_snapshot_file() {
+    let missing: Vec<String> = named()
+        .map(|s| format!("{}.snap", s.name))
+        .filter(|f| !snapshot_dir().join(f).is_file())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "named scenarios without a snapshot in {}: {missing:?}; create them with \
+         INSTA_UPDATE=always cargo test -p leasesim-tests --test snapshots (the run that creates \
+         them may still fail here: the files appear while this test looks; run it again)",
+        snapshot_dir().display()
+    );
+}
+
+#[test]
+fn no_snapshot_is_unreferenced() {
+    let expected: BTreeSet<String> = named().map(|s| format!("{}.snap", s.name)).collect();
+    let dir = snapshot_dir();
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let mut unreferenced = Vec::new();
+    for entry in entries {
+        let entry = entry.expect("a directory entry");
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if !expected.contains(&file) {
+            unreferenced.push(file);
+        }
+    }
+    unreferenced.sort();
+    assert!(
+        unreferenced.is_empty(),
+        "files in {} that belong to no named scenario (a renamed or removed scenario's \
+         snapshot, or a pending `.snap.new` to review with `cargo insta review`): {unreferenced:?}",
+        dir.display()
+    );
+}
