@@ -419,6 +419,29 @@ impl Coordinator {
         }
     }
 
+    /// Extends `job`'s current lease by its length from `now`, records the renewal and journals
+    /// it with the token the request carried.
+    fn renew(&mut self, now: Nanos, job: JobId, worker: WorkerName, token: Token) -> Nanos {
+        let lease_ns = self.lease_ns(&self.jobs[job.0 as usize]);
+        let row = &mut self.jobs[job.0 as usize];
+        row.lease_until = Some(now + lease_ns);
+        row.heartbeat_at = Some(now);
+        let current = row.token;
+        if let Some(record) = self.record_mut(job, current) {
+            record.renewals.push(Renewal {
+                at: now,
+                holder_in_jeopardy: false,
+            });
+        }
+        self.out.push_back(Output::Journal(Event::LeaseRenewed {
+            job,
+            worker,
+            token,
+            lease_until: now + lease_ns,
+        }));
+        lease_ns
+    }
+
     /// The lease record of (job, token), if any.
     fn record_mut(&mut self, job: JobId, token: Token) -> Option<&mut LeaseRecord> {
         self.leases
@@ -588,22 +611,9 @@ impl Coordinator {
         }
         let row = &mut self.jobs[job.0 as usize];
         row.started_at = Some(now);
-        row.lease_until = Some(now + lease_ns);
-        row.heartbeat_at = Some(now);
-        let token = row.token;
-        if let Some(record) = self.leases.iter_mut().rev().find(|l| l.job == job) {
-            record.renewals.push(Renewal {
-                at: now,
-                holder_in_jeopardy: false,
-            });
-        }
-        self.out.push_back(Output::Journal(Event::LeaseRenewed {
-            job,
-            worker,
-            token,
-            lease_until: now + lease_ns,
-        }));
-        Some((job, token, lease_ns, row.class))
+        let (token, class) = (row.token, row.class);
+        self.renew(now, job, worker, token);
+        Some((job, token, lease_ns, class))
     }
 
     /// F8, P15: an operator's action goes through the lease path: a new epoch, a reason.
@@ -783,24 +793,7 @@ impl Coordinator {
             }));
             return Err(reason);
         }
-        let lease_ns = self.lease_ns(&self.jobs[job.0 as usize]);
-        let row = &mut self.jobs[job.0 as usize];
-        row.lease_until = Some(now + lease_ns);
-        row.heartbeat_at = Some(now);
-        let current = row.token;
-        if let Some(record) = self.record_mut(job, current) {
-            record.renewals.push(Renewal {
-                at: now,
-                holder_in_jeopardy: false,
-            });
-        }
-        self.out.push_back(Output::Journal(Event::LeaseRenewed {
-            job,
-            worker,
-            token,
-            lease_until: now + lease_ns,
-        }));
-        Ok(lease_ns)
+        Ok(self.renew(now, job, worker, token))
     }
 
     /// P8: the final commit is conditional; a refused one is journaled, never applied. Expiry

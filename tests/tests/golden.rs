@@ -42,4 +42,4 @@ const GOLDEN_PRNG: [u64; 4] = [
     12212852551396965246,
 ];
 const GOLDEN_RANGE: [u64; 4] = [568, 674, 197, 391];
-const GOLDEN_W1_W2_SEED_1: &str = "7e3c39962c41731d";
+const GOLDEN_W1_W2_SEED_1: &str = "c285681ebd3af28f";
