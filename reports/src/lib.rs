@@ -11,6 +11,51 @@ use leasesim_protocol::{
 use leasesim_sim::{Command, DropCause, EventKind, Fate, NodeId, TraceEvent, WORLD};
 use std::fmt::Write;
 
+pub mod html;
+pub mod mermaid;
+
+/// What a node is, for the visual renderers ([`html`], [`mermaid`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// The coordinator: the arbiter of leases.
+    Coordinator,
+    /// A worker that claims jobs and holds leases.
+    Worker,
+    /// An effect receiver (fences and deduplicates side effects).
+    Receiver,
+    /// The external tool.
+    Tool,
+    /// The operator (F8).
+    Operator,
+}
+
+/// A node as the visual renderers show it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct NodeView {
+    /// Display name (`coord`, `W1`, `recv`, `tool`).
+    pub name: String,
+    /// What it is.
+    pub kind: NodeKind,
+}
+
+/// One run as the visual renderers ([`html::render`], [`mermaid::render`]) read it.
+pub struct RunView<'a> {
+    /// A title, e.g. `w1-w2 seed 1 (unconditional-commit)`.
+    pub title: String,
+    /// A subtitle, e.g. the command that reproduces the run.
+    pub subtitle: String,
+    /// The verdict, e.g. `HELD` or `VIOLATED`.
+    pub verdict: String,
+    /// Nodes, by node id.
+    pub nodes: &'a [NodeView],
+    /// Operation names, by op id (for idempotency keys).
+    pub ops: &'a [String],
+    /// The whole trace.
+    pub trace: &'a [TraceEvent<Msg, Event>],
+    /// The violations found, in trace order.
+    pub findings: &'a [Finding],
+}
+
 /// Names a renderer needs: nodes by id, operations by op id.
 pub struct Names<'a> {
     /// Node display names, by node id.

@@ -3,10 +3,12 @@
 //! always with a one-line error and never a panic.
 
 use crate::advise;
+use crate::examples;
 use crate::hazard::Hazard;
 use crate::journal;
 use crate::matrix;
 use crate::plan::FAULT_KINDS;
+use crate::plot;
 use crate::replay::Replay;
 use crate::run::{run_setup, RunResult, Verdict};
 use crate::scenarios::{self, ScenarioDef};
@@ -76,6 +78,12 @@ enum Command {
         /// Writes the journal (JSON lines, P18) to this file.
         #[arg(long)]
         journal: Option<PathBuf>,
+        /// Writes the run as a self-contained HTML timeline.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Writes the run as Markdown with a Mermaid sequence diagram.
+        #[arg(long)]
+        markdown: Option<PathBuf>,
         /// Runs the seed twice and compares the traces.
         #[arg(long)]
         check_determinism: bool,
@@ -87,6 +95,12 @@ enum Command {
     Replay {
         /// The replay file.
         file: PathBuf,
+        /// Writes the run as a self-contained HTML timeline.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Writes the run as Markdown with a Mermaid sequence diagram.
+        #[arg(long)]
+        markdown: Option<PathBuf>,
         /// Writes the whole trace as JSON to this file.
         #[arg(long)]
         trace: Option<PathBuf>,
@@ -134,6 +148,26 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Renders a saved run (a replay file, or a trace file written by `run --trace`) for review.
+    Report {
+        /// The replay or trace file.
+        file: PathBuf,
+        /// Writes a self-contained HTML timeline.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Writes Markdown with a Mermaid sequence diagram.
+        #[arg(long)]
+        markdown: Option<PathBuf>,
+    },
+    /// Regenerates the example reports committed under `reports/`.
+    Examples {
+        /// Where they go.
+        #[arg(long, default_value = "reports")]
+        out: PathBuf,
+        /// Worker threads for the matrix (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
     /// Checks a lease timing against P6 (L > R*H + J with drift) and says what is safe.
     Advise {
         /// Lease length L, with a unit (`90s`, `1500ms`).
@@ -154,6 +188,12 @@ enum Command {
         /// Stop margin G: the time the holder needs to stop producing effects.
         #[arg(long, value_parser = advise::parse_duration, default_value = "0s")]
         stop_margin: u64,
+        /// Writes the safe region of L against H, with the chosen point, as SVG.
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// With --plot: measure needless takeovers and jeopardy per grid cell by short sweeps.
+        #[arg(long)]
+        simulate: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -161,7 +201,7 @@ enum Command {
     /// Every variant against every scenario: which is caught, by what, after how many seeds.
     Matrix {
         /// Seeds per scenario at most (a variant stops at its first failing seed).
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = matrix::DEFAULT_SEEDS)]
         seeds: u64,
         /// Worker threads (default: every core).
         #[arg(long)]
@@ -273,6 +313,8 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             allow_unsafe_timing,
             save,
             journal,
+            html,
+            markdown,
             check_determinism,
             format,
         } => run_cmd(
@@ -283,6 +325,8 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             &RunOpts {
                 trace: trace.as_deref(),
                 journal: journal.as_deref(),
+                html: html.as_deref(),
+                markdown: markdown.as_deref(),
                 save: save.as_deref(),
                 check_determinism,
                 allow_unsafe_timing,
@@ -291,6 +335,8 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
         ),
         Command::Replay {
             file,
+            html,
+            markdown,
             trace,
             check_determinism,
             format,
@@ -300,6 +346,8 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             &RunOpts {
                 trace: trace.as_deref(),
                 journal: None,
+                html: html.as_deref(),
+                markdown: markdown.as_deref(),
                 save: None,
                 check_determinism,
                 allow_unsafe_timing: false,
@@ -345,6 +393,8 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             misses,
             drift_ppm,
             stop_margin,
+            plot,
+            simulate,
             format,
         } => advise_cmd(
             out,
@@ -356,8 +406,34 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
                 drift_ppm,
                 stop_margin_ns: stop_margin,
             },
+            plot.as_deref(),
+            simulate,
             format,
         ),
+        Command::Report {
+            file,
+            html,
+            markdown,
+        } => report_cmd(out, &file, html.as_deref(), markdown.as_deref()),
+        Command::Examples { out: dir, jobs } => {
+            let threads = match threads(jobs) {
+                Ok(t) => t,
+                Err(UsageError(msg)) => {
+                    let _ = writeln!(err, "error: {msg}");
+                    return 2;
+                }
+            };
+            match examples::write_examples(&dir, threads) {
+                Ok(files) => {
+                    for f in files {
+                        let _ = writeln!(out, "wrote {}", f.display());
+                    }
+                    let _ = writeln!(out, "wrote {}", dir.join("counterexamples").display());
+                    Ok(0)
+                }
+                Err(e) => Err(UsageError(e)),
+            }
+        }
     };
     match result {
         Ok(code) => code,
@@ -368,12 +444,84 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
     }
 }
 
+fn report_cmd(
+    out: &mut dyn Write,
+    file: &Path,
+    html: Option<&Path>,
+    markdown: Option<&Path>,
+) -> Result<i32, UsageError> {
+    if html.is_none() && markdown.is_none() {
+        return Err(UsageError(
+            "report needs --html <file> or --markdown <file>".into(),
+        ));
+    }
+    // Both a replay file and a trace file hold the setup and the seed: the run is rebuilt from
+    // them, and a trace file's hash tells whether the code still produces the same run.
+    let bytes = std::fs::read(file)
+        .map_err(|e| UsageError(format!("cannot read {}: {e}", file.display())))?;
+    let (setup, seed, recorded_hash) = match Replay::parse(&bytes) {
+        Ok(r) => (r.setup, r.seed, Some(r.expect.trace_hash)),
+        Err(replay_err) => {
+            let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| {
+                UsageError(format!(
+                    "{}: neither a replay nor a trace file ({replay_err})",
+                    file.display()
+                ))
+            })?;
+            if v.get("format").and_then(|f| f.as_str()) != Some("leasesim-trace") {
+                return Err(UsageError(format!("{}: {replay_err}", file.display())));
+            }
+            let setup: Setup = serde_json::from_value(v["setup"].clone()).map_err(|e| {
+                UsageError(format!("{}: malformed trace file: {e}", file.display()))
+            })?;
+            setup.check().map_err(|e| {
+                UsageError(format!("{}: inconsistent trace file: {e}", file.display()))
+            })?;
+            let seed = v["seed"].as_u64().ok_or_else(|| {
+                UsageError(format!("{}: malformed trace file: no seed", file.display()))
+            })?;
+            (setup, seed, v["trace_hash"].as_str().map(str::to_string))
+        }
+    };
+    let r = run_setup(&setup, seed);
+    let (h, md) = examples::render(
+        &r,
+        &examples::title(&setup, seed),
+        &format!("cargo run --release -- replay {}", file.display()),
+    );
+    for (path, text) in [(html, h), (markdown, md)] {
+        if let Some(path) = path {
+            std::fs::write(path, text)
+                .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+            io(writeln!(out, "wrote {}", path.display()))?;
+        }
+    }
+    let hash = format!("{:016x}", r.trace_hash());
+    if recorded_hash.is_some_and(|h| h != hash) {
+        io(writeln!(out, "note: the run differs from the recorded one (the code changed since); the report shows today's run"))?;
+    }
+    Ok(r.verdict().exit_code())
+}
+
 fn advise_cmd(
     out: &mut dyn Write,
     input: &advise::AdviseInput,
+    plot_path: Option<&Path>,
+    simulate: bool,
     format: Format,
 ) -> Result<i32, UsageError> {
     let advice = advise::advise(input).map_err(UsageError)?;
+    if simulate && plot_path.is_none() {
+        return Err(UsageError(
+            "--simulate draws on a plot: give --plot <file.svg>".into(),
+        ));
+    }
+    if let Some(path) = plot_path {
+        let p = plot::PlotInput { advise: *input };
+        let cells = simulate.then(|| plot::simulate(&p, 6, 20));
+        std::fs::write(path, plot::svg(&p, cells.as_deref()))
+            .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+    }
     if format == Format::Json {
         io(writeln!(out, "{:#}", advice.to_json()))?;
     } else {
@@ -411,6 +559,10 @@ fn matrix_cmd(
     let path = dir.join("matrix.md");
     std::fs::write(&path, &md)
         .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+    let html_path = dir.join("matrix.html");
+    std::fs::write(&html_path, examples::matrix_html(&m))
+        .map_err(|e| UsageError(format!("cannot write {}: {e}", html_path.display())))?;
+    examples::write_counterexamples(&m, dir).map_err(UsageError)?;
     if format == Format::Json {
         let mut doc = serde_json::to_value(&m)
             .map_err(|e| UsageError(format!("cannot encode the matrix: {e}")))?;
@@ -532,6 +684,8 @@ fn findings_json(r: &RunResult) -> serde_json::Value {
 struct RunOpts<'a> {
     trace: Option<&'a Path>,
     journal: Option<&'a Path>,
+    html: Option<&'a Path>,
+    markdown: Option<&'a Path>,
     save: Option<&'a Path>,
     check_determinism: bool,
     allow_unsafe_timing: bool,
@@ -663,6 +817,15 @@ fn present(
         let hashes: Vec<u64> = setup.jobs.iter().map(|j| j.payload_hash).collect();
         journal::write_journal_with_payload_hashes(&r, &hashes, &mut file)
             .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if opts.html.is_some() || opts.markdown.is_some() {
+        let (html, md) = examples::render(&r, &examples::title(setup, seed), reproduce);
+        for (path, text) in [(opts.html, html), (opts.markdown, md)] {
+            if let Some(path) = path {
+                std::fs::write(path, text)
+                    .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+            }
+        }
     }
     let metrics = journal::metrics(&r);
     if let Some(path) = opts.save {

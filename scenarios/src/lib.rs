@@ -6,11 +6,13 @@
 
 pub mod advise;
 pub mod cli;
+pub mod examples;
 pub mod hazard;
 pub mod journal;
 pub mod matrix;
 pub mod oracle;
 pub mod plan;
+pub mod plot;
 pub mod replay;
 pub mod run;
 pub mod scenarios;

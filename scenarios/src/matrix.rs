@@ -10,6 +10,9 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+/// Seeds per scenario the matrix runs by default.
+pub const DEFAULT_SEEDS: u64 = 200;
+
 /// One (variant, scenario) pair.
 #[derive(Clone, Debug, Serialize)]
 pub struct Cell {
@@ -205,6 +208,7 @@ pub fn markdown(m: &Matrix) -> String {
         "Every known-bad variant of the SPEC (V1-V14) against every scenario, at most {} seeds per scenario; a variant stops at its first failing seed. Regenerate with `cargo run --release -- matrix --seeds {}`.\n\n",
         m.seeds, m.seeds
     ));
+    s.push_str("The same table as HTML, each caught variant linked to the timeline of its shrunk counterexample: [`matrix.html`](matrix.html).\n\n");
     s.push_str(&format!(
         "Reference: {}. Variants caught: {} of {}. Median seeds to detection: {}.\n\n",
         if m.reference_clean {

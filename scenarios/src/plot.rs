@@ -1,0 +1,849 @@
+//! The timing advisor's plot (P6, "Timing guidance" in SPEC.md): the plane of heartbeat period H
+//! (x) and lease length L (y) for one jitter reserve J, R heartbeats per window and drift bound
+//! rho, with the safe region `L > (1+rho)/(1-rho)*R*H + J` shaded, its boundary labelled with the
+//! formula and the chosen point (L, H) marked SAFE or UNSAFE.
+//!
+//! [`simulate`] measures the same plane: for each cell of a grid over the plot's axes it runs a
+//! small fault-free but jittery scenario (two workers, one long job held by steady heartbeats,
+//! every message's flight time drawn between a tenth of a millisecond and that plus J/2, so a
+//! renewal's round trip takes up to J, the SPEC's "worst renewal latency") with the cell's L and
+//! H, on purpose *without* the P6 check (unsafe cells are the point), and counts the runs in
+//! which the checker found a needless takeover (I7, "healthy holder") and the runs in which a
+//! holder entered jeopardy (P13). [`svg`] draws the measured cells over the formula.
+//!
+//! The scenario injects no loss, so it exercises the jitter reserve and the drift factor, not
+//! the R - 1 tolerated misses: a cell between `H + J` and `R*H + J` is expected to measure no
+//! takeover although the formula (rightly, for a lossy network) calls it unsafe.
+//!
+//! Everything here is deterministic: the grid is integer arithmetic on nanoseconds, the runs use
+//! seeds `0..seeds`, and the SVG formats every number with a fixed precision.
+
+use crate::advise::{advise, AdviseInput};
+use crate::hazard::Hazard;
+use crate::run::run_setup;
+use crate::scenarios::story::Story;
+use crate::setup::{Setup, TimingPolicy};
+use leasesim_protocol::{Invariant, Step, Variant, MILLI_NS};
+use leasesim_sim::Limits;
+use std::fmt::Write as _;
+
+const PPM: u128 = 1_000_000;
+const NS_PER_S: u64 = 1_000_000_000;
+
+/// The largest grid [`simulate`] runs (per side).
+pub const GRID_MAX: usize = 64;
+
+/// The longest duration [`simulate`] hands the simulator (a year): the axes' ends, J and G must
+/// not exceed it, so that no sum of a few of them can overflow 64 bits of nanoseconds.
+pub const SIMULATED_DURATION_MAX_NS: u64 = 365 * 24 * 3_600 * NS_PER_S;
+
+/// What to plot: the advisor's input (L, H, J, R, rho, G).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PlotInput {
+    /// The advisor's input; L and H are the chosen point.
+    pub advise: AdviseInput,
+}
+
+/// One measured grid cell of [`simulate`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimulatedCell {
+    /// The cell's lease length L.
+    pub lease_ns: u64,
+    /// The cell's heartbeat period H.
+    pub heartbeat_ns: u64,
+    /// How many runs (seeds) were measured.
+    pub runs: u32,
+    /// Fraction of the runs with a needless takeover (an I7 "healthy holder" finding).
+    pub needless_takeover_rate: f64,
+    /// Fraction of the runs in which a holder entered jeopardy (P13).
+    pub jeopardy_rate: f64,
+}
+
+/// The plot's axes, in nanoseconds: H from 0 to `h_max`, L from 0 to `l_max`, with ticks every
+/// `h_step` and `l_step`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Axes {
+    h_max: u64,
+    h_step: u64,
+    l_max: u64,
+    l_step: u64,
+}
+
+/// `ceil((1+rho)/(1-rho) * R*H) + J` in 128 bits (as `timing::min_safe_lease`).
+fn bound(heartbeat_ns: u64, misses: u32, jitter_ns: u64, drift_ppm: u32) -> u128 {
+    let rho = drift_ppm.min(999_999) as u128;
+    (heartbeat_ns as u128 * misses as u128 * (PPM + rho)).div_ceil(PPM - rho) + jitter_ns as u128
+}
+
+/// The smallest 1, 2 or 5 times a power of ten (in nanoseconds) that is at least `v`.
+fn nice_step(v: u128) -> u64 {
+    let mut p: u128 = 1;
+    loop {
+        for m in [1u128, 2, 5] {
+            if m * p >= v {
+                return u64::try_from(m * p).unwrap_or(u64::MAX);
+            }
+        }
+        if p > u64::MAX as u128 {
+            return u64::MAX;
+        }
+        p *= 10;
+    }
+}
+
+/// An axis from 0 to about `raw`: a nice step giving 3 to 6 ticks, and the maximum a whole
+/// number of steps.
+fn axis(raw: u128) -> (u64, u64) {
+    let raw = raw.max(1);
+    let step = nice_step(raw.div_ceil(6)).max(1);
+    let max = raw.div_ceil(step as u128) * step as u128;
+    match u64::try_from(max) {
+        Ok(max) => (max, step),
+        Err(_) => (u64::MAX, step),
+    }
+}
+
+impl Axes {
+    /// H from 0 to about twice the larger of the input H and the largest safe H; L from 0 to
+    /// about 1.5 times the larger of the input L and the bound at the end of the H axis.
+    fn new(i: &AdviseInput) -> Axes {
+        let h_safe = match advise(i) {
+            Ok(a) => a.max_safe_heartbeat_ns(),
+            Err(_) => 0,
+        };
+        let (h_max, h_step) = axis(2 * i.heartbeat_ns.max(h_safe) as u128);
+        let b = bound(h_max, i.misses.max(1), i.jitter_ns, i.drift_ppm);
+        let (l_max, l_step) = axis(b.max(i.lease_ns as u128) * 3 / 2);
+        Axes {
+            h_max,
+            h_step,
+            l_max,
+            l_step,
+        }
+    }
+
+    /// The centres of an `n` x `n` grid of cells tiling the axes: `(L, H)` pairs, ascending L
+    /// first, then ascending H.
+    fn grid(&self, n: usize) -> Vec<(u64, u64)> {
+        let n = n as u128;
+        let centre = |max: u64, k: u128| ((max as u128 * (2 * k + 1)) / (2 * n)).max(1) as u64;
+        let mut v = Vec::new();
+        for j in 0..n {
+            for i in 0..n {
+                v.push((centre(self.l_max, j), centre(self.h_max, i)));
+            }
+        }
+        v
+    }
+}
+
+/// The small scenario of one cell: two workers, one job whose only step is a tool call that
+/// outlasts the run, so the holder just heartbeats; every message flies for 0.1 ms plus up to
+/// J/2 (a round trip, the renewal latency, up to J); the workers' clocks drift within rho; the
+/// second worker starts once the first holds the job and polls for work all the time.
+fn cell_setup(i: &AdviseInput, lease_ns: u64, heartbeat_ns: u64, seed: u64) -> Setup {
+    let mut s = Story::new(
+        "advisor-plot-cell",
+        seed,
+        Variant::Reference,
+        &[1, 2],
+        vec![Step::Tool],
+        1,
+    );
+    let latency_min_ns = MILLI_NS / 10;
+    let latency_max_ns = latency_min_ns.saturating_add(i.jitter_ns / 2);
+    let span = lease_ns.max(heartbeat_ns);
+    // A few leases (or heartbeat periods, when those are longer).
+    let horizon_ns = span
+        .saturating_mul(6)
+        .saturating_add(latency_max_ns.saturating_mul(4))
+        .min(u64::MAX / 8);
+    let far = horizon_ns.saturating_mul(2);
+    // Poll often enough to catch a short expiry, but not so often that a claim's grant comes
+    // back after the worker stopped tracking its request (it remembers the last 8 in flight).
+    let poll_ns = (span / 50).max(latency_max_ns / 3).max(1_000);
+    let rho = i.drift_ppm.min(999_999) as i64;
+    s.tool_step(0, far, far);
+    for (k, w) in s.setup.workers.iter_mut().enumerate() {
+        let c = &mut w.config;
+        c.heartbeat_ns = heartbeat_ns;
+        c.drift_ppm_max = i.drift_ppm;
+        c.stop_margin_ns = i.stop_margin_ns;
+        c.tool_timeout_ns = far;
+        c.stage_deadline_ns = far;
+        c.claim_poll_ns = poll_ns;
+        c.commit_retry_ns = poll_ns;
+        // The second worker arrives once the first one holds the job.
+        c.start_delay_ns = if k == 0 {
+            0
+        } else {
+            latency_max_ns.saturating_mul(2).saturating_add(MILLI_NS)
+        };
+    }
+    for k in 0..s.setup.workers.len() {
+        let drift = s.r.range_i64(-rho, rho) as i32;
+        s.setup.workers[k].clock.drift_ppm = drift;
+    }
+    let class = &mut s.setup.classes[0];
+    class.lease_ns = lease_ns;
+    class.max_attempts = 1_000;
+    class.renewal_cap_ns = far;
+    s.setup.net.latency_min_ns = latency_min_ns;
+    s.setup.net.latency_max_ns = latency_max_ns;
+    s.setup.limits = Limits {
+        // Ordinary cells take a few thousand events; the budget bounds degenerate ones.
+        event_budget: 50_000,
+        horizon_ns,
+        queue_max: 10_000,
+    };
+    s.setup.liveness_bound_ns = None;
+    s.setup.timing = TimingPolicy {
+        heartbeats_per_window: i.misses,
+        jitter_ns: i.jitter_ns,
+    };
+    s.finish()
+}
+
+/// Runs one cell for `seeds` seeds: (needless takeovers, jeopardy) counts.
+fn run_cell(i: &AdviseInput, lease_ns: u64, heartbeat_ns: u64, seeds: u32) -> (u32, u32) {
+    let (mut takeovers, mut jeopardy) = (0, 0);
+    for seed in 0..seeds as u64 {
+        let setup = cell_setup(i, lease_ns, heartbeat_ns, seed);
+        let r = run_setup(&setup, seed);
+        let needless = r
+            .findings
+            .iter()
+            .any(|f| f.invariant == Invariant::Liveness && f.message.contains(": healthy holder"));
+        takeovers += needless as u32;
+        jeopardy += r.hazards.reached(Hazard::JeopardyEntered) as u32;
+    }
+    (takeovers, jeopardy)
+}
+
+/// Runs short simulations on a `grid` x `grid` grid of cells tiling the plot's axes (see
+/// [`svg`]) around the chosen point: for each (L, H) cell, `seeds` runs (seeds `0..seeds`) of a
+/// small fault-free but jittery scenario with that lease and heartbeat period, bypassing the P6
+/// check, and measures the fraction of runs with a needless takeover (I7 "healthy holder") and
+/// with jeopardy. Cells come in ascending L, then ascending H. Deterministic: the same input
+/// gives the same cells. Empty when the input is invalid for the advisor, when `grid` or `seeds`
+/// is 0, or when an axis, J or G is longer than [`SIMULATED_DURATION_MAX_NS`]; `grid` is capped
+/// at [`GRID_MAX`].
+pub fn simulate(input: &PlotInput, grid: usize, seeds: u32) -> Vec<SimulatedCell> {
+    let i = input.advise;
+    if advise(&i).is_err() || grid == 0 || seeds == 0 {
+        return Vec::new();
+    }
+    let axes = Axes::new(&i);
+    let longest = [axes.h_max, axes.l_max, i.jitter_ns, i.stop_margin_ns];
+    if longest.iter().any(|&d| d > SIMULATED_DURATION_MAX_NS) {
+        return Vec::new();
+    }
+    let cells = axes.grid(grid.min(GRID_MAX));
+    let counts: Vec<(u32, u32)> = cells
+        .iter()
+        .map(|&(l, h)| run_cell(&i, l, h, seeds))
+        .collect();
+    cells
+        .iter()
+        .zip(counts)
+        .map(|(&(lease_ns, heartbeat_ns), (t, j))| SimulatedCell {
+            lease_ns,
+            heartbeat_ns,
+            runs: seeds,
+            needless_takeover_rate: t as f64 / seeds as f64,
+            jeopardy_rate: j as f64 / seeds as f64,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The SVG.
+
+const WIDTH: f64 = 800.0;
+const HEIGHT: f64 = 600.0;
+/// The plot area.
+const X0: f64 = 72.0;
+const X1: f64 = 592.0;
+const Y0: f64 = 78.0;
+const Y1: f64 = 528.0;
+/// The legend's left edge.
+const LEGEND_X: f64 = 608.0;
+
+const SAFE_FILL: &str = "#d9f2d9";
+const SAFE_TEXT: &str = "#1b5e20";
+const UNSAFE_TEXT: &str = "#b71c1c";
+const BOUNDARY: &str = "#1b5e20";
+
+/// Escapes text for XML content and attribute values.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A coordinate with one decimal (never `-0.0`).
+fn n(x: f64) -> String {
+    let s = format!("{:.1}", if x.is_finite() { x } else { 0.0 });
+    if s == "-0.0" {
+        "0.0".into()
+    } else {
+        s
+    }
+}
+
+/// Exact seconds, with at least millisecond precision: `35.000s`, `0.00025s`, `16.666666666s`.
+fn secs(ns: u64) -> String {
+    secs_exact(ns as u128)
+}
+
+fn secs_exact(ns: u128) -> String {
+    let (whole, frac) = (ns / NS_PER_S as u128, ns % NS_PER_S as u128);
+    let digits = format!("{frac:09}");
+    let trimmed = digits.trim_end_matches('0');
+    let shown = if trimmed.len() < 3 {
+        &digits[..3]
+    } else {
+        trimmed
+    };
+    format!("{whole}.{shown}s")
+}
+
+/// Which way [`secs_ms`] rounds.
+#[derive(Copy, Clone)]
+enum Round {
+    Nearest,
+    Down,
+}
+
+/// Seconds with millisecond precision, rounded as asked (a largest safe value down, as the
+/// advisor's text does); exact below a millisecond.
+fn secs_ms(ns: u128, round: Round) -> String {
+    const NS_PER_MS: u128 = 1_000_000;
+    if ns < NS_PER_MS {
+        return secs_exact(ns);
+    }
+    let ms = match round {
+        Round::Nearest => (ns + NS_PER_MS / 2) / NS_PER_MS,
+        Round::Down => ns / NS_PER_MS,
+    };
+    format!("{}.{:03}s", ms / 1000, ms % 1000)
+}
+
+/// A tick label in seconds, with as many decimals as the step needs.
+fn tick_label(v: u64, step: u64) -> String {
+    let mut decimals = 0u32;
+    while decimals < 9 && step % 10u64.pow(9 - decimals) != 0 {
+        decimals += 1;
+    }
+    let whole = v / NS_PER_S;
+    if decimals == 0 {
+        return whole.to_string();
+    }
+    let frac = (v % NS_PER_S) / 10u64.pow(9 - decimals);
+    format!("{whole}.{frac:0width$}", width = decimals as usize)
+}
+
+/// The colour of a rate in `[0, 1]`: white to dark red.
+fn rate_colour(rate: f64) -> String {
+    let t = if rate.is_finite() {
+        rate.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let mix = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
+    format!(
+        "#{:02x}{:02x}{:02x}",
+        mix(255.0, 165.0),
+        mix(255.0, 15.0),
+        mix(255.0, 21.0)
+    )
+}
+
+fn percent(rate: f64) -> String {
+    format!("{:.0}%", (rate * 100.0).clamp(0.0, 100.0))
+}
+
+/// Maps data (nanoseconds) to pixels.
+struct Frame {
+    axes: Axes,
+}
+
+impl Frame {
+    fn x(&self, h: f64) -> f64 {
+        X0 + (X1 - X0) * (h / self.axes.h_max as f64)
+    }
+    fn y(&self, l: f64) -> f64 {
+        Y1 - (Y1 - Y0) * (l / self.axes.l_max as f64)
+    }
+}
+
+/// The SVG: x = heartbeat period H, y = lease length L, for the input's J, R and rho; the safe
+/// region (`L > (1+rho)/(1-rho)*R*H + J`) shaded, the boundary line labelled with the formula,
+/// the chosen point (L, H) marked and labelled SAFE or UNSAFE, axes with ticks in seconds and a
+/// title with J, R, rho and G. With `cells` (from [`simulate`]), each cell is drawn as a small
+/// square coloured by its needless-takeover rate, its jeopardy rate in its tooltip, with a
+/// legend. 800 x 600, self-contained, deterministic (same input, same bytes).
+pub fn svg(input: &PlotInput, cells: Option<&[SimulatedCell]>) -> String {
+    let i = input.advise;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#,
+        w = WIDTH,
+        h = HEIGHT
+    );
+    let _ = writeln!(
+        o,
+        r##"<rect x="0" y="0" width="{}" height="{}" fill="#ffffff"/>"##,
+        WIDTH, HEIGHT
+    );
+    let title = format!(
+        "Lease timing (P6): J = {}, R = {}, rho = {} ppm, G = {}",
+        secs(i.jitter_ns),
+        i.misses,
+        i.drift_ppm,
+        secs(i.stop_margin_ns)
+    );
+    let _ = writeln!(o, "<title>{}</title>", esc(&title));
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="26" font-size="17" font-weight="bold">{}</text>"#,
+        n(X0),
+        esc(&title)
+    );
+    let advice = match advise(&i) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = writeln!(
+                o,
+                r#"<text x="{}" y="56" font-size="14" fill="{UNSAFE_TEXT}">cannot plot: {}</text>"#,
+                n(X0),
+                esc(&e)
+            );
+            o.push_str("</svg>\n");
+            return o;
+        }
+    };
+    let axes = Axes::new(&i);
+    let f = Frame { axes };
+    let misses = i.misses as f64;
+    let rho = i.drift_ppm as f64 / PPM as f64;
+    let factor = (1.0 + rho) / (1.0 - rho);
+    let jitter = i.jitter_ns as f64;
+    let line = |h: f64| factor * misses * h + jitter;
+    let (h_max, l_max) = (axes.h_max as f64, axes.l_max as f64);
+    let safe = advice.safe();
+    let verdict = if safe { "SAFE" } else { "UNSAFE" };
+    let min_lease = bound(i.heartbeat_ns, i.misses, i.jitter_ns, i.drift_ppm);
+    let subtitle = format!(
+        "chosen point L = {}, H = {}: {verdict} (L {} {}); largest safe H for this L: {}",
+        secs(i.lease_ns),
+        secs(i.heartbeat_ns),
+        if safe { ">" } else { "<=" },
+        secs_ms(min_lease, Round::Nearest),
+        match advice.max_safe_heartbeat_ns() {
+            0 => "none".to_string(),
+            h => secs_ms(h as u128, Round::Down),
+        }
+    );
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="48" font-size="13" fill="{}">{}</text>"#,
+        n(X0),
+        if safe { SAFE_TEXT } else { UNSAFE_TEXT },
+        esc(&subtitle)
+    );
+    // The plot area and the safe region above the boundary.
+    let _ = writeln!(
+        o,
+        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#ffffff" stroke="#888888"/>"##,
+        n(X0),
+        n(Y0),
+        n(X1 - X0),
+        n(Y1 - Y0)
+    );
+    let j_clip = jitter.min(l_max);
+    let (h_end, l_end) = if line(h_max) <= l_max {
+        (h_max, line(h_max))
+    } else {
+        ((l_max - jitter).max(0.0) / (factor * misses), l_max)
+    };
+    let mut poly = vec![(0.0, j_clip), (h_end, l_end)];
+    if h_end >= h_max && l_end < l_max {
+        poly.push((h_max, l_max));
+    }
+    poly.push((0.0, l_max));
+    let points: Vec<String> = poly
+        .iter()
+        .map(|&(h, l)| format!("{},{}", n(f.x(h)), n(f.y(l))))
+        .collect();
+    let _ = writeln!(
+        o,
+        r#"<polygon points="{}" fill="{SAFE_FILL}" stroke="none"><title>safe region: L &gt; (1+rho)/(1-rho)*R*H + J</title></polygon>"#,
+        points.join(" ")
+    );
+    // Grid lines and ticks.
+    let mut ticks = String::new();
+    let mut t = 0u64;
+    loop {
+        let x = f.x(t as f64);
+        let _ = writeln!(
+            ticks,
+            r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#cccccc" stroke-width="0.5"/><line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#333333"/><text x="{x}" y="{}" text-anchor="middle">{}</text>"##,
+            n(Y0),
+            n(Y1),
+            n(Y1),
+            n(Y1 + 5.0),
+            n(Y1 + 19.0),
+            esc(&tick_label(t, axes.h_step)),
+            x = n(x),
+        );
+        match t.checked_add(axes.h_step) {
+            Some(next) if next <= axes.h_max => t = next,
+            _ => break,
+        }
+    }
+    let mut t = 0u64;
+    loop {
+        let y = f.y(t as f64);
+        let _ = writeln!(
+            ticks,
+            r##"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="#cccccc" stroke-width="0.5"/><line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="#333333"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
+            n(X0),
+            n(X1),
+            n(X0 - 5.0),
+            n(X0),
+            n(X0 - 8.0),
+            n(y + 4.0),
+            esc(&tick_label(t, axes.l_step)),
+            y = n(y),
+        );
+        match t.checked_add(axes.l_step) {
+            Some(next) if next <= axes.l_max => t = next,
+            _ => break,
+        }
+    }
+    o.push_str(&ticks);
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-size="13">heartbeat period H (seconds)</text>"#,
+        n((X0 + X1) / 2.0),
+        n(Y1 + 42.0)
+    );
+    let _ = writeln!(
+        o,
+        r#"<text x="{x}" y="{y}" text-anchor="middle" font-size="13" transform="rotate(-90 {x} {y})">lease length L (seconds)</text>"#,
+        x = n(X0 - 46.0),
+        y = n((Y0 + Y1) / 2.0)
+    );
+    // Region labels, in the plot when no cells cover it (the legend names them too).
+    if cells.is_none() {
+        let _ = writeln!(
+            o,
+            r#"<text x="{}" y="{}" fill="{SAFE_TEXT}" font-size="13" font-weight="bold">safe region</text>"#,
+            n(X0 + 10.0),
+            n(Y0 + 20.0)
+        );
+        let _ = writeln!(
+            o,
+            r#"<text x="{}" y="{}" text-anchor="end" fill="{UNSAFE_TEXT}" font-size="13" font-weight="bold">unsafe: a healthy holder can lose its lease</text>"#,
+            n(X1 - 10.0),
+            n(Y1 - 12.0)
+        );
+    }
+    // The measured cells, under the boundary and the point.
+    let mut legend_cells = None;
+    if let Some(cells) = cells {
+        let count_distinct = |key: fn(&SimulatedCell) -> u64| {
+            let mut v: Vec<u64> = cells.iter().map(key).collect();
+            v.sort_unstable();
+            v.dedup();
+            v.len().max(1)
+        };
+        let (nh, nl) = (
+            count_distinct(|c| c.heartbeat_ns),
+            count_distinct(|c| c.lease_ns),
+        );
+        let side = ((X1 - X0) / nh as f64).min((Y1 - Y0) / nl as f64) * 0.55;
+        let side = side.clamp(4.0, 36.0);
+        let mut runs = cells.iter().map(|c| c.runs).collect::<Vec<_>>();
+        runs.sort_unstable();
+        runs.dedup();
+        legend_cells = Some(runs);
+        o.push_str("<g stroke=\"#444444\" stroke-width=\"0.8\">\n");
+        for c in cells {
+            if c.heartbeat_ns > axes.h_max || c.lease_ns > axes.l_max {
+                continue;
+            }
+            let (cx, cy) = (f.x(c.heartbeat_ns as f64), f.y(c.lease_ns as f64));
+            let cell_safe =
+                bound(c.heartbeat_ns, i.misses, i.jitter_ns, i.drift_ppm) < c.lease_ns as u128;
+            let tip = format!(
+                "L = {}, H = {} ({} by the formula): needless takeover in {} of {} runs ({}), jeopardy in {} of {} runs ({})",
+                secs_ms(c.lease_ns as u128, Round::Nearest),
+                secs_ms(c.heartbeat_ns as u128, Round::Nearest),
+                if cell_safe { "safe" } else { "unsafe" },
+                (c.needless_takeover_rate * c.runs as f64).round() as u64,
+                c.runs,
+                percent(c.needless_takeover_rate),
+                (c.jeopardy_rate * c.runs as f64).round() as u64,
+                c.runs,
+                percent(c.jeopardy_rate),
+            );
+            let _ = writeln!(
+                o,
+                r#"<rect x="{}" y="{}" width="{s}" height="{s}" fill="{}"><title>{}</title></rect>"#,
+                n(cx - side / 2.0),
+                n(cy - side / 2.0),
+                rate_colour(c.needless_takeover_rate),
+                esc(&tip),
+                s = n(side),
+            );
+        }
+        o.push_str("</g>\n");
+    }
+    // The boundary line and its formula, written along it.
+    let (bx0, by0, bx1, by1) = (f.x(0.0), f.y(j_clip), f.x(h_end), f.y(l_end));
+    let _ = writeln!(
+        o,
+        r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{BOUNDARY}" stroke-width="2.5"/>"#,
+        n(bx0),
+        n(by0),
+        n(bx1),
+        n(by1)
+    );
+    // The chosen point (drawn below, after the formula) and where the line passes it.
+    let (h_pt, l_pt) = (
+        (i.heartbeat_ns as f64).min(h_max),
+        (i.lease_ns as f64).min(l_max),
+    );
+    let (px, py) = (f.x(h_pt), f.y(l_pt));
+    // The formula along the line, at whichever of three places is farthest from the point.
+    let angle = (by1 - by0).atan2(bx1 - bx0).to_degrees();
+    let along = |t: f64| (bx0 + (bx1 - bx0) * t, by0 + (by1 - by0) * t);
+    let distance = |t: f64| {
+        let (x, y) = along(t);
+        (x - px).powi(2) + (y - py).powi(2)
+    };
+    let mut best = 0.5;
+    for t in [0.3, 0.75] {
+        if distance(t) > distance(best) {
+            best = t;
+        }
+    }
+    let (lx, ly) = along(best);
+    let formula = "L = (1+rho)/(1-rho)*R*H + J";
+    let numbers = format!("= {factor:.6}*{}*H + {}", i.misses, secs(i.jitter_ns));
+    let _ = writeln!(
+        o,
+        r##"<g transform="translate({} {}) rotate({})" stroke="#ffffff" stroke-width="3" paint-order="stroke"><text x="0" y="-8" text-anchor="middle" fill="{BOUNDARY}" font-size="13" font-weight="bold">{}</text><text x="0" y="17" text-anchor="middle" fill="{BOUNDARY}">{}</text></g>"##,
+        n(lx),
+        n(ly),
+        n(angle),
+        esc(formula),
+        esc(&numbers)
+    );
+    // The chosen point, with dashed guides to the axes.
+    let colour = if safe { SAFE_TEXT } else { UNSAFE_TEXT };
+    let _ = writeln!(
+        o,
+        r#"<path d="M {} {} H {} V {}" fill="none" stroke="{colour}" stroke-width="1" stroke-dasharray="4 3"/>"#,
+        n(X0),
+        n(py),
+        n(px),
+        n(Y1)
+    );
+    let _ = writeln!(
+        o,
+        r##"<circle cx="{}" cy="{}" r="7" fill="{colour}" stroke="#ffffff" stroke-width="2"><title>{}</title></circle>"##,
+        n(px),
+        n(py),
+        esc(&subtitle)
+    );
+    let label = format!(
+        "{verdict}: L = {}, H = {}",
+        secs(i.lease_ns),
+        secs(i.heartbeat_ns)
+    );
+    // The label goes away from the line (which rises to the right): up and to the left of a
+    // point above it, down and to the right of a point below it, as far as the plot allows.
+    let line_y = f.y(line(h_pt));
+    let above = py <= line_y;
+    let room = 230.0;
+    let left = if above {
+        px - X0 > room
+    } else {
+        X1 - px < room
+    };
+    let (tx, anchor) = if left {
+        (px - 10.0, "end")
+    } else {
+        (px + 10.0, "start")
+    };
+    // Keep the whole label clear of the line: above it over the label's width, or below it.
+    let width = label.len() as f64 * 8.0;
+    let (x_left, x_right) = if left {
+        (tx - width, tx)
+    } else {
+        (tx, tx + width)
+    };
+    let line_at = |x: f64| f.y(line((x - X0) / (X1 - X0) * h_max)).clamp(Y0, Y1);
+    let ty = if above {
+        (py - 12.0).min(line_at(x_right) - 8.0)
+    } else {
+        (py + 22.0).max(line_at(x_left) + 18.0)
+    };
+    let ty = ty.clamp(Y0 + 14.0, Y1 - 6.0);
+    let _ = writeln!(
+        o,
+        r##"<text x="{}" y="{}" text-anchor="{anchor}" fill="{colour}" font-size="14" font-weight="bold" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
+        n(tx),
+        n(ty),
+        esc(&label)
+    );
+    // The legend.
+    let lx = LEGEND_X;
+    let mut y = Y0 + 4.0;
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="{}" font-weight="bold">Legend</text>"#,
+        n(lx),
+        n(y)
+    );
+    y += 16.0;
+    let _ = writeln!(
+        o,
+        r##"<rect x="{}" y="{}" width="16" height="12" fill="{SAFE_FILL}" stroke="#888888"/><text x="{}" y="{}">safe region</text><text x="{}" y="{}" font-size="10">L &gt; (1+rho)/(1-rho)*R*H + J</text>"##,
+        n(lx),
+        n(y - 10.0),
+        n(lx + 22.0),
+        n(y),
+        n(lx + 22.0),
+        n(y + 13.0)
+    );
+    y += 30.0;
+    let _ = writeln!(
+        o,
+        r##"<rect x="{}" y="{}" width="16" height="12" fill="#ffffff" stroke="#888888"/><text x="{}" y="{}">unsafe region</text><text x="{}" y="{}" font-size="10">a healthy holder may lose it</text>"##,
+        n(lx),
+        n(y - 10.0),
+        n(lx + 22.0),
+        n(y),
+        n(lx + 22.0),
+        n(y + 13.0)
+    );
+    y += 32.0;
+    let _ = writeln!(
+        o,
+        r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{BOUNDARY}" stroke-width="2.5"/><text x="{}" y="{}">boundary</text>"#,
+        n(lx),
+        n(y - 4.0),
+        n(lx + 16.0),
+        n(y - 4.0),
+        n(lx + 22.0),
+        n(y)
+    );
+    y += 20.0;
+    let _ = writeln!(
+        o,
+        r#"<circle cx="{}" cy="{}" r="6" fill="{colour}"/><text x="{}" y="{}">chosen point ({verdict})</text>"#,
+        n(lx + 8.0),
+        n(y - 4.0),
+        n(lx + 22.0),
+        n(y)
+    );
+    if let Some(runs) = legend_cells {
+        y += 30.0;
+        let _ = writeln!(
+            o,
+            r#"<text x="{}" y="{}" font-weight="bold">Simulated cells</text>"#,
+            n(lx),
+            n(y)
+        );
+        y += 15.0;
+        let runs_text = match runs.as_slice() {
+            [] => "no cells".to_string(),
+            [r] => format!("{r} runs per cell"),
+            many => format!("{} to {} runs per cell", many[0], many[many.len() - 1]),
+        };
+        for line in [
+            "needless takeover rate".to_string(),
+            "(I7 healthy holder taken over)".to_string(),
+            runs_text,
+        ] {
+            let _ = writeln!(
+                o,
+                r#"<text x="{}" y="{}" font-size="11">{}</text>"#,
+                n(lx),
+                n(y),
+                esc(&line)
+            );
+            y += 14.0;
+        }
+        y += 4.0;
+        for (k, rate) in [0.0, 0.25, 0.5, 0.75, 1.0].into_iter().enumerate() {
+            let yy = y + k as f64 * 18.0;
+            let _ = writeln!(
+                o,
+                r##"<rect x="{}" y="{}" width="14" height="14" fill="{}" stroke="#444444" stroke-width="0.8"/><text x="{}" y="{}">{}</text>"##,
+                n(lx),
+                n(yy),
+                rate_colour(rate),
+                n(lx + 22.0),
+                n(yy + 11.0),
+                percent(rate)
+            );
+        }
+        y += 5.0 * 18.0 + 10.0;
+        for line in [
+            "hover a square for its",
+            "jeopardy rate (P13)",
+            "no loss injected; round",
+            "trips jitter by up to J",
+        ] {
+            let _ = writeln!(
+                o,
+                r##"<text x="{}" y="{}" font-size="11" fill="#555555">{}</text>"##,
+                n(lx),
+                n(y),
+                esc(line)
+            );
+            y += 14.0;
+        }
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_axes() {
+        assert_eq!(nice_step(1), 1);
+        assert_eq!(nice_step(3), 5);
+        assert_eq!(nice_step(4_666_666_667), 5_000_000_000);
+        assert_eq!(axis(28 * NS_PER_S as u128), (30 * NS_PER_S, 5 * NS_PER_S));
+        assert_eq!(tick_label(2_500_000_000, 500_000_000), "2.5");
+        assert_eq!(tick_label(20 * NS_PER_S, 20 * NS_PER_S), "20");
+        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        assert_eq!(secs(35 * NS_PER_S), "35.000s");
+        assert_eq!(secs(250_000), "0.00025s");
+        assert_eq!(secs(999_999_999), "0.999999999s");
+        assert_eq!(secs(1_500_000_000), "1.500s");
+        assert_eq!(secs_ms(69_999_999_999, Round::Down), "69.999s");
+        assert_eq!(secs_ms(16_666_666_666, Round::Nearest), "16.667s");
+        assert_eq!(secs_ms(250_000, Round::Down), "0.00025s");
+    }
+}
