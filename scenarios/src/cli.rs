@@ -484,11 +484,19 @@ fn report_cmd(
         }
     };
     let r = run_setup(&setup, seed);
-    let (h, md) = examples::render(
-        &r,
-        &examples::title(&setup, seed),
-        &format!("cargo run --release -- replay {}", file.display()),
-    );
+    let pristine =
+        scenarios::find(&setup.scenario).is_some_and(|d| (d.build)(seed, setup.variant) == setup);
+    let reproduce = if pristine {
+        reproduce_command(&setup.scenario, seed, setup.variant)
+    } else if Replay::parse(&bytes).is_ok() {
+        format!("cargo run --release -- replay {}", file.display())
+    } else {
+        format!(
+            "cargo run --release -- report {} --html <file>",
+            file.display()
+        )
+    };
+    let (h, md) = examples::render(&r, &examples::title(&setup, seed), &reproduce);
     for (path, text) in [(html, h), (markdown, md)] {
         if let Some(path) = path {
             std::fs::write(path, text)
