@@ -1076,10 +1076,26 @@ impl Worker {
         let State::Holding(a) = &mut self.state else {
             return;
         };
+        if a.commit.is_some() {
+            // The first decision stands: a second, different commit of the same attempt would
+            // be refused, and the worker would journal a refusal of an accepted result.
+            return;
+        }
+        // A tool call still running is abandoned: its answer no longer changes the outcome.
+        a.tool = None;
+        self.clear(Timer::ToolTimeout);
+        let State::Holding(a) = &mut self.state else {
+            return;
+        };
         a.commit = Some(CommitState {
             outcome,
             attempts: 0,
         });
+        // The commit decides now: a checkpoint, a status query or a wait for answers still in
+        // flight no longer matters (and must not take the commit's retry timer).
+        a.checkpoint = None;
+        a.status_query = None;
+        a.awaiting_acks = false;
         self.clear(Timer::Heartbeat);
         self.clear(Timer::Stage);
         self.send_commit(now);

@@ -81,6 +81,24 @@ fn w1_w2_stale_commit_shrunk() {
     check("w1-w2-stale-commit.shrunk.json");
 }
 
+// postmortem: a checkpoint's refusal overtook its attempt's accepted commit (a false loss).
+#[test]
+fn swarm_checkpoint_refusal_after_accepted_commit() {
+    check("swarm-checkpoint-refusal-after-accepted-commit.json");
+}
+
+// postmortem: a checkpoint kept the commit's retry timer; every worker stuck, jobs never ended.
+#[test]
+fn swarm_commit_retry_timer_taken_by_checkpoint() {
+    check("swarm-commit-retry-timer-taken-by-checkpoint.json");
+}
+
+// postmortem: a second, different commit of one attempt was refused after the first was accepted.
+#[test]
+fn swarm_second_commit_of_one_attempt() {
+    check("swarm-second-commit-of-one-attempt.json");
+}
+
 #[test]
 fn every_regression_file_has_a_test() {
     let src = std::fs::read_to_string(

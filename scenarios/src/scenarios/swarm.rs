@@ -15,8 +15,9 @@ use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
 use crate::setup::{ClockSpec, ReceiverSetup, Setup, TimingPolicy, WorkerSetup};
 use crate::world::ToolSetup;
 use leasesim_protocol::{
-    timing, ClassId, ClassSpec, JobId, JobSpec, MsgKind, Nanos, OpId, OperatorAction, Plan, Step,
-    ToolFaultKind, Variant, WorkerConfig, WorkerName, MILLI_NS, SECOND_NS,
+    coordinator::HUMAN_LEASE_NS, timing, ClassId, ClassSpec, JobId, JobSpec, MsgKind, Nanos, OpId,
+    OperatorAction, Plan, Step, ToolFaultKind, Variant, WorkerConfig, WorkerName, MILLI_NS,
+    SECOND_NS,
 };
 use leasesim_sim::{Limits, NetConfig, NodeId, Prng, Stream};
 
@@ -224,6 +225,59 @@ fn build(seed: u64, variant: Variant) -> Setup {
         let f = fault(&mut r, &setup, safety_ns, lease_max);
         setup.faults.push(f);
     }
+    // The rules of the second article, drawn last so the draws above keep their values:
+    // stages (P17), admission (P16), receivers that cannot answer status queries or whose policy
+    // refuses an operation, and a handoff to a human who resolves the job (P15).
+    for c in 0..setup.plans.len() {
+        if r.chance(1, 3) && !setup.plans[c].steps.is_empty() {
+            let at = r.index(setup.plans[c].steps.len());
+            setup.plans[c].steps.insert(at, Step::Checkpoint);
+        }
+        if r.chance(1, 4) {
+            setup.classes[c].capacity = Some(r.range(1, 3) as u32);
+        }
+    }
+    let plans = setup.plans.clone();
+    for w in &mut setup.workers {
+        w.config.plans = plans.clone();
+    }
+    for rcv in &mut setup.receivers {
+        rcv.supports_status = !r.chance(1, 6);
+        if r.chance(1, 8) {
+            rcv.refused_ops = vec![OpId(r.range(1, OPS.len() as u64 - 1) as u8)];
+        }
+    }
+    let mut bound = setup.liveness_bound_ns.unwrap_or(0);
+    // Admission serialises a class: its jobs take their turns.
+    for (c, class) in setup.classes.iter().enumerate() {
+        if let Some(capacity) = class.capacity {
+            let jobs = setup
+                .jobs
+                .iter()
+                .filter(|j| j.class.0 as usize == c)
+                .count() as u64;
+            bound += jobs.div_ceil(capacity as u64) * attempts_max * attempt_ns;
+        }
+    }
+    if r.chance(1, 6) {
+        let job = JobId(r.index(setup.jobs.len()) as u32);
+        let at = r.range(0, safety_ns / 2);
+        let review = r.range(SECOND_NS, safety_ns / 2);
+        setup.faults.push(Fault::Operator {
+            job,
+            action: OperatorAction::HandToHuman,
+            start: Trigger::at(at),
+        });
+        setup.faults.push(Fault::Operator {
+            job,
+            action: OperatorAction::HumanResolves,
+            start: Trigger::at(at + review),
+        });
+        // A human whose resolution is lost holds the job until their lease runs out.
+        bound += HUMAN_LEASE_NS;
+    }
+    setup.liveness_bound_ns = Some(bound);
+    setup.limits.horizon_ns = safety_ns + bound + 60 * SECOND_NS;
     setup
 }
 
