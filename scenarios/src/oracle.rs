@@ -47,6 +47,18 @@ enum Soft {
     Delay(u64),
 }
 
+/// The scalar facts of a job's model, copied out cheaply (the model's sets stay behind).
+#[derive(Copy, Clone, Debug)]
+struct JobView {
+    token: Token,
+    holder: Option<WorkerName>,
+    valid_until: Option<u64>,
+    confirmed_t: u64,
+    lease_ns: u64,
+    state: Option<JobState>,
+    succeeded: bool,
+}
+
 /// What the checkers know of the world besides the trace.
 pub struct World<'a> {
     /// Every node, by id.
@@ -197,6 +209,20 @@ impl Oracle<'_> {
                 node,
                 message,
             });
+        }
+    }
+
+    /// The job's scalar facts (its model is created if the job is new).
+    fn view(&mut self, job: JobId) -> JobView {
+        let m = self.jobs.entry(job).or_default();
+        JobView {
+            token: m.token,
+            holder: m.holder,
+            valid_until: m.valid_until,
+            confirmed_t: m.confirmed_t,
+            lease_ns: m.lease_ns,
+            state: m.state,
+            succeeded: m.succeeded,
         }
     }
 
@@ -623,7 +649,7 @@ impl Oracle<'_> {
         took_over: Option<Token>,
         reason: GrantReason,
     ) {
-        let m = self.jobs.entry(job).or_default().clone();
+        let m = self.view(job);
         if token <= m.token {
             self.flag(
                 Invariant::SingleValidLease,
@@ -700,7 +726,7 @@ impl Oracle<'_> {
         e: &TraceEvent<Msg, Event>,
         job: JobId,
         old: Token,
-        m: &JobModel,
+        m: &JobView,
     ) {
         let Some(&node) = self.runner.get(&(job, old)) else {
             // Nobody ever ran that grant (a lost reply left it dangling).
@@ -766,7 +792,7 @@ impl Oracle<'_> {
         token: Token,
         lease_until: u64,
     ) {
-        let m = self.jobs.entry(job).or_default().clone();
+        let m = self.view(job);
         let problem = if m.state != Some(JobState::Running) {
             Some(format!("the job is {:?}", m.state))
         } else if m.holder != Some(worker) {
@@ -844,7 +870,7 @@ impl Oracle<'_> {
         token: Token,
         state: JobState,
     ) {
-        let m = self.jobs.entry(job).or_default().clone();
+        let m = self.view(job);
         let mut problems = Vec::new();
         if m.token != token {
             problems.push(format!("token {} was current", m.token));
@@ -998,8 +1024,8 @@ impl Oracle<'_> {
         key: IdemKey,
         in_jeopardy: bool,
     ) {
-        let who = self.name(e.node).to_string();
-        let key_text = self.key(key);
+        // Texts are built only for a finding: this runs for every effect of every run.
+        let texts = |o: &Self| (o.name(e.node).to_string(), o.key(key));
         let overlapping = self
             .live
             .iter()
@@ -1010,6 +1036,7 @@ impl Oracle<'_> {
                 matches!(n.role, Role::Receiver { index, supports_fence: true } if index == receiver)
             });
             if !fenced && key.salt != 0 {
+                let (who, key_text) = texts(self);
                 self.flag(
                     Invariant::NoDoubleEffect,
                     e,
@@ -1018,6 +1045,7 @@ impl Oracle<'_> {
             }
         }
         if in_jeopardy {
+            let (who, key_text) = texts(self);
             self.flag(
                 Invariant::QuiescentHolder,
                 e,
@@ -1026,6 +1054,7 @@ impl Oracle<'_> {
             return;
         }
         if self.lost.contains(&(e.node, job, token)) {
+            let (who, key_text) = texts(self);
             self.flag(
                 Invariant::QuiescentHolder,
                 e,
@@ -1036,24 +1065,33 @@ impl Oracle<'_> {
         if self.clocks_out.contains(&e.node) {
             return;
         }
-        let m = self.jobs.get(&job).cloned().unwrap_or_default();
-        if m.token != token {
-            if m.revoked.range(token..).next().is_some() {
+        // Read what is needed of the job's model without copying its sets.
+        let (current, revoked_since, expiry) = match self.jobs.get(&job) {
+            Some(m) => (
+                m.token,
+                m.revoked.range(token..).next().is_some(),
+                self.expiry_true(m),
+            ),
+            None => (Token::default(), false, None),
+        };
+        if current != token {
+            if revoked_since {
                 // The operator ended it; the holder learns at its next heartbeat (P15).
                 self.hit(Hazard::ActedAfterRevoke);
                 return;
             }
+            let (who, key_text) = texts(self);
             self.flag(
                 Invariant::QuiescentHolder,
                 e,
                 format!(
-                    "{who} started {key_text} believing it held token {token} while token {} had been granted",
-                    m.token
+                    "{who} started {key_text} believing it held token {token} while token {current} had been granted"
                 ),
             );
             return;
         }
-        if self.expiry_true(&m).is_none_or(|t| t <= e.t) {
+        if expiry.is_none_or(|t| t <= e.t) {
+            let (who, key_text) = texts(self);
             self.flag(
                 Invariant::QuiescentHolder,
                 e,
