@@ -202,6 +202,16 @@ impl Worker {
         }
     }
 
+    /// The external request this worker waits for an answer to, if any. An async shell cancels
+    /// its tool call when this no longer names the call (the lease was lost, the call timed
+    /// out, the stage ended).
+    pub fn tool_in_flight(&self) -> Option<u64> {
+        match &self.state {
+            State::Holding(a) => a.tool,
+            State::Idle { .. } => None,
+        }
+    }
+
     /// The next output, if any.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()

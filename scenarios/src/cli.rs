@@ -3,6 +3,7 @@
 //! always with a one-line error and never a panic.
 
 use crate::advise;
+use crate::engines::{self, Engine};
 use crate::examples;
 use crate::hazard::Hazard;
 use crate::journal;
@@ -84,9 +85,13 @@ enum Command {
         /// Writes the run as Markdown with a Mermaid sequence diagram.
         #[arg(long)]
         markdown: Option<PathBuf>,
-        /// Runs the seed twice and compares the traces.
+        /// Runs the seed twice and compares the traces (on madsim: madsim's own check too).
         #[arg(long)]
         check_determinism: bool,
+        /// The engine: `sim` (the simulator), `madsim` (the async shell on madsim, in the madsim
+        /// build) or `tokio` (the async shell on real tokio, in the normal build).
+        #[arg(long, default_value = "sim")]
+        engine: String,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -158,6 +163,52 @@ enum Command {
         /// Writes Markdown with a Mermaid sequence diagram.
         #[arg(long)]
         markdown: Option<PathBuf>,
+    },
+    /// Runs the same scenario on the simulator and on the async-shell engine (madsim in the
+    /// madsim build, real tokio otherwise), each in its own process, and prints seeds/s,
+    /// events/s, peak memory and their ratio; `--scaling` prints the simulator's scaling table.
+    Bench {
+        /// Scenario (see `list`).
+        #[arg(long, default_value = "w1-w2")]
+        scenario: String,
+        /// Protocol variant (see `list`).
+        #[arg(long, default_value = "reference")]
+        variant: String,
+        /// Seeds for the simulator.
+        #[arg(long, default_value_t = 100_000)]
+        seeds: u64,
+        /// Seeds for the async-shell engine.
+        #[arg(long, default_value_t = 2_000)]
+        shell_seeds: u64,
+        /// Threads per engine (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Prints the simulator's scaling table (workers x jobs, 1 x 1 to 100 x 10,000) instead.
+        #[arg(long)]
+        scaling: bool,
+        /// Internal: measure one engine (or `scaling:W:J:SEEDS`) in this process.
+        #[arg(long, hide = true)]
+        child: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Runs the scenarios the async shell expresses on the simulator and on the async-shell
+    /// engine, and reports where the two engines disagree (with both seeds).
+    Agree {
+        /// Scenario names (default: w1-w2, gc-pause-after-check, late-tool-answer,
+        /// restart-same-name, heartbeat-ack-lost).
+        scenarios: Vec<String>,
+        /// `N` for seeds 0..N, or `A..B`.
+        #[arg(long, default_value = "20", value_parser = parse_seeds)]
+        seeds: SeedRange,
+        /// Variants, comma-separated (default: reference, unconditional-commit,
+        /// receiver-ignores-fence, no-jeopardy).
+        #[arg(long)]
+        variants: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Regenerates the example reports committed under `reports/`.
     Examples {
@@ -316,23 +367,27 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             html,
             markdown,
             check_determinism,
+            engine,
             format,
-        } => run_cmd(
-            out,
-            &name,
-            seed,
-            &v,
-            &RunOpts {
-                trace: trace.as_deref(),
-                journal: journal.as_deref(),
-                html: html.as_deref(),
-                markdown: markdown.as_deref(),
-                save: save.as_deref(),
-                check_determinism,
-                allow_unsafe_timing,
-                format,
-            },
-        ),
+        } => engine_arg(&engine).and_then(|engine| {
+            run_cmd(
+                out,
+                &name,
+                seed,
+                &v,
+                &RunOpts {
+                    trace: trace.as_deref(),
+                    journal: journal.as_deref(),
+                    html: html.as_deref(),
+                    markdown: markdown.as_deref(),
+                    save: save.as_deref(),
+                    check_determinism,
+                    allow_unsafe_timing,
+                    engine,
+                    format,
+                },
+            )
+        }),
         Command::Replay {
             file,
             html,
@@ -351,6 +406,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
                 save: None,
                 check_determinism,
                 allow_unsafe_timing: false,
+                engine: Engine::Sim,
                 format,
             },
         ),
@@ -415,6 +471,34 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             html,
             markdown,
         } => report_cmd(out, &file, html.as_deref(), markdown.as_deref()),
+        Command::Bench {
+            scenario,
+            variant: v,
+            seeds,
+            shell_seeds,
+            jobs,
+            scaling,
+            child,
+            format,
+        } => bench_cmd(
+            out,
+            &BenchArgs {
+                scenario,
+                variant: v,
+                seeds,
+                shell_seeds,
+                jobs,
+                scaling,
+                child,
+                format,
+            },
+        ),
+        Command::Agree {
+            scenarios: names,
+            seeds,
+            variants,
+            format,
+        } => agree_cmd(out, &names, seeds, variants.as_deref(), format),
         Command::Examples { out: dir, jobs } => {
             let threads = match threads(jobs) {
                 Ok(t) => t,
@@ -697,7 +781,18 @@ struct RunOpts<'a> {
     save: Option<&'a Path>,
     check_determinism: bool,
     allow_unsafe_timing: bool,
+    engine: Engine,
     format: Format,
+}
+
+fn engine_arg(name: &str) -> Result<Engine, UsageError> {
+    let engine = Engine::parse(name).ok_or_else(|| {
+        UsageError(format!(
+            "unknown engine {name:?}: expected sim, madsim or tokio"
+        ))
+    })?;
+    engine.available().map_err(UsageError)?;
+    Ok(engine)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -796,12 +891,52 @@ fn present(
     reproduce: &str,
     opts: &RunOpts<'_>,
 ) -> Result<(i32, RunResult), UsageError> {
-    let r = run_setup(setup, seed);
-    let verdict = r.verdict();
     let mut determinism: Option<Result<(), String>> = None;
-    if opts.check_determinism {
-        determinism = Some(check_same(&r, &run_setup(setup, seed)));
-    }
+    let mut shell_note = None;
+    let r = if opts.engine == Engine::Sim {
+        let r = run_setup(setup, seed);
+        if opts.check_determinism {
+            determinism = Some(check_same(&r, &run_setup(setup, seed)));
+        }
+        r
+    } else {
+        opts.engine.supports(setup).map_err(UsageError)?;
+        let run = if opts.check_determinism {
+            match engines::check_determinism(opts.engine, setup, seed) {
+                Ok(run) => {
+                    determinism = Some(Ok(()));
+                    run
+                }
+                Err(e) => {
+                    determinism = Some(Err(e));
+                    engines::run(opts.engine, setup, seed).map_err(UsageError)?
+                }
+            }
+        } else {
+            engines::run(opts.engine, setup, seed).map_err(UsageError)?
+        };
+        if !run.problems.is_empty() {
+            determinism = Some(Err(format!(
+                "the {} engine did not do what its trace says: {}",
+                opts.engine.name(),
+                run.problems.join("; ")
+            )));
+        }
+        shell_note = run.stats.map(|s| {
+            format!(
+                "engine: {} (async shell: {} tool calls, {} answered, {} cancelled by lease loss, {} by client timeout, {} otherwise; {} heartbeat-task wakes)",
+                opts.engine.name(),
+                s.tool_calls,
+                s.tool_answered,
+                s.cancelled_lease_lost,
+                s.cancelled_timed_out,
+                s.cancelled_other,
+                s.heartbeat_task_wakes
+            )
+        });
+        run.result
+    };
+    let verdict = r.verdict();
     if let Some(path) = opts.trace {
         let doc = json!({
             "format": "leasesim-trace",
@@ -868,11 +1003,15 @@ fn present(
             "deterministic": determinism.as_ref().map(|d| d.is_ok()),
             "determinism_error": determinism.as_ref().and_then(|d| d.as_ref().err()),
             "reproduce": reproduce,
+            "engine": opts.engine.name(),
         });
         io(writeln!(out, "{doc:#}"))?;
         return Ok((code, r));
     }
     io(writeln!(out, "{header}"))?;
+    if let Some(note) = &shell_note {
+        io(writeln!(out, "{note}"))?;
+    }
     io(out.write_all(reports::timeline(&names, &r.trace).as_bytes()))?;
     io(writeln!(out))?;
     io(writeln!(
@@ -1457,4 +1596,219 @@ fn prune_replays(dir: &Path) {
     for (_, path) in &files[..files.len() - REPLAYS_KEPT] {
         let _ = std::fs::remove_file(path);
     }
+}
+
+struct BenchArgs {
+    scenario: String,
+    variant: String,
+    seeds: u64,
+    shell_seeds: u64,
+    jobs: Option<usize>,
+    scaling: bool,
+    child: Option<String>,
+    format: Format,
+}
+
+fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, UsageError> {
+    let v = variant(&a.variant)?;
+    scenario(&a.scenario)?;
+    let threads = threads(a.jobs)?;
+    if let Some(child) = &a.child {
+        // A measuring process: one engine (or one scaling row), figures as one JSON document.
+        let doc = if let Some(row) = child.strip_prefix("scaling:") {
+            let n: Vec<u64> = row.split(':').filter_map(|x| x.parse().ok()).collect();
+            let [w, j, s] = n[..] else {
+                return Err(UsageError(format!("bad --child {child:?}")));
+            };
+            let r = crate::scaling::measure(w as usize, j as usize, s);
+            json!({"row": r, "peak_rss_kib": crate::scaling::peak_rss_kib()})
+        } else {
+            let engine = engine_arg(child)?;
+            let seeds = if engine == Engine::Sim { a.seeds } else { a.shell_seeds };
+            let f = crate::bench::measure(engine, &a.scenario, v, seeds, threads).map_err(UsageError)?;
+            json!(f)
+        };
+        io(writeln!(out, "{doc}"))?;
+        return Ok(0);
+    }
+    let common = |engine: &str| {
+        vec![
+            "bench".to_string(),
+            "--scenario".into(),
+            a.scenario.clone(),
+            "--variant".into(),
+            a.variant.clone(),
+            "--seeds".into(),
+            a.seeds.to_string(),
+            "--shell-seeds".into(),
+            a.shell_seeds.to_string(),
+            "--jobs".into(),
+            threads.to_string(),
+            "--child".into(),
+            engine.to_string(),
+        ]
+    };
+    if a.scaling {
+        let mut rows = Vec::new();
+        for &(w, j) in crate::scaling::DEFAULT_GRID {
+            let seeds = crate::scaling::default_seeds(w, j);
+            let doc: serde_json::Value =
+                crate::bench::in_child(&common(&format!("scaling:{w}:{j}:{seeds}"))).map_err(UsageError)?;
+            let row: crate::scaling::ScaleRow = serde_json::from_value(doc["row"].clone())
+                .map_err(|e| UsageError(format!("the measuring process printed no row: {e}")))?;
+            rows.push((row, doc["peak_rss_kib"].as_u64()));
+        }
+        if a.format == Format::Json {
+            let v: Vec<_> = rows
+                .iter()
+                .map(|(r, p)| json!({"row": r, "peak_rss_kib": p}))
+                .collect();
+            io(writeln!(out, "{:#}", json!(v)))?;
+            return Ok(0);
+        }
+        io(writeln!(out, "simulator scaling (reference protocol, no faults; each row in its own process, one thread):"))?;
+        io(writeln!(out, "{:>8} {:>7} {:>6} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10}  verdicts", "workers", "jobs", "seeds", "seconds", "events", "events/s", "ns/event", "ms/seed", "peak RSS"))?;
+        for (r, peak) in &rows {
+            io(writeln!(
+                out,
+                "{:>8} {:>7} {:>6} {:>9.3} {:>10} {:>12.0} {:>11.0} {:>9.3} {:>10}  {}",
+                r.workers,
+                r.jobs,
+                r.seeds,
+                r.seconds,
+                r.events,
+                r.events_per_s,
+                r.ns_per_event,
+                r.seconds * 1000.0 / r.seeds.max(1) as f64,
+                crate::bench::mib(*peak),
+                if r.held { "all held" } else { "NOT ALL HELD" }
+            ))?;
+        }
+        return Ok(if rows.iter().all(|(r, _)| r.held) { 0 } else { 1 });
+    }
+    let other = Engine::shell();
+    let sim: crate::bench::EngineFigures = crate::bench::in_child(&common("sim")).map_err(UsageError)?;
+    let shell: crate::bench::EngineFigures =
+        crate::bench::in_child(&common(other.name())).map_err(UsageError)?;
+    let seeds_ratio = crate::bench::ratio(sim.seeds_per_s, shell.seeds_per_s);
+    let events_ratio = crate::bench::ratio(sim.events_per_s, shell.events_per_s);
+    let code = if sim.not_held == 0 && shell.not_held == 0 || v != Variant::Reference { 0 } else { 1 };
+    if a.format == Format::Json {
+        let doc = json!({
+            "sim": sim,
+            "other": shell,
+            "seeds_per_s_ratio": seeds_ratio,
+            "events_per_s_ratio": events_ratio,
+        });
+        io(writeln!(out, "{doc:#}"))?;
+        return Ok(code);
+    }
+    io(writeln!(out, "{} --variant {}, {} thread(s) per engine, each engine in its own process:", a.scenario, v.name(), threads))?;
+    io(writeln!(out, "{:>8} {:>8} {:>9} {:>11} {:>12} {:>10} {:>9}", "engine", "seeds", "seconds", "seeds/s", "events/s", "peak RSS", "not held"))?;
+    for f in [&sim, &shell] {
+        io(writeln!(
+            out,
+            "{:>8} {:>8} {:>9.2} {:>11.0} {:>12.0} {:>10} {:>9}",
+            f.engine,
+            f.seeds,
+            f.seconds,
+            f.seeds_per_s,
+            f.events_per_s,
+            crate::bench::mib(f.peak_rss_kib),
+            f.not_held
+        ))?;
+    }
+    let x = |r: Option<f64>| r.map_or_else(|| "n/a".into(), |r| format!("{r:.1}x"));
+    io(writeln!(
+        out,
+        "ratio sim/{}: {} seeds/s, {} events/s",
+        other.name(),
+        x(seeds_ratio),
+        x(events_ratio)
+    ))?;
+    if other != Engine::Madsim {
+        io(writeln!(
+            out,
+            "madsim: this is the normal build; `{} bench` runs the simulator beside madsim",
+            crate::engines::MADSIM_CARGO
+        ))?;
+    }
+    Ok(code)
+}
+
+fn agree_cmd(
+    out: &mut dyn Write,
+    names: &[String],
+    seeds: SeedRange,
+    variants: Option<&str>,
+    format: Format,
+) -> Result<i32, UsageError> {
+    let other = Engine::shell();
+    let names: Vec<String> = if names.is_empty() {
+        engines::AGREE_SCENARIOS.iter().map(|s| s.to_string()).collect()
+    } else {
+        names.to_vec()
+    };
+    for n in &names {
+        scenario(n)?;
+    }
+    let vs: Vec<Variant> = match variants {
+        Some(list) => list.split(',').map(|s| variant(s.trim())).collect::<Result<_, _>>()?,
+        None => engines::AGREE_VARIANTS
+            .iter()
+            .map(|s| variant(s))
+            .collect::<Result<_, _>>()?,
+    };
+    let range = seeds.start..seeds.end;
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for n in &names {
+        let def = scenario(n)?;
+        if let Err(why) = other.supports(&(def.build)(range.start, Variant::Reference)) {
+            skipped.push(why);
+            continue;
+        }
+        for &v in &vs {
+            rows.push(engines::agree(other, n, v, range.clone()).map_err(UsageError)?);
+        }
+    }
+    let disagreements = rows.iter().filter(|r| r.disagreement.is_some()).count();
+    if format == Format::Json {
+        io(writeln!(out, "{:#}", json!({"engine": other.name(), "rows": rows, "skipped": skipped, "disagreements": disagreements})))?;
+        return Ok(i32::from(disagreements > 0));
+    }
+    io(writeln!(out, "sim vs {} over seeds {}..{}:", other.name(), range.start, range.end))?;
+    let cell = |o: &engines::Outcome| {
+        if o.caught() {
+            format!("caught {}/{} (first seed {}) {}", o.violated, o.seeds, o.first_violation.unwrap_or(0), o.invariants.join(","))
+        } else if o.unfinished > 0 {
+            format!("UNFINISHED {}/{}", o.unfinished, o.seeds)
+        } else {
+            format!("held {}/{}", o.seeds, o.seeds)
+        }
+    };
+    for r in &rows {
+        io(writeln!(
+            out,
+            "  {:<22} {:<24} sim: {:<48} {}: {:<48} same verdict on {}/{} seeds{}",
+            r.scenario,
+            r.variant,
+            cell(&r.sim),
+            other.name(),
+            cell(&r.other),
+            r.same_verdict_seeds,
+            r.sim.seeds,
+            if r.disagreement.is_some() { "  DISAGREE" } else { "" }
+        ))?;
+    }
+    for r in &rows {
+        if let Some(d) = &r.disagreement {
+            io(writeln!(out, "disagreement: {} {}: {d}", r.scenario, r.variant))?;
+        }
+    }
+    for s in &skipped {
+        io(writeln!(out, "skipped: {s}"))?;
+    }
+    io(writeln!(out, "{} comparisons, {} disagreements", rows.len(), disagreements))?;
+    Ok(i32::from(disagreements > 0))
 }

@@ -5,7 +5,9 @@
 //! through small traits; scenarios are data (a [`setup::Setup`]) built from a seed.
 
 pub mod advise;
+pub mod bench;
 pub mod cli;
+pub mod engines;
 pub mod examples;
 pub mod hazard;
 pub mod journal;
@@ -15,7 +17,9 @@ pub mod plan;
 pub mod plot;
 pub mod replay;
 pub mod run;
+pub mod scaling;
 pub mod scenarios;
 pub mod setup;
+pub mod shell;
 pub mod shrink;
 pub mod world;

@@ -76,7 +76,6 @@ impl RunResult {
 
 /// Runs a setup with a seed and judges it.
 pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
-    let nodes = setup.node_infos();
     let mut sim = Sim::new(seed, setup.build_nodes(seed), setup.net, setup.limits);
     let mut director = PlanDirector::new(
         setup.faults.clone(),
@@ -88,7 +87,19 @@ pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
     }
     let end = sim.run(&mut director);
     let (end_ns, events) = (sim.now(), sim.events());
-    let trace = sim.into_trace();
+    judge(setup, seed, sim.into_trace(), end, end_ns, events)
+}
+
+/// Judges a trace of `setup` run with `seed`, whichever engine produced it.
+pub fn judge(
+    setup: &Setup,
+    seed: u64,
+    trace: Vec<TraceEvent<Msg, Event>>,
+    end: End,
+    end_ns: u64,
+    events: u64,
+) -> RunResult {
+    let nodes = setup.node_infos();
     let world = World {
         nodes: &nodes,
         coordinator_clock: setup.coordinator_clock.clock(),

@@ -12,7 +12,7 @@ use leasesim_sim::{Cx, NodeId, Prng, Process};
 use serde::{Deserialize, Serialize};
 
 /// A coordinator implementation as the adapter sees it.
-pub trait CoordinatorMachine {
+pub trait CoordinatorMachine: Send {
     /// Handles a request from host address `from`.
     fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg);
     /// The next output.
@@ -46,7 +46,7 @@ impl CoordinatorMachine for Coordinator {
 }
 
 /// A worker implementation as the adapter sees it.
-pub trait WorkerMachine {
+pub trait WorkerMachine: Send {
     /// Starts or restarts the process.
     fn start(&mut self, now: Nanos);
     /// Loses volatile state.
@@ -63,6 +63,10 @@ pub trait WorkerMachine {
     fn is_busy(&self) -> bool;
     /// The wall clock's reading, told before each input.
     fn observe_wall(&mut self, _wall: Nanos) {}
+    /// The tool call it waits for, if any (an async shell cancels its call when this changes).
+    fn tool_in_flight(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl WorkerMachine for Worker {
@@ -90,10 +94,13 @@ impl WorkerMachine for Worker {
     fn observe_wall(&mut self, wall: Nanos) {
         Worker::observe_wall(self, wall)
     }
+    fn tool_in_flight(&self) -> Option<u64> {
+        Worker::tool_in_flight(self)
+    }
 }
 
 /// An effect receiver implementation as the adapter sees it.
-pub trait ReceiverMachine {
+pub trait ReceiverMachine: Send {
     /// Handles an effect from host address `from`.
     fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg);
     /// The next output.
@@ -249,6 +256,14 @@ impl Node {
     /// Whether this node is a worker that holds a job.
     pub fn is_busy_worker(&self) -> bool {
         matches!(self, Node::Worker(w, _) if w.is_busy())
+    }
+
+    /// The tool call this node waits for, if it is a worker that waits for one.
+    pub fn tool_in_flight(&self) -> Option<u64> {
+        match self {
+            Node::Worker(w, _) => w.tool_in_flight(),
+            _ => None,
+        }
     }
 
     /// Whether this node is a coordinator with every job terminal.

@@ -38,9 +38,11 @@ pub trait Process {
 }
 
 /// What a process produced, in order.
-#[derive(Copy, Clone, Debug)]
-enum Out<M, N> {
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Out<M, N> {
+    /// A message to a node.
     Send(NodeId, M),
+    /// A note for the trace.
     Note(N),
 }
 
@@ -79,6 +81,29 @@ impl<M, N> Cx<'_, M, N> {
     pub fn set_wake(&mut self, at: Option<u64>) {
         self.wake = at;
     }
+}
+
+/// One call of a process made outside this engine (another engine drives the same processes):
+/// `f` runs with the given local clock readings and wake request; the outputs, in order, and
+/// the wake request after the call come back.
+pub fn drive<P: Process>(
+    p: &mut P,
+    node: NodeId,
+    now: u64,
+    wall: u64,
+    wake: Option<u64>,
+    out: &mut Vec<Out<P::Msg, P::Note>>,
+    f: impl FnOnce(&mut P, &mut Cx<'_, P::Msg, P::Note>),
+) -> Option<u64> {
+    let mut cx = Cx {
+        now,
+        wall,
+        node,
+        out,
+        wake,
+    };
+    f(p, &mut cx);
+    cx.wake
 }
 
 /// Why a message was dropped.
@@ -249,6 +274,11 @@ impl Control {
     /// Asks the engine to apply a command.
     pub fn push(&mut self, c: Command) {
         self.commands.push(c);
+    }
+
+    /// The commands issued, in order (for an engine other than [`Sim`] to apply).
+    pub fn into_commands(self) -> Vec<Command> {
+        self.commands
     }
 }
 

@@ -15,8 +15,8 @@ pub mod rng;
 
 pub use clock::Clock;
 pub use engine::{
-    Command, Control, Cx, Director, DropCause, End, Envelope, EventKind, Fate, Limits, NetConfig,
-    NodeId, Process, Sim, TraceEvent, WORLD,
+    drive, Command, Control, Cx, Director, DropCause, End, Envelope, EventKind, Fate, Limits,
+    NetConfig, NodeId, Out, Process, Sim, TraceEvent, WORLD,
 };
 pub use hash::{stable_hash, StableHasher};
 pub use rng::{Prng, Stream};

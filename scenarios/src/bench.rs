@@ -1,0 +1,129 @@
+//! The benchmark (issue 8): the same scenario on the simulator and on the async-shell engine,
+//! each measured in a process of its own (so that its peak memory is its own), and the
+//! simulator's scaling table. Figures are printed, never asserted: timing belongs to
+//! benchmarks, not to tests.
+
+use crate::engines::{self, Engine};
+use crate::run::Verdict;
+use crate::scaling;
+use leasesim_protocol::Variant;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// One engine's figures on one scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EngineFigures {
+    /// Engine name.
+    pub engine: String,
+    /// Scenario.
+    pub scenario: String,
+    /// Variant.
+    pub variant: String,
+    /// Seeds run (0..seeds).
+    pub seeds: u64,
+    /// Threads.
+    pub jobs: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Trace events recorded over all seeds.
+    pub events: u64,
+    /// Seeds per second.
+    pub seeds_per_s: f64,
+    /// Trace events per second.
+    pub events_per_s: f64,
+    /// Seeds whose verdict was not `held`.
+    pub not_held: u64,
+    /// Peak resident memory of the measuring process, KiB.
+    pub peak_rss_kib: Option<u64>,
+}
+
+/// Runs seeds `0..seeds` of `scenario` on `engine` with `jobs` threads and measures.
+#[allow(clippy::disallowed_methods)] // benchmark timing, outside the simulated world
+pub fn measure(
+    engine: Engine,
+    scenario: &str,
+    variant: Variant,
+    seeds: u64,
+    jobs: usize,
+) -> Result<EngineFigures, String> {
+    let def = crate::scenarios::find(scenario).ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
+    engine.supports(&(def.build)(0, variant))?;
+    let next = AtomicU64::new(0);
+    let totals = Mutex::new((0u64, 0u64));
+    let error: Mutex<Option<String>> = Mutex::new(None);
+    let started = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| {
+                let (mut events, mut not_held) = (0u64, 0u64);
+                // Bounded: each round takes a fresh seed below `seeds`.
+                loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= seeds {
+                        break;
+                    }
+                    match engines::run(engine, &(def.build)(seed, variant), seed) {
+                        Ok(run) => {
+                            events += run.result.trace.len() as u64;
+                            not_held += u64::from(run.result.verdict() != Verdict::Held);
+                        }
+                        Err(e) => {
+                            *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                            return;
+                        }
+                    }
+                }
+                let mut t = totals.lock().unwrap_or_else(|p| p.into_inner());
+                t.0 += events;
+                t.1 += not_held;
+            });
+        }
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    let (events, not_held) = totals.into_inner().unwrap_or_else(|p| p.into_inner());
+    let per_s = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
+    Ok(EngineFigures {
+        engine: engine.name().into(),
+        scenario: scenario.into(),
+        variant: variant.name().into(),
+        seeds,
+        jobs: jobs.max(1),
+        seconds,
+        events,
+        seeds_per_s: per_s(seeds as f64),
+        events_per_s: per_s(events as f64),
+        not_held,
+        peak_rss_kib: scaling::peak_rss_kib(),
+    })
+}
+
+/// Runs this program again with `args` and reads the one JSON document it prints.
+pub fn in_child<T: for<'de> Deserialize<'de>>(args: &[String]) -> Result<T, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let out = std::process::Command::new(&exe)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot start a measuring process: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "the measuring process failed: {}",
+            err.lines().next().unwrap_or("no message")
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("the measuring process printed no figures: {e}"))
+}
+
+/// `a` as a multiple of `b`.
+pub fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
+}
+
+/// Human-readable KiB.
+pub fn mib(kib: Option<u64>) -> String {
+    kib.map_or_else(|| "n/a".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+}

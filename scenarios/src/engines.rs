@@ -1,0 +1,316 @@
+//! The engines a run can use: the discrete-event simulator (the default), the async shell on
+//! madsim (the madsim build), and the async shell on real tokio (the normal build, for plans
+//! without process pauses or crashes). All record the same trace type and are judged by the
+//! same checkers.
+
+use crate::run::{run_setup, RunResult};
+use crate::setup::Setup;
+use crate::shell::{ShellRun, ShellStats};
+use serde::Serialize;
+
+/// An engine.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// The discrete-event simulator.
+    Sim,
+    /// The async shell on madsim nodes.
+    Madsim,
+    /// The async shell on real tokio (paused clock, in-memory network).
+    Tokio,
+}
+
+/// The command that builds and runs `leasesim` with the madsim engine (README).
+pub const MADSIM_CARGO: &str = "cargo madsim";
+
+impl Engine {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Sim => "sim",
+            Engine::Madsim => "madsim",
+            Engine::Tokio => "tokio",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(s: &str) -> Option<Engine> {
+        [Engine::Sim, Engine::Madsim, Engine::Tokio]
+            .into_iter()
+            .find(|e| e.name() == s)
+    }
+
+    /// The async-shell engine this build has: madsim in the madsim build, real tokio otherwise.
+    pub fn shell() -> Engine {
+        if cfg!(madsim) {
+            Engine::Madsim
+        } else {
+            Engine::Tokio
+        }
+    }
+
+    /// Whether this build has the engine; if not, why and what to run instead.
+    pub fn available(self) -> Result<(), String> {
+        match (self, cfg!(madsim)) {
+            (Engine::Sim, _) | (Engine::Madsim, true) | (Engine::Tokio, false) => Ok(()),
+            (Engine::Madsim, false) => Err(format!(
+                "the madsim engine is in the madsim build: run `{MADSIM_CARGO} <command> ...` (README, \"The madsim engine\")"
+            )),
+            (Engine::Tokio, true) => Err(
+                "the real-tokio engine is in the normal build (`cargo run --release -- ...`); this is the madsim build".into(),
+            ),
+        }
+    }
+
+    /// Whether the engine can express this setup's fault plan; if not, why.
+    pub fn supports(self, setup: &Setup) -> Result<(), String> {
+        self.available()?;
+        match self {
+            #[cfg(not(madsim))]
+            Engine::Tokio => match crate::shell::local::unsupported(setup) {
+                Some(why) => Err(why),
+                None => Ok(()),
+            },
+            _ => {
+                let _ = setup;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One run on some engine.
+#[derive(Clone, Debug)]
+pub struct EngineRun {
+    /// The engine.
+    pub engine: Engine,
+    /// The judged run.
+    pub result: RunResult,
+    /// What the async shell did (none for the simulator).
+    pub stats: Option<ShellStats>,
+    /// Where the engine did not do what its trace says (must stay empty).
+    pub problems: Vec<String>,
+}
+
+impl EngineRun {
+    fn shell(engine: Engine, run: ShellRun) -> EngineRun {
+        EngineRun {
+            engine,
+            result: run.result,
+            stats: Some(run.stats),
+            problems: run.problems,
+        }
+    }
+}
+
+/// Runs `setup` with `seed` on `engine`.
+pub fn run(engine: Engine, setup: &Setup, seed: u64) -> Result<EngineRun, String> {
+    engine.supports(setup)?;
+    match engine {
+        Engine::Sim => Ok(EngineRun {
+            engine,
+            result: run_setup(setup, seed),
+            stats: None,
+            problems: Vec::new(),
+        }),
+        #[cfg(madsim)]
+        Engine::Madsim => Ok(EngineRun::shell(engine, crate::shell::madsim::run(setup, seed))),
+        #[cfg(not(madsim))]
+        Engine::Tokio => crate::shell::local::run(setup, seed).map(|r| EngineRun::shell(engine, r)),
+        _ => unreachable!("availability was checked"),
+    }
+}
+
+/// The engine's determinism check: for madsim, madsim's own (every random draw of a second run
+/// compared with the first, on fresh threads) followed by a comparison of the trace hashes;
+/// for the others, two runs with the same trace hash.
+pub fn check_determinism(engine: Engine, setup: &Setup, seed: u64) -> Result<EngineRun, String> {
+    let first = run(engine, setup, seed)?;
+    let second = match engine {
+        #[cfg(madsim)]
+        Engine::Madsim => {
+            EngineRun::shell(engine, crate::shell::madsim::check_determinism(setup, seed)?)
+        }
+        _ => run(engine, setup, seed)?,
+    };
+    let (a, b) = (first.result.trace_hash(), second.result.trace_hash());
+    if a != b {
+        return Err(format!(
+            "not deterministic on {}: seed {seed} gave trace hashes {a:016x} and {b:016x}",
+            engine.name()
+        ));
+    }
+    Ok(first)
+}
+
+/// The scenarios both engines must agree on (issue 8): the ones the async shell expresses with
+/// its engine's own means.
+pub const AGREE_SCENARIOS: &[&str] = &[
+    "w1-w2",
+    "gc-pause-after-check",
+    "late-tool-answer",
+    "restart-same-name",
+    "heartbeat-ack-lost",
+];
+
+/// The variants compared: the reference, the two the issue names, and the variant each story
+/// exists to catch where those two cannot bite (late-tool-answer's holder in jeopardy).
+pub const AGREE_VARIANTS: &[&str] = &[
+    "reference",
+    "unconditional-commit",
+    "receiver-ignores-fence",
+    "no-jeopardy",
+];
+
+/// One engine's outcome over the seeds of one (scenario, variant).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Outcome {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Seeds that violated an invariant.
+    pub violated: u64,
+    /// Seeds that hit a limit.
+    pub unfinished: u64,
+    /// The first violating seed.
+    pub first_violation: Option<u64>,
+    /// The first unfinished seed.
+    pub first_unfinished: Option<u64>,
+    /// Invariants named over all seeds.
+    pub invariants: Vec<String>,
+    /// Where the engine did not do what its trace says, with the seed.
+    pub problems: Vec<String>,
+    /// Trace events over all seeds.
+    pub events: u64,
+}
+
+impl Outcome {
+    /// Whether any seed violated an invariant.
+    pub fn caught(&self) -> bool {
+        self.violated > 0
+    }
+}
+
+/// The comparison of two engines on one (scenario, variant).
+#[derive(Clone, Debug, Serialize)]
+pub struct Agreement {
+    /// Scenario.
+    pub scenario: String,
+    /// Variant.
+    pub variant: String,
+    /// The simulator's outcome.
+    pub sim: Outcome,
+    /// The other engine's outcome.
+    pub other: Outcome,
+    /// Seeds on which both engines gave the same verdict.
+    pub same_verdict_seeds: u64,
+    /// Why the engines disagree (empty when they agree).
+    pub disagreement: Option<String>,
+}
+
+fn outcome_of(engine: Engine, setup_of: &dyn Fn(u64) -> Setup, seeds: std::ops::Range<u64>) -> Result<(Outcome, Vec<crate::run::Verdict>), String> {
+    let mut o = Outcome::default();
+    let mut verdicts = Vec::new();
+    let mut invariants = std::collections::BTreeSet::new();
+    for seed in seeds {
+        let run = run(engine, &setup_of(seed), seed)?;
+        let r = &run.result;
+        o.seeds += 1;
+        o.events += r.trace.len() as u64;
+        let v = r.verdict();
+        match v {
+            crate::run::Verdict::Violated => {
+                o.violated += 1;
+                o.first_violation.get_or_insert(seed);
+            }
+            crate::run::Verdict::Unfinished { .. } => {
+                o.unfinished += 1;
+                o.first_unfinished.get_or_insert(seed);
+            }
+            crate::run::Verdict::Held => {}
+        }
+        for f in &r.findings {
+            invariants.insert(f.invariant.name().to_string());
+        }
+        for p in run.problems {
+            o.problems.push(format!("seed {seed}: {p}"));
+        }
+        verdicts.push(v);
+    }
+    o.invariants = invariants.into_iter().collect();
+    Ok((o, verdicts))
+}
+
+/// Runs seeds `seeds` of `scenario` with `variant` on the simulator and on `other`, and
+/// compares: the reference must hold on both; a variant must be caught on both or on neither,
+/// and the first invariant each engine names must be among those the other names. The engines
+/// draw their own latencies and schedules, so a single seed may go either way; what must agree
+/// is the outcome over the seeds.
+pub fn agree(
+    other: Engine,
+    scenario: &str,
+    variant: leasesim_protocol::Variant,
+    seeds: std::ops::Range<u64>,
+) -> Result<Agreement, String> {
+    let def = crate::scenarios::find(scenario).ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
+    let setup_of = |seed: u64| (def.build)(seed, variant);
+    let (sim, sv) = outcome_of(Engine::Sim, &setup_of, seeds.clone())?;
+    let (oth, ov) = outcome_of(other, &setup_of, seeds.clone())?;
+    let same = sv.iter().zip(&ov).filter(|(a, b)| a == b).count() as u64;
+    let name = other.name();
+    let cmd = |engine: Engine, seed: u64| {
+        let prefix = match engine {
+            Engine::Madsim => format!("{MADSIM_CARGO} run"),
+            _ => "cargo run --release -- run".to_string(),
+        };
+        format!(
+            "{prefix} {scenario} --seed {seed} --variant {} --engine {}",
+            variant.name(),
+            engine.name()
+        )
+    };
+    let mut why = Vec::new();
+    if !oth.problems.is_empty() {
+        why.push(format!("the {name} engine did not do what its trace says: {}", oth.problems.join("; ")));
+    }
+    if variant == leasesim_protocol::Variant::Reference {
+        if let Some(s) = sim.first_violation.or(sim.first_unfinished) {
+            why.push(format!("the reference failed on sim seed {s} (`{}`)", cmd(Engine::Sim, s)));
+        }
+        if let Some(s) = oth.first_violation.or(oth.first_unfinished) {
+            why.push(format!("the reference failed on {name} seed {s} (`{}`)", cmd(other, s)));
+        }
+    } else {
+        match (sim.first_violation, oth.first_violation) {
+            (Some(a), None) => why.push(format!(
+                "caught on sim seed {a} (`{}`) but on no {name} seed of {}..{}",
+                cmd(Engine::Sim, a),
+                seeds.start,
+                seeds.end
+            )),
+            (None, Some(b)) => why.push(format!(
+                "caught on {name} seed {b} (`{}`) but on no sim seed of {}..{}",
+                cmd(other, b),
+                seeds.start,
+                seeds.end
+            )),
+            (Some(a), Some(b)) => {
+                let disjoint = !sim.invariants.iter().any(|i| oth.invariants.contains(i));
+                if disjoint {
+                    why.push(format!(
+                        "different invariants: sim seed {a} names {:?}, {name} seed {b} names {:?}",
+                        sim.invariants, oth.invariants
+                    ));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(Agreement {
+        scenario: scenario.to_string(),
+        variant: variant.name().to_string(),
+        sim,
+        other: oth,
+        same_verdict_seeds: same,
+        disagreement: (!why.is_empty()).then(|| why.join("; ")),
+    })
+}

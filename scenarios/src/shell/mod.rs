@@ -1,0 +1,1021 @@
+//! The async shell: the same protocol machines, driven by async tasks instead of the
+//! discrete-event loop (DESIGN.md, "madsim as a second engine").
+//!
+//! Each node is a set of tasks that share the node's machine through the [`World`]:
+//!
+//! - the **inbox** task receives messages (and the plan's outside stimuli) and hands each to the
+//!   machine;
+//! - the **heartbeat** task runs the machine's timers (renewals, the jeopardy deadline, the
+//!   tool timeout, commit retries), apart from any tool call: a worker keeps renewing while its
+//!   tool call is out, as the seeds demand;
+//! - the **outbox** task puts the machine's messages on the network;
+//! - a worker's **tool-call** task sends each external request and waits, in one `select!`, for
+//!   the answer, for the lease-lost signal, and for a bounded client timeout. When the machine
+//!   stops waiting for the call (its heartbeat was refused, the call timed out, the stage ended),
+//!   the signal cancels the wait; a late answer then reaches a machine that refuses it.
+//!
+//! The fault plan is the same [`PlanDirector`] the simulator uses; its commands are applied with
+//! the engine's own means through [`FabricControl`] (on madsim: `pause`/`resume` of a node,
+//! `kill`/`restart`, `NetSim` link clogging). The run is recorded as the same trace type and
+//! judged by the same checkers ([`crate::run::judge`]).
+//!
+//! Engines: [`madsim`](self::madsim) (under `--cfg madsim`) and [`local`] (real tokio on one
+//! thread with its clock paused, for fault plans without node faults). The World holds every
+//! piece of state behind one lock that no task holds across an `.await`.
+
+#[cfg(not(madsim))]
+pub mod local;
+#[cfg(madsim)]
+pub mod madsim;
+
+use crate::plan::PlanDirector;
+use crate::run::{judge, RunResult};
+use crate::setup::Setup;
+use crate::world::Node;
+use leasesim_protocol::{Event, Msg};
+use leasesim_sim::{
+    drive, Clock, Command, Control, Director, DropCause, End, Envelope, EventKind, Fate, Limits,
+    NetConfig, NodeId, Out, Prng, Process, Stream, TraceEvent, WORLD,
+};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::{mpsc, Notify};
+use tokio::time::{Duration, Instant};
+
+/// A message on the wire.
+pub type Env = Envelope<Msg>;
+
+/// What the async shell did beyond the trace (the trace is the same type as the simulator's).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ShellStats {
+    /// External requests the tool-call tasks sent.
+    pub tool_calls: u64,
+    /// Calls that ended with their answer.
+    pub tool_answered: u64,
+    /// Calls cancelled by the lease-lost signal (a refused heartbeat or commit, a revoke).
+    pub cancelled_lease_lost: u64,
+    /// Calls cancelled because the machine's client timeout fired (P12 c).
+    pub cancelled_timed_out: u64,
+    /// Calls cancelled for another reason (stage deadline, a crash of the caller).
+    pub cancelled_other: u64,
+    /// Calls whose wait hit the shell's hard bound (a machine that never gave up).
+    pub bound_hit: u64,
+    /// Timer firings the heartbeat tasks handled.
+    pub heartbeat_task_wakes: u64,
+    /// Messages the network was asked to carry.
+    pub sent: u64,
+    /// Partitioned messages handed to the network so that it drops them itself.
+    pub sent_into_partition: u64,
+}
+
+/// Why a worker's tool call ended, as its tool-call task learns it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum CallEnd {
+    Answered,
+    LeaseLost,
+    TimedOut,
+    Other,
+}
+
+/// The engine's hand on nodes and links (pause, kill, clog), applied as the plan commands.
+pub trait FabricControl: Send {
+    /// Stops running the node's tasks (a process pause).
+    fn pause(&self, node: NodeId);
+    /// Runs them again.
+    fn resume(&self, node: NodeId);
+    /// Kills every task of the node; its sockets close.
+    fn kill(&self, node: NodeId);
+    /// Starts the node again from its initial task.
+    fn restart(&self, node: NodeId);
+    /// Drops every later message on the directed link.
+    fn clog(&self, from: NodeId, to: NodeId);
+    /// Carries them again.
+    fn unclog(&self, from: NodeId, to: NodeId);
+    /// Sends a message on from the network itself (a held message released, a delayed one),
+    /// after `extra_ns` on top of the network's latency.
+    fn relay(&self, env: Env, extra_ns: u64);
+}
+
+/// The per-node channels of the running incarnation of a node.
+struct Links {
+    outbox: mpsc::UnboundedSender<Env>,
+    signals: mpsc::UnboundedSender<u64>,
+    timer: Arc<Notify>,
+    tool: Option<(mpsc::UnboundedSender<Env>, Arc<Notify>)>,
+}
+
+/// The shared state of one run: the machines, their clocks, the director, the trace, and the
+/// books the end of the run is judged by.
+pub struct World {
+    nodes: Vec<Node>,
+    clocks: Vec<Clock>,
+    frozen_at: Vec<Option<u64>>,
+    wake: Vec<Option<u64>>,
+    paused: Vec<bool>,
+    crashed: Vec<bool>,
+    /// Nodes whose (re)start the engine has not run yet.
+    starting: Vec<bool>,
+    slow: Vec<u64>,
+    links: Vec<Option<Links>>,
+    /// Per worker: the call its tool-call task waits on, and how it ended.
+    call: Vec<Option<u64>>,
+    call_end: Vec<BTreeMap<u64, CallEnd>>,
+    director: PlanDirector,
+    trace: Vec<TraceEvent<Msg, Event>>,
+    next_msg: u64,
+    held: BTreeMap<u64, Env>,
+    cut: BTreeSet<(NodeId, NodeId)>,
+    /// Messages on their way: id -> copies still to arrive.
+    in_flight: BTreeMap<u64, u32>,
+    /// Messages recorded as sent but not yet handed to the network: id -> sender.
+    unsent: BTreeMap<u64, NodeId>,
+    /// Messages the trace says a partition dropped; the network must not deliver them.
+    cut_ids: BTreeSet<u64>,
+    net: NetConfig,
+    rng: Prng,
+    limits: Limits,
+    events: u64,
+    end: Option<End>,
+    alarms: BTreeSet<(u64, u64, u64)>,
+    alarm_seq: u64,
+    /// An alarm was set since the supervisor last looked.
+    alarm_added: bool,
+    now: u64,
+    control: Box<dyn FabricControl>,
+    stats: ShellStats,
+    problems: Vec<String>,
+}
+
+/// The World behind its lock, plus the wake-up of the run's supervisor.
+pub struct Shared {
+    world: Mutex<World>,
+    supervisor: Notify,
+    t0: Instant,
+}
+
+impl Shared {
+    /// A run of `setup` with `seed`; `control` applies faults with the engine's means.
+    pub fn new(setup: &Setup, seed: u64, control: Box<dyn FabricControl>) -> Arc<Shared> {
+        let (nodes, clocks): (Vec<Node>, Vec<Clock>) = setup.build_nodes(seed).into_iter().unzip();
+        let n = nodes.len();
+        let director = PlanDirector::new(
+            setup.faults.clone(),
+            setup.tool_node(),
+            setup.operator_node(),
+        );
+        let world = World {
+            nodes,
+            clocks,
+            frozen_at: vec![None; n],
+            wake: vec![None; n],
+            paused: vec![false; n],
+            crashed: vec![false; n],
+            starting: vec![true; n],
+            slow: vec![0; n],
+            links: (0..n).map(|_| None).collect(),
+            call: vec![None; n],
+            call_end: vec![BTreeMap::new(); n],
+            director,
+            trace: Vec::new(),
+            next_msg: 0,
+            held: BTreeMap::new(),
+            cut: BTreeSet::new(),
+            in_flight: BTreeMap::new(),
+            unsent: BTreeMap::new(),
+            cut_ids: BTreeSet::new(),
+            net: setup.net,
+            rng: Prng::new(seed, Stream::Network),
+            limits: setup.limits,
+            events: 0,
+            end: None,
+            alarms: BTreeSet::new(),
+            alarm_seq: 0,
+            alarm_added: false,
+            now: 0,
+            control,
+            stats: ShellStats::default(),
+            problems: Vec::new(),
+        };
+        Arc::new(Shared {
+            world: Mutex::new(world),
+            supervisor: Notify::new(),
+            t0: Instant::now(),
+        })
+    }
+
+    /// Applies the plan's first commands (its alarms); call once the engine's nodes exist.
+    pub fn begin(&self, setup: &Setup) {
+        let mut w = self.lock();
+        let mut ctl = Control::default();
+        for c in w.director.initial_commands(setup.heal_at_ns) {
+            ctl.push(c);
+        }
+        w.apply(ctl);
+    }
+
+    /// True time of the run: nanoseconds since it began, on the engine's clock.
+    pub fn now(&self) -> u64 {
+        Instant::now().saturating_duration_since(self.t0).as_nanos() as u64
+    }
+
+    fn at(&self, t: u64) -> Instant {
+        self.t0 + Duration::from_nanos(t)
+    }
+
+    /// Locks the World for one step at the engine's present instant.
+    fn lock(&self) -> MutexGuard<'_, World> {
+        let now = self.now();
+        let mut w = self.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.now = w.now.max(now);
+        w
+    }
+
+    fn after_step(&self, w: &mut World) {
+        if w.check_end() | std::mem::take(&mut w.alarm_added) {
+            self.supervisor.notify_one();
+        }
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.lock().nodes.len()
+    }
+}
+
+impl World {
+    fn record(&mut self, node: NodeId, kind: EventKind<Msg, Event>) {
+        let local = if node == WORLD {
+            0
+        } else {
+            self.clocks[node as usize].local(self.now)
+        };
+        self.trace.push(TraceEvent {
+            t: self.now,
+            node,
+            local,
+            kind,
+        });
+    }
+
+    fn live(&self, node: NodeId) -> bool {
+        self.end.is_none() && !self.crashed[node as usize] && !self.paused[node as usize]
+    }
+
+    /// Runs one machine call on `node` and routes what it produced.
+    fn step(&mut self, node: NodeId, f: impl FnOnce(&mut Node, &mut leasesim_sim::Cx<'_, Msg, Event>)) {
+        let i = node as usize;
+        let clock = self.clocks[i];
+        let local = self.frozen_at[i].unwrap_or_else(|| clock.local(self.now));
+        let wall = clock.wall(self.now);
+        let before = self.wake[i];
+        let mut out = Vec::new();
+        let wake = drive(&mut self.nodes[i], node, local, wall, before, &mut out, f);
+        let mut ctl = Control::default();
+        let mut lease_lost = false;
+        let mut timed_out = false;
+        let mut answered = None;
+        for o in out {
+            match o {
+                Out::Note(note) => {
+                    lease_lost |= matches!(note, Event::HeartbeatLost { .. });
+                    timed_out |= matches!(note, Event::ToolTimedOut { .. });
+                    if let Event::ToolAnswered { request, .. } = note {
+                        answered = Some(request);
+                    }
+                    self.record(node, EventKind::Note { note });
+                    let now = self.now;
+                    self.director.on_note(&mut ctl, now, node, &note);
+                    self.apply(std::mem::take(&mut ctl));
+                }
+                Out::Send(to, msg) => {
+                    if let Msg::ToolRequest { req, .. } = msg {
+                        self.call_over(node, Some(req), answered, lease_lost, timed_out);
+                    }
+                    self.send(node, to, msg)
+                }
+            }
+        }
+        if wake != before && !self.crashed[i] {
+            self.wake[i] = wake;
+            self.rearm(node);
+        }
+        let waits = self.nodes[i].tool_in_flight();
+        self.call_over(node, waits, answered, lease_lost, timed_out);
+    }
+
+    /// The lease-lost signal: the machine no longer waits for the call its task waits on
+    /// (`waits` is the call it waits for now).
+    fn call_over(
+        &mut self,
+        node: NodeId,
+        waits: Option<u64>,
+        answered: Option<u64>,
+        lease_lost: bool,
+        timed_out: bool,
+    ) {
+        let Some(req) = self.call[node as usize] else {
+            return;
+        };
+        if waits == Some(req) {
+            return;
+        }
+        let why = if answered == Some(req) {
+            CallEnd::Answered
+        } else if lease_lost {
+            CallEnd::LeaseLost
+        } else if timed_out {
+            CallEnd::TimedOut
+        } else {
+            CallEnd::Other
+        };
+        self.end_call(node, req, why);
+    }
+
+    fn end_call(&mut self, node: NodeId, req: u64, why: CallEnd) {
+        let i = node as usize;
+        self.call[i] = None;
+        self.call_end[i].insert(req, why);
+        if let Some(Links {
+            tool: Some((_, cancel)),
+            ..
+        }) = &self.links[i]
+        {
+            cancel.notify_one();
+        }
+    }
+
+    fn rearm(&self, node: NodeId) {
+        if let Some(l) = &self.links[node as usize] {
+            l.timer.notify_one();
+        }
+    }
+
+    fn send(&mut self, from: NodeId, to: NodeId, msg: Msg) {
+        let id = self.next_msg;
+        self.next_msg += 1;
+        let env = Envelope { id, from, to, msg };
+        let lost = self.net.drop_ppm > 0 && self.rng.chance(self.net.drop_ppm, 1_000_000);
+        let dup = self.net.dup_ppm > 0 && self.rng.chance(self.net.dup_ppm, 1_000_000);
+        // The network's own latency is the engine's; a fate's delay here is what the plan adds
+        // on top (the trace gets the flight time actually taken once the message lands).
+        let slow = self.slow[from as usize] + self.slow[to as usize];
+        let base = if self.cut.contains(&(from, to)) {
+            Fate::Drop {
+                cause: DropCause::Partition,
+            }
+        } else if lost {
+            Fate::Drop {
+                cause: DropCause::Loss,
+            }
+        } else if dup {
+            Fate::Duplicate {
+                delay_ns: slow,
+                dup_delay_ns: slow + self.rng.range(0, self.net.latency_max_ns),
+            }
+        } else {
+            Fate::Deliver { delay_ns: slow }
+        };
+        let mut ctl = Control::default();
+        let now = self.now;
+        let fate = self.director.on_send(&mut ctl, now, &env, base);
+        self.record(from, EventKind::Send { id, to, msg, fate });
+        let dead = self.crashed[to as usize];
+        match fate {
+            Fate::Deliver { delay_ns } if dead => {
+                let _ = delay_ns;
+                self.record(to, EventKind::Lost { id });
+            }
+            Fate::Deliver { delay_ns } => {
+                self.in_flight.insert(id, 1);
+                self.put_on_wire(env, delay_ns);
+            }
+            Fate::Duplicate {
+                delay_ns,
+                dup_delay_ns,
+            } => {
+                if dead {
+                    self.record(to, EventKind::Lost { id });
+                } else {
+                    self.in_flight.insert(id, 2);
+                    self.put_on_wire(env, delay_ns);
+                    self.control.relay(env, dup_delay_ns);
+                    self.stats.sent += 1;
+                }
+            }
+            Fate::Drop {
+                cause: DropCause::Partition,
+            } => {
+                // The engine's own partition must drop it: the message is handed over.
+                self.cut_ids.insert(id);
+                self.stats.sent_into_partition += 1;
+                self.put_on_wire(env, 0);
+            }
+            Fate::Drop { .. } => {}
+            Fate::Hold => {
+                self.held.insert(id, env);
+            }
+        }
+        self.apply(ctl);
+    }
+
+    /// Hands a message to the sender's outbox (or tool-call) task, or to the network itself
+    /// when the plan delays it.
+    fn put_on_wire(&mut self, env: Env, extra_ns: u64) {
+        self.stats.sent += 1;
+        if extra_ns > 0 {
+            self.control.relay(env, extra_ns);
+            return;
+        }
+        let Some(links) = &self.links[env.from as usize] else {
+            self.problems
+                .push(format!("message {} sent by node {} with no task to carry it", env.id, env.from));
+            return;
+        };
+        self.unsent.insert(env.id, env.from);
+        if let (Msg::ToolRequest { req, .. }, Some((tx, _))) = (env.msg, &links.tool) {
+            if tx.send(env).is_ok() {
+                self.call[env.from as usize] = Some(req);
+                return;
+            }
+        }
+        let _ = links.outbox.send(env);
+    }
+
+    /// The outbox handed message `id` to the network.
+    fn sent(&mut self, id: u64) {
+        self.unsent.remove(&id);
+    }
+
+    fn apply(&mut self, ctl: Control) {
+        for c in ctl.into_commands() {
+            self.apply_one(c);
+        }
+    }
+
+    fn apply_one(&mut self, c: Command) {
+        let now = self.now;
+        let node = match c {
+            Command::Alarm { at, tag } => {
+                self.alarm_seq += 1;
+                self.alarms.insert((at.max(now), self.alarm_seq, tag));
+                self.alarm_added = true;
+                return;
+            }
+            Command::Release { id } => {
+                let Some(env) = self.held.remove(&id) else {
+                    return;
+                };
+                self.record(env.from, EventKind::Release { id, delay_ns: 0 });
+                if self.crashed[env.to as usize] {
+                    self.record(env.to, EventKind::Lost { id });
+                } else {
+                    self.in_flight.insert(id, 1);
+                    self.stats.sent += 1;
+                    self.control.relay(env, 0);
+                }
+                return;
+            }
+            Command::Signal { node, tag } => {
+                // A stimulus to a paused or crashed node finds nobody there and is lost.
+                if self.live(node) {
+                    if let Some(l) = &self.links[node as usize] {
+                        let _ = l.signals.send(tag);
+                    }
+                }
+                return;
+            }
+            Command::Cut { from, to } => {
+                self.cut.insert((from, to));
+                self.control.clog(from, to);
+                WORLD
+            }
+            Command::Heal { from, to } => {
+                self.cut.remove(&(from, to));
+                self.control.unclog(from, to);
+                WORLD
+            }
+            Command::Pause { node, frozen } => {
+                let i = node as usize;
+                if self.crashed[i] || self.paused[i] {
+                    return;
+                }
+                self.paused[i] = true;
+                if frozen {
+                    self.frozen_at[i] = Some(self.clocks[i].local(now));
+                }
+                self.control.pause(node);
+                node
+            }
+            Command::Resume { node } => {
+                let i = node as usize;
+                if !self.paused[i] {
+                    return;
+                }
+                self.paused[i] = false;
+                if let Some(reading) = self.frozen_at[i].take() {
+                    self.clocks[i].anchor_true = now;
+                    self.clocks[i].anchor_local = reading;
+                }
+                self.control.resume(node);
+                self.rearm(node);
+                node
+            }
+            Command::Crash { node } => {
+                let i = node as usize;
+                if self.crashed[i] {
+                    return;
+                }
+                self.crashed[i] = true;
+                self.paused[i] = false;
+                self.frozen_at[i] = None;
+                self.wake[i] = None;
+                self.nodes[i].crash();
+                self.control.kill(node);
+                self.links[i] = None;
+                if self.call[i].take().is_some() {
+                    self.stats.cancelled_other += 1;
+                }
+                self.call_end[i].clear();
+                node
+            }
+            Command::Restart { node } => {
+                let i = node as usize;
+                if !self.crashed[i] {
+                    return;
+                }
+                self.crashed[i] = false;
+                self.starting[i] = true;
+                self.record(node, EventKind::Fault { command: c });
+                self.control.restart(node);
+                return;
+            }
+            Command::SetSlow { node, extra_ns } => {
+                self.slow[node as usize] = extra_ns;
+                node
+            }
+            Command::SetNetwork { drop_ppm, dup_ppm } => {
+                self.net.drop_ppm = drop_ppm.min(1_000_000);
+                self.net.dup_ppm = dup_ppm.min(1_000_000);
+                WORLD
+            }
+            Command::WallStep { node, delta_ns } => {
+                self.clocks[node as usize].step_wall(delta_ns);
+                node
+            }
+            Command::ClockStep { node, delta_ns } => {
+                self.clocks[node as usize].step(now, delta_ns);
+                self.rearm(node);
+                node
+            }
+            Command::SetDrift { node, drift_ppm } => {
+                self.clocks[node as usize].set_drift(now, drift_ppm);
+                self.rearm(node);
+                node
+            }
+        };
+        self.record(node, EventKind::Fault { command: c });
+        if let Command::Crash { node } = c {
+            // What was on its way to the crashed process is lost with it; what it had not yet
+            // handed to the network never leaves.
+            let to_it: Vec<u64> = self
+                .in_flight
+                .keys()
+                .copied()
+                .filter(|id| self.dest_of(*id) == Some(node))
+                .collect();
+            for id in to_it {
+                self.in_flight.remove(&id);
+                self.record(node, EventKind::Lost { id });
+            }
+            let from_it: Vec<u64> = self
+                .unsent
+                .iter()
+                .filter(|(_, from)| **from == node)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in from_it {
+                self.unsent.remove(&id);
+                if self.in_flight.remove(&id).is_some() {
+                    let to = self.dest_of(id).unwrap_or(WORLD);
+                    self.record(to, EventKind::Lost { id });
+                }
+            }
+        }
+    }
+
+    /// The destination of a message recorded in the trace.
+    fn dest_of(&self, id: u64) -> Option<NodeId> {
+        self.trace.iter().rev().find_map(|e| match e.kind {
+            EventKind::Send { id: i, to, .. } if i == id => Some(to),
+            _ => None,
+        })
+    }
+
+    /// A message arrived at `node`. Returns false when the node was paused at this very
+    /// delivery: the caller waits for the resume and delivers it again, as the simulator does.
+    fn deliver(&mut self, node: NodeId, env: Env, first: bool) -> bool {
+        if self.end.is_some() || self.crashed[node as usize] {
+            return true;
+        }
+        if first {
+            if self.cut_ids.contains(&env.id) {
+                self.problems.push(format!(
+                    "the network delivered message {} ({} -> {}) that a partition dropped",
+                    env.id, env.from, env.to
+                ));
+                return true;
+            }
+            match self.in_flight.get_mut(&env.id) {
+                Some(n) if *n > 1 => *n -= 1,
+                Some(_) => {
+                    self.in_flight.remove(&env.id);
+                }
+                None => {
+                    self.problems.push(format!(
+                        "message {} arrived at node {node} that was not on its way",
+                        env.id
+                    ));
+                    return true;
+                }
+            }
+        }
+        self.events += 1;
+        self.record(
+            node,
+            EventKind::Deliver {
+                id: env.id,
+                from: env.from,
+                msg: env.msg,
+            },
+        );
+        let mut ctl = Control::default();
+        let now = self.now;
+        self.director.on_deliver(&mut ctl, now, &env);
+        self.apply(ctl);
+        let i = node as usize;
+        if self.crashed[i] {
+            return true;
+        }
+        if self.paused[i] {
+            return false;
+        }
+        self.step(node, |p, cx| p.message(cx, env.from, env.msg));
+        true
+    }
+
+    /// The node's timer is due (or a spurious wake: then nothing happens).
+    fn timer(&mut self, node: NodeId) {
+        let i = node as usize;
+        if !self.live(node) {
+            return;
+        }
+        let Some(at) = self.wake[i] else { return };
+        let local = self.clocks[i].local(self.now);
+        if local < at {
+            return;
+        }
+        self.events += 1;
+        self.stats.heartbeat_task_wakes += 1;
+        self.wake[i] = None;
+        self.step(node, |p, cx| p.wake(cx));
+    }
+
+    /// True time at which the node's timer is due.
+    fn timer_due(&self, node: NodeId) -> Option<u64> {
+        let i = node as usize;
+        if self.paused[i] || self.crashed[i] {
+            return None;
+        }
+        self.wake[i].map(|at| self.clocks[i].true_at(at, self.now))
+    }
+
+    fn signal(&mut self, node: NodeId, tag: u64) {
+        if !self.live(node) {
+            return;
+        }
+        self.events += 1;
+        self.step(node, |p, cx| p.signal(cx, tag));
+    }
+
+    fn start(&mut self, node: NodeId, links: Links) {
+        self.links[node as usize] = Some(links);
+        self.starting[node as usize] = false;
+        if self.end.is_some() || self.crashed[node as usize] {
+            return;
+        }
+        self.events += 1;
+        self.step(node, |p, cx| p.start(cx));
+    }
+
+    fn fire_alarms(&mut self) {
+        while let Some(&(at, seq, tag)) = self.alarms.first() {
+            if at > self.now || self.end.is_some() {
+                return;
+            }
+            self.alarms.remove(&(at, seq, tag));
+            self.events += 1;
+            let mut ctl = Control::default();
+            let now = self.now;
+            self.director.on_alarm(&mut ctl, now, tag);
+            self.apply(ctl);
+            self.check_end();
+        }
+    }
+
+    /// Decides whether the run is over; true when it just ended.
+    fn check_end(&mut self) -> bool {
+        if self.end.is_some() {
+            return false;
+        }
+        let queued = self.in_flight.len() + self.unsent.len() + self.held.len() + self.alarms.len();
+        let starting = self.starting.iter().any(|s| *s);
+        let end = if self.events >= self.limits.event_budget {
+            Some(End::EventBudget)
+        } else if queued > self.limits.queue_max {
+            Some(End::QueueBound)
+        } else if starting {
+            None
+        } else if self.in_flight.is_empty()
+            && self.unsent.is_empty()
+            && self.director.is_done(&self.nodes)
+        {
+            Some(End::Done)
+        } else if queued == 0
+            && (0..self.nodes.len()).all(|i| self.wake[i].is_none() || self.crashed[i])
+        {
+            Some(End::Idle)
+        } else {
+            None
+        };
+        self.end = end;
+        end.is_some()
+    }
+
+    /// The trace with each delivered message's flight time as it was actually taken.
+    fn finish_trace(&mut self) -> Vec<TraceEvent<Msg, Event>> {
+        let mut trace = std::mem::take(&mut self.trace);
+        let mut landed: BTreeMap<u64, u64> = BTreeMap::new();
+        for e in &trace {
+            if let EventKind::Deliver { id, .. } = e.kind {
+                landed.entry(id).or_insert(e.t);
+            }
+        }
+        for e in trace.iter_mut() {
+            let t = e.t;
+            match &mut e.kind {
+                EventKind::Send {
+                    id,
+                    fate: Fate::Deliver { delay_ns },
+                    ..
+                }
+                | EventKind::Send {
+                    id,
+                    fate: Fate::Duplicate { delay_ns, .. },
+                    ..
+                }
+                | EventKind::Release { id, delay_ns } => {
+                    if let Some(at) = landed.get(id) {
+                        *delay_ns = at.saturating_sub(t);
+                    }
+                }
+                _ => {}
+            }
+        }
+        trace
+    }
+}
+
+/// What a run on the async shell produced.
+#[derive(Clone, Debug)]
+pub struct ShellRun {
+    /// The run, judged by the same checkers as a simulator run.
+    pub result: RunResult,
+    /// What the shell's tasks did.
+    pub stats: ShellStats,
+    /// Places where the engine did not do what the trace says it did (must stay empty).
+    pub problems: Vec<String>,
+}
+
+/// The engine's network as a node's tasks see it.
+pub(crate) trait Port: 'static {
+    /// Puts a message on the wire, from this node.
+    fn send(&self, env: Env) -> impl std::future::Future<Output = ()>;
+    /// The next message for this node.
+    fn recv(&self) -> impl std::future::Future<Output = Option<Env>>;
+}
+
+/// The body of a node's initial task: installs its channels, starts the machine, and runs the
+/// inbox, heartbeat, outbox and (for a worker) tool-call tasks.
+pub(crate) async fn node_main<P: Port>(sh: Arc<Shared>, port: P, node: NodeId, client_bound_ns: u64) {
+    let port = std::rc::Rc::new(port);
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let (sig_tx, mut sig_rx) = mpsc::unbounded_channel();
+    let timer = Arc::new(Notify::new());
+    let is_worker = matches!(sh.lock().nodes[node as usize], Node::Worker(..));
+    let mut tool_rx = None;
+    let tool = if is_worker {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let cancel = Arc::new(Notify::new());
+        tool_rx = Some((rx, cancel.clone()));
+        Some((tx, cancel))
+    } else {
+        None
+    };
+    {
+        let mut w = sh.lock();
+        w.start(
+            node,
+            Links {
+                outbox: out_tx,
+                signals: sig_tx,
+                timer: timer.clone(),
+                tool,
+            },
+        );
+        sh.after_step(&mut w);
+    }
+    tokio::task::spawn_local(outbox(sh.clone(), port.clone(), out_rx));
+    tokio::task::spawn_local(heartbeat(sh.clone(), node, timer));
+    if let Some((rx, cancel)) = tool_rx {
+        tokio::task::spawn_local(tool_calls(
+            sh.clone(),
+            port.clone(),
+            node,
+            rx,
+            cancel,
+            client_bound_ns,
+        ));
+    }
+    // The inbox: messages and outside stimuli, one at a time.
+    loop {
+        tokio::select! {
+            biased;
+            tag = sig_rx.recv() => {
+                let Some(tag) = tag else { return };
+                let mut w = sh.lock();
+                w.signal(node, tag);
+                sh.after_step(&mut w);
+            }
+            env = port.recv() => {
+                let Some(env) = env else { return };
+                let mut first = true;
+                // Bounded: each round is a delivery the event budget counts.
+                loop {
+                    let done = {
+                        let mut w = sh.lock();
+                        let done = w.deliver(node, env, first);
+                        sh.after_step(&mut w);
+                        done || w.end.is_some()
+                    };
+                    if done {
+                        break;
+                    }
+                    first = false;
+                    // Paused at this delivery: the engine runs this task again on resume.
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    }
+}
+
+async fn outbox<P: Port>(sh: Arc<Shared>, port: std::rc::Rc<P>, mut rx: mpsc::UnboundedReceiver<Env>) {
+    while let Some(env) = rx.recv().await {
+        port.send(env).await;
+        let mut w = sh.lock();
+        w.sent(env.id);
+        sh.after_step(&mut w);
+    }
+}
+
+/// The heartbeat task: the machine's timers, apart from any tool call.
+async fn heartbeat(sh: Arc<Shared>, node: NodeId, timer: Arc<Notify>) {
+    loop {
+        let due = {
+            let w = sh.lock();
+            if w.end.is_some() {
+                return;
+            }
+            w.timer_due(node)
+        };
+        match due {
+            None => timer.notified().await,
+            Some(t) => {
+                tokio::select! {
+                    biased;
+                    _ = timer.notified() => {}
+                    _ = tokio::time::sleep_until(sh.at(t)) => {
+                        let mut w = sh.lock();
+                        w.timer(node);
+                        sh.after_step(&mut w);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The tool-call task: one external request at a time, each waited for in one `select!` over
+/// the lease-lost signal and a bounded client timeout.
+async fn tool_calls<P: Port>(
+    sh: Arc<Shared>,
+    port: std::rc::Rc<P>,
+    node: NodeId,
+    mut rx: mpsc::UnboundedReceiver<Env>,
+    cancel: Arc<Notify>,
+    bound_ns: u64,
+) {
+    while let Some(env) = rx.recv().await {
+        let Msg::ToolRequest { req, .. } = env.msg else {
+            continue;
+        };
+        port.send(env).await;
+        {
+            let mut w = sh.lock();
+            w.sent(env.id);
+            w.stats.tool_calls += 1;
+            sh.after_step(&mut w);
+        }
+        let bound = tokio::time::sleep(Duration::from_nanos(bound_ns));
+        tokio::pin!(bound);
+        // Bounded: every round either ends the call or waits for the next signal.
+        loop {
+            tokio::select! {
+                biased;
+                _ = cancel.notified() => {
+                    let mut w = sh.lock();
+                    let Some(why) = w.call_end[node as usize].remove(&req) else { continue };
+                    match why {
+                        CallEnd::Answered => w.stats.tool_answered += 1,
+                        CallEnd::LeaseLost => w.stats.cancelled_lease_lost += 1,
+                        CallEnd::TimedOut => w.stats.cancelled_timed_out += 1,
+                        CallEnd::Other => w.stats.cancelled_other += 1,
+                    }
+                    break;
+                }
+                _ = &mut bound => {
+                    let mut w = sh.lock();
+                    w.stats.bound_hit += 1;
+                    if w.call[node as usize] == Some(req) {
+                        w.call[node as usize] = None;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The run's supervisor: fires the plan's alarms, watches the horizon, and ends the run.
+pub(crate) async fn supervise(sh: Arc<Shared>) -> End {
+    let horizon = sh.lock().limits.horizon_ns;
+    // Bounded: every round fires an alarm, ends the run, or waits for a change.
+    loop {
+        let next = {
+            let mut w = sh.lock();
+            if w.now > horizon {
+                w.end.get_or_insert(End::Horizon);
+            }
+            if let Some(end) = w.end {
+                return end;
+            }
+            w.alarms
+                .first()
+                .map_or(horizon + 1, |a| a.0.min(horizon + 1))
+        };
+        tokio::select! {
+            biased;
+            _ = sh.supervisor.notified() => {}
+            _ = tokio::time::sleep_until(sh.at(next)) => {
+                let mut w = sh.lock();
+                w.fire_alarms();
+                w.check_end();
+            }
+        }
+    }
+}
+
+/// Takes the finished run out of the World and judges it.
+pub(crate) fn conclude(sh: &Shared, setup: &Setup, seed: u64, end: End) -> ShellRun {
+    let mut w = sh.lock();
+    let end_ns = w.now;
+    let events = w.events;
+    let trace = w.finish_trace();
+    let stats = w.stats;
+    let mut problems = std::mem::take(&mut w.problems);
+    if end == End::Done && !w.in_flight.is_empty() {
+        problems.push(format!("{} messages still in flight at the end", w.in_flight.len()));
+    }
+    drop(w);
+    ShellRun {
+        result: judge(setup, seed, trace, end, end_ns, events),
+        stats,
+        problems,
+    }
+}
+
+/// The shell's hard bound on one tool call's wait: past every timeout the protocol may use.
+pub(crate) fn client_bound_ns(setup: &Setup) -> u64 {
+    setup.limits.horizon_ns.saturating_add(1)
+}
