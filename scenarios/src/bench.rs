@@ -47,7 +47,8 @@ pub fn measure(
     seeds: u64,
     jobs: usize,
 ) -> Result<EngineFigures, String> {
-    let def = crate::scenarios::find(scenario).ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
+    let def =
+        crate::scenarios::find(scenario).ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
     engine.supports(&(def.build)(0, variant))?;
     let next = AtomicU64::new(0);
     let totals = Mutex::new((0u64, 0u64));
@@ -115,7 +116,8 @@ pub fn in_child<T: for<'de> Deserialize<'de>>(args: &[String]) -> Result<T, Stri
             err.lines().next().unwrap_or("no message")
         ));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("the measuring process printed no figures: {e}"))
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("the measuring process printed no figures: {e}"))
 }
 
 /// `a` as a multiple of `b`.

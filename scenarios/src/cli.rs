@@ -1624,8 +1624,13 @@ fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, UsageError> {
             json!({"row": r, "peak_rss_kib": crate::scaling::peak_rss_kib()})
         } else {
             let engine = engine_arg(child)?;
-            let seeds = if engine == Engine::Sim { a.seeds } else { a.shell_seeds };
-            let f = crate::bench::measure(engine, &a.scenario, v, seeds, threads).map_err(UsageError)?;
+            let seeds = if engine == Engine::Sim {
+                a.seeds
+            } else {
+                a.shell_seeds
+            };
+            let f = crate::bench::measure(engine, &a.scenario, v, seeds, threads)
+                .map_err(UsageError)?;
             json!(f)
         };
         io(writeln!(out, "{doc}"))?;
@@ -1653,7 +1658,8 @@ fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, UsageError> {
         for &(w, j) in crate::scaling::DEFAULT_GRID {
             let seeds = crate::scaling::default_seeds(w, j);
             let doc: serde_json::Value =
-                crate::bench::in_child(&common(&format!("scaling:{w}:{j}:{seeds}"))).map_err(UsageError)?;
+                crate::bench::in_child(&common(&format!("scaling:{w}:{j}:{seeds}")))
+                    .map_err(UsageError)?;
             let row: crate::scaling::ScaleRow = serde_json::from_value(doc["row"].clone())
                 .map_err(|e| UsageError(format!("the measuring process printed no row: {e}")))?;
             rows.push((row, doc["peak_rss_kib"].as_u64()));
@@ -1667,7 +1673,19 @@ fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, UsageError> {
             return Ok(0);
         }
         io(writeln!(out, "simulator scaling (reference protocol, no faults; each row in its own process, one thread):"))?;
-        io(writeln!(out, "{:>8} {:>7} {:>6} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10}  verdicts", "workers", "jobs", "seeds", "seconds", "events", "events/s", "ns/event", "ms/seed", "peak RSS"))?;
+        io(writeln!(
+            out,
+            "{:>8} {:>7} {:>6} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10}  verdicts",
+            "workers",
+            "jobs",
+            "seeds",
+            "seconds",
+            "events",
+            "events/s",
+            "ns/event",
+            "ms/seed",
+            "peak RSS"
+        ))?;
         for (r, peak) in &rows {
             io(writeln!(
                 out,
@@ -1684,15 +1702,24 @@ fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, UsageError> {
                 if r.held { "all held" } else { "NOT ALL HELD" }
             ))?;
         }
-        return Ok(if rows.iter().all(|(r, _)| r.held) { 0 } else { 1 });
+        return Ok(if rows.iter().all(|(r, _)| r.held) {
+            0
+        } else {
+            1
+        });
     }
     let other = Engine::shell();
-    let sim: crate::bench::EngineFigures = crate::bench::in_child(&common("sim")).map_err(UsageError)?;
+    let sim: crate::bench::EngineFigures =
+        crate::bench::in_child(&common("sim")).map_err(UsageError)?;
     let shell: crate::bench::EngineFigures =
         crate::bench::in_child(&common(other.name())).map_err(UsageError)?;
     let seeds_ratio = crate::bench::ratio(sim.seeds_per_s, shell.seeds_per_s);
     let events_ratio = crate::bench::ratio(sim.events_per_s, shell.events_per_s);
-    let code = if sim.not_held == 0 && shell.not_held == 0 || v != Variant::Reference { 0 } else { 1 };
+    let code = if sim.not_held == 0 && shell.not_held == 0 || v != Variant::Reference {
+        0
+    } else {
+        1
+    };
     if a.format == Format::Json {
         let doc = json!({
             "sim": sim,
@@ -1703,8 +1730,18 @@ fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, UsageError> {
         io(writeln!(out, "{doc:#}"))?;
         return Ok(code);
     }
-    io(writeln!(out, "{} --variant {}, {} thread(s) per engine, each engine in its own process:", a.scenario, v.name(), threads))?;
-    io(writeln!(out, "{:>8} {:>8} {:>9} {:>11} {:>12} {:>10} {:>9}", "engine", "seeds", "seconds", "seeds/s", "events/s", "peak RSS", "not held"))?;
+    io(writeln!(
+        out,
+        "{} --variant {}, {} thread(s) per engine, each engine in its own process:",
+        a.scenario,
+        v.name(),
+        threads
+    ))?;
+    io(writeln!(
+        out,
+        "{:>8} {:>8} {:>9} {:>11} {:>12} {:>10} {:>9}",
+        "engine", "seeds", "seconds", "seeds/s", "events/s", "peak RSS", "not held"
+    ))?;
     for f in [&sim, &shell] {
         io(writeln!(
             out,
@@ -1745,7 +1782,10 @@ fn agree_cmd(
 ) -> Result<i32, UsageError> {
     let other = Engine::shell();
     let names: Vec<String> = if names.is_empty() {
-        engines::AGREE_SCENARIOS.iter().map(|s| s.to_string()).collect()
+        engines::AGREE_SCENARIOS
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
     } else {
         names.to_vec()
     };
@@ -1753,7 +1793,10 @@ fn agree_cmd(
         scenario(n)?;
     }
     let vs: Vec<Variant> = match variants {
-        Some(list) => list.split(',').map(|s| variant(s.trim())).collect::<Result<_, _>>()?,
+        Some(list) => list
+            .split(',')
+            .map(|s| variant(s.trim()))
+            .collect::<Result<_, _>>()?,
         None => engines::AGREE_VARIANTS
             .iter()
             .map(|s| variant(s))
@@ -1774,13 +1817,29 @@ fn agree_cmd(
     }
     let disagreements = rows.iter().filter(|r| r.disagreement.is_some()).count();
     if format == Format::Json {
-        io(writeln!(out, "{:#}", json!({"engine": other.name(), "rows": rows, "skipped": skipped, "disagreements": disagreements})))?;
+        io(writeln!(
+            out,
+            "{:#}",
+            json!({"engine": other.name(), "rows": rows, "skipped": skipped, "disagreements": disagreements})
+        ))?;
         return Ok(i32::from(disagreements > 0));
     }
-    io(writeln!(out, "sim vs {} over seeds {}..{}:", other.name(), range.start, range.end))?;
+    io(writeln!(
+        out,
+        "sim vs {} over seeds {}..{}:",
+        other.name(),
+        range.start,
+        range.end
+    ))?;
     let cell = |o: &engines::Outcome| {
         if o.caught() {
-            format!("caught {}/{} (first seed {}) {}", o.violated, o.seeds, o.first_violation.unwrap_or(0), o.invariants.join(","))
+            format!(
+                "caught {}/{} (first seed {}) {}",
+                o.violated,
+                o.seeds,
+                o.first_violation.unwrap_or(0),
+                o.invariants.join(",")
+            )
         } else if o.unfinished > 0 {
             format!("UNFINISHED {}/{}", o.unfinished, o.seeds)
         } else {
@@ -1798,17 +1857,30 @@ fn agree_cmd(
             cell(&r.other),
             r.same_verdict_seeds,
             r.sim.seeds,
-            if r.disagreement.is_some() { "  DISAGREE" } else { "" }
+            if r.disagreement.is_some() {
+                "  DISAGREE"
+            } else {
+                ""
+            }
         ))?;
     }
     for r in &rows {
         if let Some(d) = &r.disagreement {
-            io(writeln!(out, "disagreement: {} {}: {d}", r.scenario, r.variant))?;
+            io(writeln!(
+                out,
+                "disagreement: {} {}: {d}",
+                r.scenario, r.variant
+            ))?;
         }
     }
     for s in &skipped {
         io(writeln!(out, "skipped: {s}"))?;
     }
-    io(writeln!(out, "{} comparisons, {} disagreements", rows.len(), disagreements))?;
+    io(writeln!(
+        out,
+        "{} comparisons, {} disagreements",
+        rows.len(),
+        disagreements
+    ))?;
     Ok(i32::from(disagreements > 0))
 }

@@ -114,7 +114,10 @@ pub fn run(engine: Engine, setup: &Setup, seed: u64) -> Result<EngineRun, String
             problems: Vec::new(),
         }),
         #[cfg(madsim)]
-        Engine::Madsim => Ok(EngineRun::shell(engine, crate::shell::madsim::run(setup, seed))),
+        Engine::Madsim => Ok(EngineRun::shell(
+            engine,
+            crate::shell::madsim::run(setup, seed),
+        )),
         #[cfg(not(madsim))]
         Engine::Tokio => crate::shell::local::run(setup, seed).map(|r| EngineRun::shell(engine, r)),
         _ => unreachable!("availability was checked"),
@@ -128,9 +131,10 @@ pub fn check_determinism(engine: Engine, setup: &Setup, seed: u64) -> Result<Eng
     let first = run(engine, setup, seed)?;
     let second = match engine {
         #[cfg(madsim)]
-        Engine::Madsim => {
-            EngineRun::shell(engine, crate::shell::madsim::check_determinism(setup, seed)?)
-        }
+        Engine::Madsim => EngineRun::shell(
+            engine,
+            crate::shell::madsim::check_determinism(setup, seed)?,
+        ),
         _ => run(engine, setup, seed)?,
     };
     let (a, b) = (first.result.trace_hash(), second.result.trace_hash());
@@ -207,7 +211,11 @@ pub struct Agreement {
     pub disagreement: Option<String>,
 }
 
-fn outcome_of(engine: Engine, setup_of: &dyn Fn(u64) -> Setup, seeds: std::ops::Range<u64>) -> Result<(Outcome, Vec<crate::run::Verdict>), String> {
+fn outcome_of(
+    engine: Engine,
+    setup_of: &dyn Fn(u64) -> Setup,
+    seeds: std::ops::Range<u64>,
+) -> Result<(Outcome, Vec<crate::run::Verdict>), String> {
     let mut o = Outcome::default();
     let mut verdicts = Vec::new();
     let mut invariants = std::collections::BTreeSet::new();
@@ -251,11 +259,33 @@ pub fn agree(
     variant: leasesim_protocol::Variant,
     seeds: std::ops::Range<u64>,
 ) -> Result<Agreement, String> {
-    let def = crate::scenarios::find(scenario).ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
+    let def =
+        crate::scenarios::find(scenario).ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
     let setup_of = |seed: u64| (def.build)(seed, variant);
     let (sim, sv) = outcome_of(Engine::Sim, &setup_of, seeds.clone())?;
     let (oth, ov) = outcome_of(other, &setup_of, seeds.clone())?;
     let same = sv.iter().zip(&ov).filter(|(a, b)| a == b).count() as u64;
+    let disagreement = compare(other, scenario, variant, seeds.clone(), &sim, &oth);
+    Ok(Agreement {
+        scenario: scenario.to_string(),
+        variant: variant.name().to_string(),
+        sim,
+        other: oth,
+        same_verdict_seeds: same,
+        disagreement,
+    })
+}
+
+/// Why two engines' outcomes over the same seeds disagree, if they do (see [`agree`]); each
+/// reason carries the seed and the command that reproduces it on its engine.
+pub fn compare(
+    other: Engine,
+    scenario: &str,
+    variant: leasesim_protocol::Variant,
+    seeds: std::ops::Range<u64>,
+    sim: &Outcome,
+    oth: &Outcome,
+) -> Option<String> {
     let name = other.name();
     let cmd = |engine: Engine, seed: u64| {
         let prefix = match engine {
@@ -270,14 +300,23 @@ pub fn agree(
     };
     let mut why = Vec::new();
     if !oth.problems.is_empty() {
-        why.push(format!("the {name} engine did not do what its trace says: {}", oth.problems.join("; ")));
+        why.push(format!(
+            "the {name} engine did not do what its trace says: {}",
+            oth.problems.join("; ")
+        ));
     }
     if variant == leasesim_protocol::Variant::Reference {
         if let Some(s) = sim.first_violation.or(sim.first_unfinished) {
-            why.push(format!("the reference failed on sim seed {s} (`{}`)", cmd(Engine::Sim, s)));
+            why.push(format!(
+                "the reference failed on sim seed {s} (`{}`)",
+                cmd(Engine::Sim, s)
+            ));
         }
         if let Some(s) = oth.first_violation.or(oth.first_unfinished) {
-            why.push(format!("the reference failed on {name} seed {s} (`{}`)", cmd(other, s)));
+            why.push(format!(
+                "the reference failed on {name} seed {s} (`{}`)",
+                cmd(other, s)
+            ));
         }
     } else {
         match (sim.first_violation, oth.first_violation) {
@@ -305,12 +344,5 @@ pub fn agree(
             (None, None) => {}
         }
     }
-    Ok(Agreement {
-        scenario: scenario.to_string(),
-        variant: variant.name().to_string(),
-        sim,
-        other: oth,
-        same_verdict_seeds: same,
-        disagreement: (!why.is_empty()).then(|| why.join("; ")),
-    })
+    (!why.is_empty()).then(|| why.join("; "))
 }

@@ -6,7 +6,9 @@
 //! are refused here; they run on the madsim engine. This engine shows that the shell is plain
 //! tokio code, and runs the fault plans it can express.
 
-use super::{client_bound_ns, conclude, node_main, supervise, Env, FabricControl, Port, Shared, ShellRun};
+use super::{
+    client_bound_ns, conclude, node_main, supervise, Env, FabricControl, Port, Shared, ShellRun,
+};
 use crate::plan::Fault;
 use crate::setup::Setup;
 use leasesim_sim::{NodeId, Prng, Stream};
@@ -37,7 +39,12 @@ struct Net {
 
 impl Net {
     fn carry(self: &Arc<Self>, env: Env, extra_ns: u64) {
-        if self.cut.lock().unwrap_or_else(|p| p.into_inner()).contains(&(env.from, env.to)) {
+        if self
+            .cut
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&(env.from, env.to))
+        {
             return;
         }
         let delay = extra_ns
@@ -63,10 +70,18 @@ impl FabricControl for Control {
     fn kill(&self, _: NodeId) {}
     fn restart(&self, _: NodeId) {}
     fn clog(&self, from: NodeId, to: NodeId) {
-        self.0.cut.lock().unwrap_or_else(|p| p.into_inner()).insert((from, to));
+        self.0
+            .cut
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((from, to));
     }
     fn unclog(&self, from: NodeId, to: NodeId) {
-        self.0.cut.lock().unwrap_or_else(|p| p.into_inner()).remove(&(from, to));
+        self.0
+            .cut
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(from, to));
     }
     fn relay(&self, env: Env, extra_ns: u64) {
         // Released or delayed messages travel from the network itself: no cut applies.

@@ -6,7 +6,9 @@
 //!
 //! Built only under `--cfg madsim`, in its own target directory (README).
 
-use super::{client_bound_ns, conclude, node_main, supervise, Env, FabricControl, Port, Shared, ShellRun};
+use super::{
+    client_bound_ns, conclude, node_main, supervise, Env, FabricControl, Port, Shared, ShellRun,
+};
 use crate::setup::Setup;
 use leasesim_sim::NodeId;
 use madsim::net::{Endpoint, NetSim};
@@ -37,12 +39,15 @@ struct Control {
     handle: Handle,
     net: Arc<NetSim>,
     ids: Arc<OnceLock<Vec<madsim::task::NodeId>>>,
+    wire_id: Arc<OnceLock<madsim::task::NodeId>>,
     wire: mpsc::UnboundedSender<(Env, u64)>,
 }
 
 impl Control {
     fn id(&self, node: NodeId) -> madsim::task::NodeId {
-        self.ids.get().expect("nodes are built before the plan begins")[node as usize]
+        self.ids
+            .get()
+            .expect("nodes are built before the plan begins")[node as usize]
     }
 }
 
@@ -67,6 +72,15 @@ impl FabricControl for Control {
     }
     fn relay(&self, env: Env, extra_ns: u64) {
         let _ = self.wire.send((env, extra_ns));
+    }
+    fn shutdown(&self) {
+        // A killed node's tasks are dropped with the runtime instead of waiting forever.
+        for id in self.ids.get().into_iter().flatten() {
+            self.handle.kill(*id);
+        }
+        if let Some(wire) = self.wire_id.get() {
+            self.handle.kill(*wire);
+        }
     }
 }
 
@@ -96,11 +110,13 @@ pub fn config(setup: &Setup) -> Config {
 pub async fn run_inside(setup: Setup, seed: u64) -> ShellRun {
     let handle = Handle::current();
     let ids = Arc::new(OnceLock::new());
+    let wire_id = Arc::new(OnceLock::new());
     let (wire_tx, wire_rx) = mpsc::unbounded_channel::<(Env, u64)>();
     let control = Control {
         handle: handle.clone(),
         net: NetSim::current(),
         ids: ids.clone(),
+        wire_id: wire_id.clone(),
         wire: wire_tx,
     };
     let sh = Shared::new(&setup, seed, Box::new(control));
@@ -127,7 +143,7 @@ pub async fn run_inside(setup: Setup, seed: u64) -> ShellRun {
         built.push(h.id());
     }
     let wire_rx = Arc::new(Mutex::new(Some(wire_rx)));
-    handle
+    let wire = handle
         .create_node()
         .name("wire")
         .ip(wire_addr().ip())
@@ -148,6 +164,7 @@ pub async fn run_inside(setup: Setup, seed: u64) -> ShellRun {
             }
         })
         .build();
+    let _ = wire_id.set(wire.id());
     let _ = ids.set(built);
     sh.begin(&setup);
     let end = supervise(sh.clone()).await;
@@ -178,7 +195,11 @@ pub fn check_determinism(setup: &Setup, seed: u64) -> Result<ShellRun, String> {
                 .clone()
                 .expect("stashed before the check");
             let run = run_inside(setup, seed).await;
-            (run.result.trace_hash(), run.result.verdict(), run.problems.len())
+            (
+                run.result.trace_hash(),
+                run.result.verdict(),
+                run.problems.len(),
+            )
         })
     });
     match out {

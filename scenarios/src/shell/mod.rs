@@ -92,9 +92,25 @@ pub trait FabricControl: Send {
     fn clog(&self, from: NodeId, to: NodeId);
     /// Carries them again.
     fn unclog(&self, from: NodeId, to: NodeId);
+    /// Ends every task of the run (nothing may outlive it: a task waiting on the run's state
+    /// would keep it alive).
+    fn shutdown(&self) {}
     /// Sends a message on from the network itself (a held message released, a delayed one),
     /// after `extra_ns` on top of the network's latency.
     fn relay(&self, env: Env, extra_ns: u64);
+}
+
+/// The control of a run that is over.
+struct Detached;
+
+impl FabricControl for Detached {
+    fn pause(&self, _: NodeId) {}
+    fn resume(&self, _: NodeId) {}
+    fn kill(&self, _: NodeId) {}
+    fn restart(&self, _: NodeId) {}
+    fn clog(&self, _: NodeId, _: NodeId) {}
+    fn unclog(&self, _: NodeId, _: NodeId) {}
+    fn relay(&self, _: Env, _: u64) {}
 }
 
 /// The per-node channels of the running incarnation of a node.
@@ -263,7 +279,11 @@ impl World {
     }
 
     /// Runs one machine call on `node` and routes what it produced.
-    fn step(&mut self, node: NodeId, f: impl FnOnce(&mut Node, &mut leasesim_sim::Cx<'_, Msg, Event>)) {
+    fn step(
+        &mut self,
+        node: NodeId,
+        f: impl FnOnce(&mut Node, &mut leasesim_sim::Cx<'_, Msg, Event>),
+    ) {
         let i = node as usize;
         let clock = self.clocks[i];
         let local = self.frozen_at[i].unwrap_or_else(|| clock.local(self.now));
@@ -428,8 +448,10 @@ impl World {
             return;
         }
         let Some(links) = &self.links[env.from as usize] else {
-            self.problems
-                .push(format!("message {} sent by node {} with no task to carry it", env.id, env.from));
+            self.problems.push(format!(
+                "message {} sent by node {} with no task to carry it",
+                env.id, env.from
+            ));
             return;
         };
         self.unsent.insert(env.id, env.from);
@@ -807,7 +829,12 @@ pub(crate) trait Port: 'static {
 
 /// The body of a node's initial task: installs its channels, starts the machine, and runs the
 /// inbox, heartbeat, outbox and (for a worker) tool-call tasks.
-pub(crate) async fn node_main<P: Port>(sh: Arc<Shared>, port: P, node: NodeId, client_bound_ns: u64) {
+pub(crate) async fn node_main<P: Port>(
+    sh: Arc<Shared>,
+    port: P,
+    node: NodeId,
+    client_bound_ns: u64,
+) {
     let port = std::rc::Rc::new(port);
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (sig_tx, mut sig_rx) = mpsc::unbounded_channel();
@@ -880,7 +907,11 @@ pub(crate) async fn node_main<P: Port>(sh: Arc<Shared>, port: P, node: NodeId, c
     }
 }
 
-async fn outbox<P: Port>(sh: Arc<Shared>, port: std::rc::Rc<P>, mut rx: mpsc::UnboundedReceiver<Env>) {
+async fn outbox<P: Port>(
+    sh: Arc<Shared>,
+    port: std::rc::Rc<P>,
+    mut rx: mpsc::UnboundedReceiver<Env>,
+) {
     while let Some(env) = rx.recv().await {
         port.send(env).await;
         let mut w = sh.lock();
@@ -1005,9 +1036,28 @@ pub(crate) fn conclude(sh: &Shared, setup: &Setup, seed: u64, end: End) -> Shell
     let stats = w.stats;
     let mut problems = std::mem::take(&mut w.problems);
     if end == End::Done && !w.in_flight.is_empty() {
-        problems.push(format!("{} messages still in flight at the end", w.in_flight.len()));
+        problems.push(format!(
+            "{} messages still in flight at the end",
+            w.in_flight.len()
+        ));
     }
+    // Tasks still waiting hold the run's state and the state holds their wake-ups: wake and
+    // end them all, and empty the state, so that nothing of this run outlives it.
+    w.control.shutdown();
+    // The engine's handle would keep the engine alive: the nodes' start-up closures hold this
+    // run's state.
+    w.control = Box::new(Detached);
+    for l in w.links.iter().flatten() {
+        l.timer.notify_waiters();
+        if let Some((_, cancel)) = &l.tool {
+            cancel.notify_waiters();
+        }
+    }
+    w.links.clear();
+    w.nodes.clear();
+    w.held.clear();
     drop(w);
+    sh.supervisor.notify_waiters();
     ShellRun {
         result: judge(setup, seed, trace, end, end_ns, events),
         stats,

@@ -1,0 +1,331 @@
+//! The async shell (issue 8) against the simulator. In the normal build the shell runs on real
+//! tokio (plans without process pauses or crashes); in the madsim build (`.ci/run`, README) the
+//! same tests run it on madsim, where every one of the five scenarios is expressible.
+
+use leasesim_protocol::{Event, Variant};
+use leasesim_scenarios::engines::{self, Engine, Outcome, AGREE_SCENARIOS};
+use leasesim_scenarios::scenarios;
+use leasesim_sim::EventKind;
+use leasesim_tests::cli;
+
+const SEEDS: std::ops::Range<u64> = 0..8;
+
+fn setup(name: &str, seed: u64, v: Variant) -> leasesim_scenarios::setup::Setup {
+    (scenarios::find(name).expect("known scenario").build)(seed, v)
+}
+
+/// The scenarios the shell engine of this build can express; the madsim build expresses all five.
+fn expressible() -> Vec<&'static str> {
+    let shell = Engine::shell();
+    let ok: Vec<&str> = AGREE_SCENARIOS
+        .iter()
+        .copied()
+        .filter(|s| shell.supports(&setup(s, 0, Variant::Reference)).is_ok())
+        .collect();
+    if shell == Engine::Madsim {
+        assert_eq!(ok.len(), 5, "madsim expresses every one of the five");
+    } else {
+        assert_eq!(
+            ok,
+            ["w1-w2", "late-tool-answer", "heartbeat-ack-lost"],
+            "real tokio refuses exactly the plans with pauses or crashes"
+        );
+    }
+    ok
+}
+
+#[test]
+fn the_engines_agree_on_the_five_scenarios() {
+    let shell = Engine::shell();
+    for s in expressible() {
+        for (variant, caught_in) in [
+            (Variant::Reference, &[][..]),
+            (
+                Variant::UnconditionalCommit,
+                &["w1-w2", "gc-pause-after-check", "restart-same-name"][..],
+            ),
+            (
+                Variant::ReceiverIgnoresFence,
+                &["w1-w2", "gc-pause-after-check", "restart-same-name"][..],
+            ),
+            (Variant::NoJeopardy, &["late-tool-answer"][..]),
+        ] {
+            let a = engines::agree(shell, s, variant, SEEDS).expect("runs");
+            assert_eq!(a.disagreement, None, "{s} {}: {a:?}", variant.name());
+            let expect = caught_in.contains(&s);
+            assert_eq!(
+                (a.sim.caught(), a.other.caught()),
+                (expect, expect),
+                "{s} {}: caught on sim {} / {} {}",
+                variant.name(),
+                a.sim.violated,
+                shell.name(),
+                a.other.violated
+            );
+            assert_eq!(a.other.unfinished, 0, "{s} {}: {a:?}", variant.name());
+            assert!(a.other.problems.is_empty(), "{:?}", a.other.problems);
+        }
+    }
+}
+
+#[test]
+fn a_disagreement_is_reported_with_both_seeds() {
+    let held = Outcome {
+        seeds: 8,
+        ..Outcome::default()
+    };
+    let caught = |seed: u64, inv: &str| Outcome {
+        seeds: 8,
+        violated: 1,
+        first_violation: Some(seed),
+        invariants: vec![inv.to_string()],
+        ..Outcome::default()
+    };
+    let v = Variant::UnconditionalCommit;
+    let why = engines::compare(
+        Engine::Madsim,
+        "w1-w2",
+        v,
+        SEEDS,
+        &caught(3, "no-stale-commit"),
+        &held,
+    )
+    .expect("caught on one engine only is a disagreement");
+    assert!(why.contains("sim seed 3"), "{why}");
+    assert!(
+        why.contains(
+            "cargo run --release -- run w1-w2 --seed 3 --variant unconditional-commit --engine sim"
+        ),
+        "{why}"
+    );
+    let why = engines::compare(
+        Engine::Madsim,
+        "w1-w2",
+        v,
+        SEEDS,
+        &held,
+        &caught(5, "no-stale-commit"),
+    )
+    .expect("the other way round too");
+    assert!(
+        why.contains("madsim seed 5") && why.contains("cargo madsim run w1-w2 --seed 5"),
+        "{why}"
+    );
+    let why = engines::compare(
+        Engine::Madsim,
+        "w1-w2",
+        v,
+        SEEDS,
+        &caught(1, "no-stale-commit"),
+        &caught(2, "no-double-effect"),
+    )
+    .expect("different invariants disagree");
+    assert!(
+        why.contains("sim seed 1") && why.contains("madsim seed 2"),
+        "{why}"
+    );
+    assert_eq!(
+        engines::compare(
+            Engine::Madsim,
+            "w1-w2",
+            v,
+            SEEDS,
+            &caught(1, "no-stale-commit"),
+            &caught(4, "no-stale-commit")
+        ),
+        None
+    );
+    // The reference failing on either engine is a disagreement even when both fail alike.
+    let why = engines::compare(
+        Engine::Tokio,
+        "w1-w2",
+        Variant::Reference,
+        SEEDS,
+        &held,
+        &caught(6, "liveness"),
+    )
+    .expect("a failing reference");
+    assert!(why.contains("tokio seed 6"), "{why}");
+    let broken = Outcome {
+        problems: vec!["seed 2: the network delivered message 9 that a partition dropped".into()],
+        ..held.clone()
+    };
+    assert!(engines::compare(
+        Engine::Madsim,
+        "w1-w2",
+        Variant::Reference,
+        SEEDS,
+        &held,
+        &broken
+    )
+    .is_some());
+}
+
+#[test]
+fn shell_runs_are_deterministic() {
+    // On madsim this is madsim's own check (every random draw of a second run, on a fresh
+    // thread, compared with the first) plus the trace hash; on real tokio, the trace hash.
+    for s in expressible() {
+        for seed in [1, 2] {
+            let run = engines::check_determinism(
+                Engine::shell(),
+                &setup(s, seed, Variant::Reference),
+                seed,
+            )
+            .unwrap_or_else(|e| panic!("{s} seed {seed}: {e}"));
+            assert!(run.problems.is_empty());
+        }
+    }
+}
+
+#[test]
+fn the_shell_tells_the_w1_w2_story_with_its_own_tasks() {
+    let run =
+        engines::run(Engine::shell(), &setup("w1-w2", 1, Variant::Reference), 1).expect("runs");
+    assert_eq!(run.result.verdict(), leasesim_scenarios::run::Verdict::Held);
+    let notes: Vec<&Event> = run
+        .result
+        .trace
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Note { note } => Some(note),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| matches!(n, Event::ResultRejected { .. })),
+        "W1's late commit is rejected"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| matches!(n, Event::EffectFenced { .. })),
+        "W1's late effect is fenced"
+    );
+    let stats = run.stats.expect("a shell run");
+    assert_eq!(stats.tool_calls, 4, "two calls per attempt, W1 and W2");
+    assert!(stats.heartbeat_task_wakes > 0);
+    assert!(
+        stats.sent_into_partition > 0,
+        "the engine's own partition dropped W1's heartbeats"
+    );
+    // The engine's latency, not the simulator's: the traces differ, the story does not.
+    let sim = engines::run(Engine::Sim, &setup("w1-w2", 1, Variant::Reference), 1).expect("runs");
+    assert_ne!(sim.result.trace_hash(), run.result.trace_hash());
+}
+
+#[test]
+fn a_lost_lease_cancels_the_tool_call() {
+    // The operator revokes W2's lease while its tool call is out: the heartbeat task learns it
+    // ("no row"), and the signal cancels the tool-call task's wait.
+    let s = setup("operator-takeover", 0, Variant::Reference);
+    let run = engines::run(Engine::shell(), &s, 0).expect("runs");
+    let stats = run.stats.expect("a shell run");
+    assert!(stats.cancelled_lease_lost > 0, "{stats:?}");
+    assert_eq!(run.result.verdict(), leasesim_scenarios::run::Verdict::Held);
+    // A tool that hangs: the stage deadline ends the wait, not the lease.
+    let run = engines::run(
+        Engine::shell(),
+        &setup("stuck-tool-live-heartbeat", 0, Variant::Reference),
+        0,
+    )
+    .expect("runs");
+    let stats = run.stats.expect("a shell run");
+    assert!(
+        stats.cancelled_other > 0 && stats.tool_answered == 0,
+        "{stats:?}"
+    );
+    assert_eq!(stats.bound_hit, 0, "no wait reached the shell's hard bound");
+}
+
+#[test]
+fn the_engine_option_is_checked() {
+    let (code, _, err) = cli(&["run", "w1-w2", "--seed", "1", "--engine", "nope"]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let missing = if Engine::shell() == Engine::Madsim {
+        "tokio"
+    } else {
+        "madsim"
+    };
+    let (code, _, err) = cli(&["run", "w1-w2", "--seed", "1", "--engine", missing]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let (code, out, err) = cli(&[
+        "run",
+        "w1-w2",
+        "--seed",
+        "1",
+        "--engine",
+        Engine::shell().name(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("verdict: HELD") && out.contains("async shell:"),
+        "{out}"
+    );
+    let (code, out, _) = cli(&[
+        "run",
+        "w1-w2",
+        "--seed",
+        "1",
+        "--engine",
+        Engine::shell().name(),
+        "--variant",
+        "receiver-ignores-fence",
+    ]);
+    assert_eq!(code, 1);
+    assert!(out.contains("no-double-effect (I2)"));
+    if Engine::shell() == Engine::Tokio {
+        let (code, _, err) = cli(&[
+            "run",
+            "gc-pause-after-check",
+            "--seed",
+            "1",
+            "--engine",
+            "tokio",
+        ]);
+        assert_eq!(code, 2);
+        assert!(err.contains("madsim"), "{err}");
+    }
+}
+
+#[test]
+fn agree_command_reports_and_exits_0_when_the_engines_agree() {
+    let (code, out, err) = cli(&[
+        "agree",
+        "w1-w2",
+        "--seeds",
+        "3",
+        "--variants",
+        "reference,unconditional-commit",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("2 comparisons, 0 disagreements"), "{out}");
+    let (code, _, err) = cli(&["agree", "no-such-scenario"]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1);
+}
+
+#[test]
+fn bench_child_prints_figures() {
+    let (code, out, err) = cli(&["bench", "--child", "sim", "--seeds", "20", "--jobs", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let f: leasesim_scenarios::bench::EngineFigures = serde_json::from_str(&out).expect("figures");
+    assert_eq!((f.engine.as_str(), f.seeds, f.not_held), ("sim", 20, 0));
+    assert!(f.events > 20 && f.seeds_per_s > 0.0);
+    let (code, out, err) = cli(&[
+        "bench",
+        "--child",
+        Engine::shell().name(),
+        "--shell-seeds",
+        "5",
+        "--jobs",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let f: leasesim_scenarios::bench::EngineFigures = serde_json::from_str(&out).expect("figures");
+    assert_eq!((f.seeds, f.not_held), (5, 0));
+}
