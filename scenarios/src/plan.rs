@@ -549,6 +549,9 @@ const TAG_HEAL: u64 = u64::MAX;
 /// job, and no started fault is still waiting for its end.
 pub struct PlanDirector {
     faults: Vec<Fault>,
+    /// Every message-anchored trigger, in (fault, start/end/release) order: what `observe`
+    /// looks at for each message, without copying the faults.
+    anchors: Vec<Anchor>,
     phase: Vec<Phase>,
     /// Whether the start / end / release trigger already matched.
     matched: Vec<[bool; 3]>,
@@ -571,6 +574,16 @@ pub struct PlanDirector {
     healed: bool,
 }
 
+/// One message-anchored trigger of a fault.
+#[derive(Copy, Clone, Debug)]
+struct Anchor {
+    fault: usize,
+    what: u64,
+    on_send: bool,
+    pattern: MsgPattern,
+    delay_ns: u64,
+}
+
 /// Signal tag that tells the tool the heal phase began (its faults stop).
 pub const SIGNAL_HEAL: u64 = u64::MAX;
 
@@ -578,8 +591,30 @@ impl PlanDirector {
     /// A director for `faults`; `tool` and `operator` are those nodes' ids.
     pub fn new(faults: Vec<Fault>, tool: NodeId, operator: NodeId) -> Self {
         let n = faults.len();
+        let mut anchors = Vec::new();
+        for (i, f) in faults.iter().enumerate() {
+            for (what, trigger) in [
+                (WHAT_START, f.start()),
+                (WHAT_END, f.end()),
+                (WHAT_RELEASE, f.release()),
+            ] {
+                let (on_send, pattern, delay_ns) = match trigger {
+                    Some(Trigger::Sent { pattern, delay_ns }) => (true, pattern, delay_ns),
+                    Some(Trigger::Delivered { pattern, delay_ns }) => (false, pattern, delay_ns),
+                    Some(Trigger::At { .. }) | None => continue,
+                };
+                anchors.push(Anchor {
+                    fault: i,
+                    what,
+                    on_send,
+                    pattern,
+                    delay_ns,
+                });
+            }
+        }
         PlanDirector {
             faults,
+            anchors,
             phase: vec![Phase::Armed; n],
             matched: vec![[false; 3]; n],
             caught: vec![0; n],
@@ -828,55 +863,48 @@ impl PlanDirector {
         sent: bool,
         env: &Envelope<Msg>,
     ) {
-        for i in 0..self.faults.len() {
-            let fault = self.faults[i];
-            let triggers = [
-                (WHAT_START, fault.start()),
-                (WHAT_END, fault.end()),
-                (WHAT_RELEASE, fault.release()),
-            ];
-            for (what, trigger) in triggers {
-                let Some(trigger) = trigger else { continue };
-                let slot = what as usize;
-                if self.matched[i][slot] {
-                    continue;
-                }
-                // An end or a release only counts once the start trigger matched (the start
-                // itself may still be waiting for its delay).
-                if what != WHAT_START && self.phase[i] == Phase::Armed && !self.matched[i][0] {
-                    continue;
-                }
-                let (pattern, delay_ns, on_send) = match trigger {
-                    Trigger::At { .. } => continue,
-                    Trigger::Sent { pattern, delay_ns } => (pattern, delay_ns, true),
-                    Trigger::Delivered { pattern, delay_ns } => (pattern, delay_ns, false),
-                };
-                if on_send != sent || !pattern.matches(env.from, env.to, &env.msg) {
-                    continue;
-                }
-                self.matched[i][slot] = true;
-                let will_start = self.phase[i] == Phase::Armed && !self.healed;
-                if what == WHAT_START && sent && delay_ns == 0 && will_start {
-                    if let Fault::Pause {
-                        node,
-                        hold_anchor: true,
-                        ..
-                    } = fault
-                    {
-                        if node == env.from {
-                            self.anchored.insert(i, vec![env.id]);
-                            self.anchored_node.insert(node, (i, now));
-                        }
+        for a in 0..self.anchors.len() {
+            let Anchor {
+                fault: i,
+                what,
+                on_send,
+                pattern,
+                delay_ns,
+            } = self.anchors[a];
+            let slot = what as usize;
+            if self.matched[i][slot] || on_send != sent {
+                continue;
+            }
+            // An end or a release only counts once the start trigger matched (the start itself
+            // may still be waiting for its delay).
+            if what != WHAT_START && self.phase[i] == Phase::Armed && !self.matched[i][0] {
+                continue;
+            }
+            if !pattern.matches(env.from, env.to, &env.msg) {
+                continue;
+            }
+            self.matched[i][slot] = true;
+            let will_start = self.phase[i] == Phase::Armed && !self.healed;
+            if what == WHAT_START && sent && delay_ns == 0 && will_start {
+                if let Fault::Pause {
+                    node,
+                    hold_anchor: true,
+                    ..
+                } = self.faults[i]
+                {
+                    if node == env.from {
+                        self.anchored.insert(i, vec![env.id]);
+                        self.anchored_node.insert(node, (i, now));
                     }
                 }
-                if delay_ns == 0 {
-                    self.fire(ctl, now, nodes, i, what);
-                } else {
-                    ctl.push(Command::Alarm {
-                        at: now + delay_ns,
-                        tag: i as u64 * 8 + what,
-                    });
-                }
+            }
+            if delay_ns == 0 {
+                self.fire(ctl, now, nodes, i, what);
+            } else {
+                ctl.push(Command::Alarm {
+                    at: now + delay_ns,
+                    tag: i as u64 * 8 + what,
+                });
             }
         }
     }

@@ -44,6 +44,18 @@ impl Clock {
 
     /// The local reading at true time `t` (saturating at 0 and at `u64::MAX`).
     pub fn local(&self, t: u64) -> u64 {
+        // Fast path, exactly equal to the general one: forward of the anchor and short enough
+        // that `dt * rate` fits in 64 bits; the rate is positive, so the product is
+        // non-negative and 64-bit division truncates as the 128-bit one does.
+        if t >= self.anchor_true {
+            let rate = PPM as i64 + self.drift_ppm as i64;
+            if let Some(p) = i64::try_from(t - self.anchor_true)
+                .ok()
+                .and_then(|dt| dt.checked_mul(rate))
+            {
+                return self.anchor_local.saturating_add((p / PPM as i64) as u64);
+            }
+        }
         let dt = t as i128 - self.anchor_true as i128;
         let v = self.anchor_local as i128 + dt * (PPM + self.drift_ppm as i128) / PPM;
         v.clamp(0, u64::MAX as i128) as u64
@@ -88,6 +100,55 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The general formula, without the fast path.
+    fn local_general(c: &Clock, t: u64) -> u64 {
+        let dt = t as i128 - c.anchor_true as i128;
+        let v = c.anchor_local as i128 + dt * (PPM + c.drift_ppm as i128) / PPM;
+        v.clamp(0, u64::MAX as i128) as u64
+    }
+
+    #[test]
+    fn the_fast_path_is_the_general_formula() {
+        // A small deterministic generator: anchors, drifts at and inside the bounds, instants
+        // before, at and after the anchor, and around the fast path's length limit.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let limit = (i64::MAX as u64) / (2 * PPM as u64);
+        for i in 0..200_000u64 {
+            let drift = match i % 5 {
+                0 => -(PPM as i32) + 1,
+                1 => PPM as i32 * 4,
+                _ => (next() % 2_000_001) as i32 - 1_000_000,
+            }
+            .max(-(PPM as i32) + 1);
+            let c = Clock {
+                anchor_true: next() % (1 << 50),
+                anchor_local: if i % 7 == 0 {
+                    u64::MAX - next() % 1000
+                } else {
+                    next() % (1 << 55)
+                },
+                drift_ppm: drift,
+                wall_offset_ns: 0,
+            };
+            let t = match i % 4 {
+                0 => c
+                    .anchor_true
+                    .saturating_add(limit)
+                    .saturating_sub(next() % 3),
+                1 => c.anchor_true.saturating_sub(next() % 1_000_000),
+                2 => c.anchor_true + next() % (1 << 44),
+                _ => c.anchor_true.saturating_add(limit + next() % 5),
+            };
+            assert_eq!(c.local(t), local_general(&c, t), "{c:?} at {t}");
+        }
+    }
 
     #[test]
     fn drift_offset_and_inverse_agree() {

@@ -512,7 +512,8 @@ impl<P: Process> Sim<P> {
             events: 0,
             out: Vec::new(),
             ctl: Control::default(),
-            trace: Vec::new(),
+            // Room for a short run's trace at once: most runs never grow it.
+            trace: Vec::with_capacity(256),
         }
     }
 
