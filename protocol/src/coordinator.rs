@@ -136,6 +136,10 @@ pub const NON_ATOMIC_WRITE_DELAY_NS: Nanos = 5 * MILLI_NS;
 pub struct Coordinator {
     classes: Vec<ClassSpec>,
     jobs: Vec<JobRow>,
+    /// Every job below this index is terminal (a terminal job never leaves its state), so the
+    /// claim query and the "all terminal" check start here: the same answers, without rescanning
+    /// the finished part of a long table.
+    first_open: usize,
     leases: Vec<LeaseRecord>,
     /// Jobs an operator handed to a named worker, waiting for that worker's next claim.
     handoffs: BTreeMap<JobId, WorkerName>,
@@ -191,6 +195,7 @@ impl Coordinator {
         Coordinator {
             classes,
             jobs,
+            first_open: 0,
             leases: Vec::new(),
             handoffs: BTreeMap::new(),
             claims: BTreeMap::new(),
@@ -213,7 +218,20 @@ impl Coordinator {
 
     /// Whether every job is in a terminal state.
     pub fn all_terminal(&self) -> bool {
-        self.jobs.iter().all(|j| j.state.is_terminal())
+        self.jobs[self.first_open..]
+            .iter()
+            .all(|j| j.state.is_terminal())
+    }
+
+    /// Moves `first_open` past the terminal jobs at the front of the table.
+    fn advance_first_open(&mut self) {
+        while self
+            .jobs
+            .get(self.first_open)
+            .is_some_and(|j| j.state.is_terminal())
+        {
+            self.first_open += 1;
+        }
     }
 
     /// The next output to carry out, if any.
@@ -223,6 +241,7 @@ impl Coordinator {
 
     /// Handles one request. `from` is the host address replies go to.
     pub fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
+        self.advance_first_open();
         let reply_to = Peer::Addr(from);
         match msg {
             Msg::Claim {
@@ -384,7 +403,7 @@ impl Coordinator {
     /// expired at `judge`.
     fn pick(&self, now: Nanos, judge: Nanos) -> Option<JobId> {
         let by_status_age = self.switches.takeover_by_status_age;
-        self.jobs
+        self.jobs[self.first_open..]
             .iter()
             .find(|j| match j.state {
                 // P11: a retry waits out its backoff; P16: admission waits for capacity.
@@ -576,6 +595,7 @@ impl Coordinator {
 
     /// Carries out every due delayed claim write (V10). A spurious call is a no-op.
     pub fn handle_timeout(&mut self, now: Nanos) {
+        self.advance_first_open();
         let (due, later): (Vec<PendingClaim>, Vec<PendingClaim>) =
             std::mem::take(&mut self.pending_claims)
                 .into_iter()
