@@ -136,9 +136,9 @@ pub const NON_ATOMIC_WRITE_DELAY_NS: Nanos = 5 * MILLI_NS;
 pub struct Coordinator {
     classes: Vec<ClassSpec>,
     jobs: Vec<JobRow>,
-    /// Every job below this index is terminal (a terminal job never leaves its state), so the
-    /// claim query and the "all terminal" check start here: the same answers, without rescanning
-    /// the finished part of a long table.
+    /// Every job below this index is terminal, so the claim query and the "all terminal" check
+    /// start here: the same answers, without rescanning the finished part of a long table.
+    /// Every write of a job's state lowers it first (`reopen`).
     first_open: usize,
     leases: Vec<LeaseRecord>,
     /// Jobs an operator handed to a named worker, waiting for that worker's next claim.
@@ -221,6 +221,12 @@ impl Coordinator {
         self.jobs[self.first_open..]
             .iter()
             .all(|j| j.state.is_terminal())
+    }
+
+    /// Keeps `first_open` at or below a job whose state is about to be written (the reference
+    /// never reopens a terminal job; some known-bad variants do).
+    fn reopen(&mut self, job: JobId) {
+        self.first_open = self.first_open.min(job.0 as usize);
     }
 
     /// Moves `first_open` past the terminal jobs at the front of the table.
@@ -544,6 +550,8 @@ impl Coordinator {
 
     /// The write half of a claim: token = the token read + 1.
     fn grant(&mut self, now: Nanos, job: JobId, worker: WorkerName, read_token: Token) -> Grant {
+        // A known-bad claim (V10) may grant a finished job again: it is open from now on.
+        self.reopen(job);
         let lease_ns = self.lease_ns(&self.jobs[job.0 as usize]);
         let row = &mut self.jobs[job.0 as usize];
         let took_over = (row.state == JobState::Running).then_some(row.token);
@@ -638,6 +646,7 @@ impl Coordinator {
 
     /// F8, P15: an operator's action goes through the lease path: a new epoch, a reason.
     fn operator(&mut self, now: Nanos, job: JobId, action: OperatorAction) -> bool {
+        self.reopen(job);
         let Some(row) = self.jobs.get(job.0 as usize) else {
             return false;
         };
@@ -829,6 +838,8 @@ impl Coordinator {
         if job.0 as usize >= self.jobs.len() {
             return Err(RefusalReason::NotRunning);
         }
+        // A known-bad commit (V2) may re-queue a finished job.
+        self.reopen(job);
         if self.accepted.get(&(job, worker, token)) == Some(&outcome) {
             // The same commit again (a duplicate or a retry whose first answer was lost): the
             // same answer, and nothing changes.

@@ -893,6 +893,13 @@ fn present(
 ) -> Result<(i32, RunResult), UsageError> {
     let mut determinism: Option<Result<(), String>> = None;
     let mut shell_note = None;
+    let mut engine_problems: Vec<String> = Vec::new();
+    if opts.engine != Engine::Sim && opts.save.is_some() {
+        return Err(UsageError(format!(
+            "--save records a simulator run (replay re-runs on the simulator); run without --engine {} to save one",
+            opts.engine.name()
+        )));
+    }
     let r = if opts.engine == Engine::Sim {
         let r = run_setup(setup, seed);
         if opts.check_determinism {
@@ -915,13 +922,7 @@ fn present(
         } else {
             engines::run(opts.engine, setup, seed).map_err(UsageError)?
         };
-        if !run.problems.is_empty() {
-            determinism = Some(Err(format!(
-                "the {} engine did not do what its trace says: {}",
-                opts.engine.name(),
-                run.problems.join("; ")
-            )));
-        }
+        engine_problems = run.problems.clone();
         shell_note = run.stats.map(|s| {
             format!(
                 "engine: {} (async shell: {} tool calls, {} answered, {} cancelled by lease loss, {} by client timeout, {} otherwise; {} heartbeat-task wakes)",
@@ -982,7 +983,7 @@ fn present(
         ops: &r.op_names,
     };
     let deterministic = !matches!(determinism, Some(Err(_)));
-    let code = if deterministic {
+    let code = if deterministic && engine_problems.is_empty() {
         verdict.exit_code()
     } else {
         1
@@ -1002,6 +1003,7 @@ fn present(
             "metrics": metrics.to_json(),
             "deterministic": determinism.as_ref().map(|d| d.is_ok()),
             "determinism_error": determinism.as_ref().and_then(|d| d.as_ref().err()),
+            "engine_problems": engine_problems,
             "reproduce": reproduce,
             "engine": opts.engine.name(),
         });
@@ -1045,6 +1047,14 @@ fn present(
     io(writeln!(out, "trace hash: {:016x}", r.trace_hash()))?;
     if verdict != Verdict::Held {
         io(writeln!(out, "reproduce: {reproduce}"))?;
+    }
+    if !engine_problems.is_empty() {
+        io(writeln!(
+            out,
+            "engine: the {} engine did not do what its trace says: {}",
+            opts.engine.name(),
+            engine_problems.join("; ")
+        ))?;
     }
     match determinism {
         Some(Ok(())) => io(writeln!(out, "determinism: ran twice, identical traces"))?,
@@ -1616,9 +1626,12 @@ fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, UsageError> {
     if let Some(child) = &a.child {
         // A measuring process: one engine (or one scaling row), figures as one JSON document.
         let doc = if let Some(row) = child.strip_prefix("scaling:") {
-            let n: Vec<u64> = row.split(':').filter_map(|x| x.parse().ok()).collect();
-            let [w, j, s] = n[..] else {
-                return Err(UsageError(format!("bad --child {child:?}")));
+            let n: Vec<Option<u64>> = row.split(':').map(|x| x.parse().ok()).collect();
+            let [Some(w @ 1..=1_000), Some(j @ 1..=100_000), Some(s @ 1..=1_000_000)] = n[..]
+            else {
+                return Err(UsageError(format!(
+                    "bad --child {child:?}: expected scaling:WORKERS:JOBS:SEEDS with 1-1000 workers, 1-100000 jobs, 1-1000000 seeds"
+                )));
             };
             let r = crate::scaling::measure(w as usize, j as usize, s);
             json!({"row": r, "peak_rss_kib": crate::scaling::peak_rss_kib()})
@@ -1807,8 +1820,18 @@ fn agree_cmd(
     let mut skipped = Vec::new();
     for n in &names {
         let def = scenario(n)?;
-        if let Err(why) = other.supports(&(def.build)(range.start, Variant::Reference)) {
-            skipped.push(why);
+        let unsupported = range
+            .clone()
+            .find_map(|seed| other.supports(&(def.build)(seed, Variant::Reference)).err());
+        if let (Some(why), true) = (
+            &unsupported,
+            range.clone().all(|seed| {
+                other
+                    .supports(&(def.build)(seed, Variant::Reference))
+                    .is_err()
+            }),
+        ) {
+            skipped.push(why.clone());
             continue;
         }
         for &v in &vs {
@@ -1875,6 +1898,14 @@ fn agree_cmd(
     }
     for s in &skipped {
         io(writeln!(out, "skipped: {s}"))?;
+    }
+    let left_out: u64 = rows.iter().map(|r| r.sim.skipped).sum();
+    if left_out > 0 {
+        io(writeln!(
+            out,
+            "left out: {left_out} (scenario, variant, seed) runs whose plan the {} engine cannot express",
+            other.name()
+        ))?;
     }
     io(writeln!(
         out,

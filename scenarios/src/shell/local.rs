@@ -38,12 +38,15 @@ struct Net {
 }
 
 impl Net {
-    fn carry(self: &Arc<Self>, env: Env, extra_ns: u64) {
-        if self
-            .cut
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&(env.from, env.to))
+    /// Carries a message after a latency from the seed (plus `extra_ns`); a message sent into
+    /// a cut link is dropped, one relayed by the network itself is not.
+    fn carry(self: &Arc<Self>, env: Env, extra_ns: u64, relayed: bool) {
+        if !relayed
+            && self
+                .cut
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&(env.from, env.to))
         {
             return;
         }
@@ -84,19 +87,7 @@ impl FabricControl for Control {
             .remove(&(from, to));
     }
     fn relay(&self, env: Env, extra_ns: u64) {
-        // Released or delayed messages travel from the network itself: no cut applies.
-        let delay = extra_ns
-            + self
-                .0
-                .rng
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .range(self.0.latency.0, self.0.latency.1);
-        let tx = self.0.inboxes[env.to as usize].clone();
-        tokio::task::spawn_local(async move {
-            tokio::time::sleep(Duration::from_nanos(delay)).await;
-            let _ = tx.send(env);
-        });
+        self.0.carry(env, extra_ns, true);
     }
 }
 
@@ -107,7 +98,7 @@ struct LocalPort {
 
 impl Port for LocalPort {
     async fn send(&self, env: Env) {
-        self.net.carry(env, 0);
+        self.net.carry(env, 0, false);
     }
     #[allow(clippy::await_holding_refcell_ref)]
     async fn recv(&self) -> Option<Env> {
@@ -133,7 +124,9 @@ pub fn run(setup: &Setup, seed: u64) -> Result<ShellRun, String> {
         let net = Arc::new(Net {
             inboxes: txs,
             cut: Mutex::new(BTreeSet::new()),
-            rng: Mutex::new(Prng::new(seed, Stream::Network)),
+            // A generator of its own: the World's draws (loss, duplication) use the seed's
+            // network stream.
+            rng: Mutex::new(Prng::new(seed ^ 0x6c6f_6361_6c6e_6574, Stream::Network)),
             latency: (setup.net.latency_min_ns, setup.net.latency_max_ns),
         });
         let sh = Shared::new(setup, seed, Box::new(Control(net.clone())));

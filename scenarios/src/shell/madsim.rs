@@ -133,10 +133,10 @@ pub async fn run_inside(setup: Setup, seed: u64) -> ShellRun {
             .init(move || {
                 let sh = sh.clone();
                 async move {
-                    let Ok(ep) = Endpoint::bind(addr(node)).await else {
-                        return;
-                    };
-                    node_main(sh, MadsimPort(ep), node, bound).await;
+                    match Endpoint::bind(addr(node)).await {
+                        Ok(ep) => node_main(sh, MadsimPort(ep), node, bound).await,
+                        Err(e) => sh.problem(format!("node {node} cannot bind its address: {e}")),
+                    }
                 }
             })
             .build();
@@ -181,9 +181,9 @@ static STASH: Mutex<Option<(Setup, u64)>> = Mutex::new(None);
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// madsim's own determinism check: the run twice, each on a fresh thread, with madsim
-/// comparing every random draw of the second against the first. Returns the second run, or
-/// what madsim reported.
-pub fn check_determinism(setup: &Setup, seed: u64) -> Result<ShellRun, String> {
+/// comparing every random draw of the second against the first. Returns the trace hash of the
+/// second run, or what madsim reported.
+pub fn check_determinism(setup: &Setup, seed: u64) -> Result<u64, String> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     *STASH.lock().unwrap_or_else(|p| p.into_inner()) = Some((setup.clone(), seed));
     let config = config(setup);
@@ -194,20 +194,18 @@ pub fn check_determinism(setup: &Setup, seed: u64) -> Result<ShellRun, String> {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone()
                 .expect("stashed before the check");
-            let run = run_inside(setup, seed).await;
-            (
-                run.result.trace_hash(),
-                run.result.verdict(),
-                run.problems.len(),
-            )
+            run_inside(setup, seed).await.result.trace_hash()
         })
     });
-    match out {
-        Ok(_) => Ok(run(setup, seed)),
-        Err(e) => Err(e
+    out.map_err(|e| {
+        let what = e
             .downcast_ref::<String>()
             .cloned()
             .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "madsim reported non-determinism".into())),
-    }
+            .unwrap_or_else(|| "a panic without a message".into());
+        format!(
+            "madsim reported non-determinism: {}",
+            what.lines().next().unwrap_or("")
+        )
+    })
 }

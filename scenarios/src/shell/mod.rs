@@ -40,7 +40,7 @@ use leasesim_sim::{
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::time::{Duration, Instant};
 
 /// A message on the wire.
@@ -118,7 +118,12 @@ struct Links {
     outbox: mpsc::UnboundedSender<Env>,
     signals: mpsc::UnboundedSender<u64>,
     timer: Arc<Notify>,
-    tool: Option<(mpsc::UnboundedSender<Env>, Arc<Notify>)>,
+    /// A worker's new calls (the request, when the call task carries it), and the signal that
+    /// some call ended.
+    tool: Option<(
+        mpsc::UnboundedSender<(u64, Option<Env>)>,
+        watch::Sender<u64>,
+    )>,
 }
 
 /// The shared state of one run: the machines, their clocks, the director, the trace, and the
@@ -142,12 +147,16 @@ pub struct World {
     next_msg: u64,
     held: BTreeMap<u64, Env>,
     cut: BTreeSet<(NodeId, NodeId)>,
-    /// Messages on their way: id -> copies still to arrive.
-    in_flight: BTreeMap<u64, u32>,
-    /// Messages recorded as sent but not yet handed to the network: id -> sender.
-    unsent: BTreeMap<u64, NodeId>,
+    /// Messages on their way: id -> (receiver, copies still to arrive).
+    in_flight: BTreeMap<u64, (NodeId, u32)>,
+    /// Messages recorded as sent but not yet handed to the network.
+    unsent: BTreeMap<u64, Env>,
     /// Messages the trace says a partition dropped; the network must not deliver them.
     cut_ids: BTreeSet<u64>,
+    /// Messages the trace has dropped or lost that the network may still bring (a heal in the
+    /// instant between the record and the hand-over; a message to a process that crashed while
+    /// it flew): discarded on arrival, as the trace says.
+    strays: BTreeSet<u64>,
     net: NetConfig,
     rng: Prng,
     limits: Limits,
@@ -200,6 +209,7 @@ impl Shared {
             in_flight: BTreeMap::new(),
             unsent: BTreeMap::new(),
             cut_ids: BTreeSet::new(),
+            strays: BTreeSet::new(),
             net: setup.net,
             rng: Prng::new(seed, Stream::Network),
             limits: setup.limits,
@@ -253,9 +263,9 @@ impl Shared {
         }
     }
 
-    /// Number of nodes.
-    pub fn node_count(&self) -> usize {
-        self.lock().nodes.len()
+    /// Records that the engine could not do what the run needs (it fails the run).
+    pub fn problem(&self, what: String) {
+        self.lock().problems.push(what);
     }
 }
 
@@ -357,11 +367,11 @@ impl World {
         self.call[i] = None;
         self.call_end[i].insert(req, why);
         if let Some(Links {
-            tool: Some((_, cancel)),
+            tool: Some((_, ended)),
             ..
         }) = &self.links[i]
         {
-            cancel.notify_one();
+            ended.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
 
@@ -402,71 +412,109 @@ impl World {
         self.record(from, EventKind::Send { id, to, msg, fate });
         let dead = self.crashed[to as usize];
         match fate {
-            Fate::Deliver { delay_ns } if dead => {
-                let _ = delay_ns;
+            Fate::Deliver { .. } | Fate::Duplicate { .. } if dead => {
                 self.record(to, EventKind::Lost { id });
+                self.start_call(env, false);
             }
             Fate::Deliver { delay_ns } => {
-                self.in_flight.insert(id, 1);
+                self.in_flight.insert(id, (to, 1));
                 self.put_on_wire(env, delay_ns);
             }
             Fate::Duplicate {
                 delay_ns,
                 dup_delay_ns,
             } => {
-                if dead {
-                    self.record(to, EventKind::Lost { id });
-                } else {
-                    self.in_flight.insert(id, 2);
-                    self.put_on_wire(env, delay_ns);
-                    self.control.relay(env, dup_delay_ns);
-                    self.stats.sent += 1;
-                }
+                self.in_flight.insert(id, (to, 2));
+                self.put_on_wire(env, delay_ns);
+                self.control.relay(env, dup_delay_ns);
+                self.stats.sent += 1;
             }
             Fate::Drop {
                 cause: DropCause::Partition,
             } => {
-                // The engine's own partition must drop it: the message is handed over.
+                // The engine's own partition drops it: the message is handed over (see `sent`).
                 self.cut_ids.insert(id);
                 self.stats.sent_into_partition += 1;
                 self.put_on_wire(env, 0);
             }
-            Fate::Drop { .. } => {}
+            Fate::Drop { .. } => {
+                self.start_call(env, false);
+            }
             Fate::Hold => {
                 self.held.insert(id, env);
+                self.start_call(env, false);
             }
         }
         self.apply(ctl);
     }
 
-    /// Hands a message to the sender's outbox (or tool-call) task, or to the network itself
-    /// when the plan delays it.
+    /// Hands a message to the sender's outbox or a new tool-call task; to the network itself
+    /// when the plan delays it, or when its sender crashed in the very step that sent it (the
+    /// simulator, too, sends what a step produced before the crash).
     fn put_on_wire(&mut self, env: Env, extra_ns: u64) {
         self.stats.sent += 1;
-        if extra_ns > 0 {
-            self.control.relay(env, extra_ns);
-            return;
-        }
-        let Some(links) = &self.links[env.from as usize] else {
-            self.problems.push(format!(
-                "message {} sent by node {} with no task to carry it",
-                env.id, env.from
-            ));
-            return;
-        };
-        self.unsent.insert(env.id, env.from);
-        if let (Msg::ToolRequest { req, .. }, Some((tx, _))) = (env.msg, &links.tool) {
-            if tx.send(env).is_ok() {
-                self.call[env.from as usize] = Some(req);
-                return;
+        let dropped = self.cut_ids.contains(&env.id);
+        if extra_ns > 0 || self.links[env.from as usize].is_none() {
+            if dropped {
+                self.cut_ids.remove(&env.id);
+            } else {
+                self.control.relay(env, extra_ns);
             }
+            self.start_call(env, false);
+            return;
         }
-        let _ = links.outbox.send(env);
+        self.unsent.insert(env.id, env);
+        if self.start_call(env, true) {
+            return;
+        }
+        if let Some(links) = &self.links[env.from as usize] {
+            let _ = links.outbox.send(env);
+        }
     }
 
-    /// The outbox handed message `id` to the network.
+    /// A worker's new external request gets a call task of its own (a re-sent request belongs
+    /// to the call already out). Returns whether that task carries the request to the network.
+    fn start_call(&mut self, env: Env, carry: bool) -> bool {
+        let Msg::ToolRequest { req, .. } = env.msg else {
+            return false;
+        };
+        let i = env.from as usize;
+        if self.call[i] == Some(req) {
+            return false;
+        }
+        let Some(Links {
+            tool: Some((tx, _)),
+            ..
+        }) = &self.links[i]
+        else {
+            return false;
+        };
+        if tx.send((req, carry.then_some(env))).is_err() {
+            return false;
+        }
+        self.call[i] = Some(req);
+        carry
+    }
+
+    /// Message `id` was handed to the network, which has just decided, by its own partition
+    /// state, whether it drops it. That state is the trace's at this instant, so the two are
+    /// reconciled exactly: a message cut after the trace put it on its way goes on from the
+    /// network, as it would have in the simulator; one the trace dropped for a partition that
+    /// healed before the hand-over arrives and is discarded.
     fn sent(&mut self, id: u64) {
-        self.unsent.remove(&id);
+        let Some(env) = self.unsent.remove(&id) else {
+            return;
+        };
+        let cut_now = self.cut.contains(&(env.from, env.to));
+        if self.cut_ids.contains(&id) {
+            if cut_now {
+                self.cut_ids.remove(&id);
+            } else {
+                self.strays.insert(id);
+            }
+        } else if cut_now && self.in_flight.contains_key(&id) {
+            self.control.relay(env, 0);
+        }
     }
 
     fn apply(&mut self, ctl: Control) {
@@ -492,7 +540,7 @@ impl World {
                 if self.crashed[env.to as usize] {
                     self.record(env.to, EventKind::Lost { id });
                 } else {
-                    self.in_flight.insert(id, 1);
+                    self.in_flight.insert(id, (env.to, 1));
                     self.stats.sent += 1;
                     self.control.relay(env, 0);
                 }
@@ -598,49 +646,48 @@ impl World {
         };
         self.record(node, EventKind::Fault { command: c });
         if let Command::Crash { node } = c {
-            // What was on its way to the crashed process is lost with it; what it had not yet
-            // handed to the network never leaves.
+            // What was on its way to the crashed process is lost with it (should the network
+            // still bring it to the restarted process, it is discarded). What the process had
+            // produced but its tasks not yet handed to the network was already sent in the
+            // simulator's terms: it goes on from the network.
             let to_it: Vec<u64> = self
                 .in_flight
-                .keys()
-                .copied()
-                .filter(|id| self.dest_of(*id) == Some(node))
+                .iter()
+                .filter(|(_, (to, _))| *to == node)
+                .map(|(id, _)| *id)
                 .collect();
             for id in to_it {
                 self.in_flight.remove(&id);
+                self.strays.insert(id);
                 self.record(node, EventKind::Lost { id });
             }
-            let from_it: Vec<u64> = self
+            let from_it: Vec<Env> = self
                 .unsent
-                .iter()
-                .filter(|(_, from)| **from == node)
-                .map(|(id, _)| *id)
+                .values()
+                .filter(|e| e.from == node)
+                .copied()
                 .collect();
-            for id in from_it {
-                self.unsent.remove(&id);
-                if self.in_flight.remove(&id).is_some() {
-                    let to = self.dest_of(id).unwrap_or(WORLD);
-                    self.record(to, EventKind::Lost { id });
+            for env in from_it {
+                self.unsent.remove(&env.id);
+                if !self.cut_ids.remove(&env.id) && self.in_flight.contains_key(&env.id) {
+                    self.control.relay(env, 0);
                 }
             }
         }
     }
 
-    /// The destination of a message recorded in the trace.
-    fn dest_of(&self, id: u64) -> Option<NodeId> {
-        self.trace.iter().rev().find_map(|e| match e.kind {
-            EventKind::Send { id: i, to, .. } if i == id => Some(to),
-            _ => None,
-        })
-    }
-
-    /// A message arrived at `node`. Returns false when the node was paused at this very
-    /// delivery: the caller waits for the resume and delivers it again, as the simulator does.
+    /// A message arrived at `node`. Returns false when the node is paused (or was paused at
+    /// this very delivery): the caller waits for the resume and delivers it again, as the
+    /// simulator does; the message counts as on its way meanwhile.
     fn deliver(&mut self, node: NodeId, env: Env, first: bool) -> bool {
-        if self.end.is_some() || self.crashed[node as usize] {
+        if self.end.is_some() {
             return true;
         }
         if first {
+            if self.strays.remove(&env.id) {
+                self.cut_ids.remove(&env.id);
+                return true;
+            }
             if self.cut_ids.contains(&env.id) {
                 self.problems.push(format!(
                     "the network delivered message {} ({} -> {}) that a partition dropped",
@@ -648,19 +695,27 @@ impl World {
                 ));
                 return true;
             }
-            match self.in_flight.get_mut(&env.id) {
-                Some(n) if *n > 1 => *n -= 1,
-                Some(_) => {
-                    self.in_flight.remove(&env.id);
-                }
-                None => {
-                    self.problems.push(format!(
-                        "message {} arrived at node {node} that was not on its way",
-                        env.id
-                    ));
-                    return true;
-                }
+        }
+        if self.crashed[node as usize] {
+            return true;
+        }
+        match self.in_flight.get_mut(&env.id) {
+            Some((_, n)) if *n > 1 => *n -= 1,
+            Some(_) => {
+                self.in_flight.remove(&env.id);
             }
+            None => {
+                self.problems.push(format!(
+                    "message {} arrived at node {node} that was not on its way",
+                    env.id
+                ));
+                return true;
+            }
+        }
+        let i = node as usize;
+        if self.paused[i] {
+            self.in_flight.entry(env.id).or_insert((node, 0)).1 += 1;
+            return false;
         }
         self.events += 1;
         self.record(
@@ -675,11 +730,11 @@ impl World {
         let now = self.now;
         self.director.on_deliver(&mut ctl, now, &env);
         self.apply(ctl);
-        let i = node as usize;
         if self.crashed[i] {
             return true;
         }
         if self.paused[i] {
+            self.in_flight.entry(env.id).or_insert((node, 0)).1 += 1;
             return false;
         }
         self.step(node, |p, cx| p.message(cx, env.from, env.msg));
@@ -750,22 +805,22 @@ impl World {
         if self.end.is_some() {
             return false;
         }
-        let queued = self.in_flight.len() + self.unsent.len() + self.held.len() + self.alarms.len();
         let starting = self.starting.iter().any(|s| *s);
-        let end = if self.events >= self.limits.event_budget {
-            Some(End::EventBudget)
-        } else if queued > self.limits.queue_max {
-            Some(End::QueueBound)
-        } else if starting {
+        let on_the_way = self.in_flight.len() + self.unsent.len();
+        let queued = on_the_way + self.alarms.len();
+        // In the simulator's order: the goal first, then the limits.
+        let end = if starting {
             None
-        } else if self.in_flight.is_empty()
-            && self.unsent.is_empty()
-            && self.director.is_done(&self.nodes)
-        {
+        } else if on_the_way == 0 && self.director.is_done(&self.nodes) {
             Some(End::Done)
+        } else if self.events >= self.limits.event_budget {
+            Some(End::EventBudget)
+        } else if queued + self.held.len() > self.limits.queue_max {
+            Some(End::QueueBound)
         } else if queued == 0
             && (0..self.nodes.len()).all(|i| self.wake[i].is_none() || self.crashed[i])
         {
+            // Held messages do not keep a run going: nothing is scheduled to release them.
             Some(End::Idle)
         } else {
             None
@@ -777,31 +832,40 @@ impl World {
     /// The trace with each delivered message's flight time as it was actually taken.
     fn finish_trace(&mut self) -> Vec<TraceEvent<Msg, Event>> {
         let mut trace = std::mem::take(&mut self.trace);
-        let mut landed: BTreeMap<u64, u64> = BTreeMap::new();
+        // When each message landed (a duplicate twice; a delivery deferred by a pause is
+        // recorded again on resume, and the first landing is the flight's end).
+        let mut landed: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         for e in &trace {
             if let EventKind::Deliver { id, .. } = e.kind {
-                landed.entry(id).or_insert(e.t);
+                landed.entry(id).or_default().push(e.t);
             }
         }
         for e in trace.iter_mut() {
             let t = e.t;
-            match &mut e.kind {
+            let (id, first, second) = match &mut e.kind {
                 EventKind::Send {
                     id,
                     fate: Fate::Deliver { delay_ns },
                     ..
                 }
-                | EventKind::Send {
+                | EventKind::Release { id, delay_ns } => (*id, delay_ns, None),
+                EventKind::Send {
                     id,
-                    fate: Fate::Duplicate { delay_ns, .. },
+                    fate:
+                        Fate::Duplicate {
+                            delay_ns,
+                            dup_delay_ns,
+                        },
                     ..
-                }
-                | EventKind::Release { id, delay_ns } => {
-                    if let Some(at) = landed.get(id) {
-                        *delay_ns = at.saturating_sub(t);
-                    }
-                }
-                _ => {}
+                } => (*id, delay_ns, Some(dup_delay_ns)),
+                _ => continue,
+            };
+            let at = landed.get(&id).map(Vec::as_slice).unwrap_or_default();
+            if let Some(a) = at.first() {
+                *first = a.saturating_sub(t);
+            }
+            if let (Some(d), Some(b)) = (second, at.get(1)) {
+                *d = b.saturating_sub(t);
             }
         }
         trace
@@ -840,12 +904,12 @@ pub(crate) async fn node_main<P: Port>(
     let (sig_tx, mut sig_rx) = mpsc::unbounded_channel();
     let timer = Arc::new(Notify::new());
     let is_worker = matches!(sh.lock().nodes[node as usize], Node::Worker(..));
-    let mut tool_rx = None;
+    let mut calls = None;
     let tool = if is_worker {
         let (tx, rx) = mpsc::unbounded_channel();
-        let cancel = Arc::new(Notify::new());
-        tool_rx = Some((rx, cancel.clone()));
-        Some((tx, cancel))
+        let (ended_tx, ended_rx) = watch::channel(0u64);
+        calls = Some((rx, ended_rx));
+        Some((tx, ended_tx))
     } else {
         None
     };
@@ -864,13 +928,13 @@ pub(crate) async fn node_main<P: Port>(
     }
     tokio::task::spawn_local(outbox(sh.clone(), port.clone(), out_rx));
     tokio::task::spawn_local(heartbeat(sh.clone(), node, timer));
-    if let Some((rx, cancel)) = tool_rx {
+    if let Some((rx, ended)) = calls {
         tokio::task::spawn_local(tool_calls(
             sh.clone(),
             port.clone(),
             node,
             rx,
-            cancel,
+            ended,
             client_bound_ns,
         ));
     }
@@ -947,52 +1011,79 @@ async fn heartbeat(sh: Arc<Shared>, node: NodeId, timer: Arc<Notify>) {
     }
 }
 
-/// The tool-call task: one external request at a time, each waited for in one `select!` over
-/// the lease-lost signal and a bounded client timeout.
+/// The tool-call task: every new external request of the worker gets a call task of its own.
 async fn tool_calls<P: Port>(
     sh: Arc<Shared>,
     port: std::rc::Rc<P>,
     node: NodeId,
-    mut rx: mpsc::UnboundedReceiver<Env>,
-    cancel: Arc<Notify>,
+    mut rx: mpsc::UnboundedReceiver<(u64, Option<Env>)>,
+    ended: watch::Receiver<u64>,
     bound_ns: u64,
 ) {
-    while let Some(env) = rx.recv().await {
-        let Msg::ToolRequest { req, .. } = env.msg else {
-            continue;
-        };
+    while let Some((req, env)) = rx.recv().await {
+        tokio::task::spawn_local(one_call(
+            sh.clone(),
+            port.clone(),
+            node,
+            req,
+            env,
+            ended.clone(),
+            bound_ns,
+        ));
+    }
+}
+
+/// One external request: sent (unless the plan carries it), then waited for in one `select!`
+/// over the signal that the call ended (answered, or cancelled because the lease was lost, the
+/// client timeout fired or the stage ended) and the shell's hard bound.
+async fn one_call<P: Port>(
+    sh: Arc<Shared>,
+    port: std::rc::Rc<P>,
+    node: NodeId,
+    req: u64,
+    env: Option<Env>,
+    mut ended: watch::Receiver<u64>,
+    bound_ns: u64,
+) {
+    if let Some(env) = env {
         port.send(env).await;
+        let mut w = sh.lock();
+        w.sent(env.id);
+        sh.after_step(&mut w);
+    }
+    sh.lock().stats.tool_calls += 1;
+    let bound = tokio::time::sleep(Duration::from_nanos(bound_ns));
+    tokio::pin!(bound);
+    // Bounded: every round ends the call or waits for the next call to end. The World is read
+    // first, so an end signalled before this task waited is not missed.
+    loop {
         {
             let mut w = sh.lock();
-            w.sent(env.id);
-            w.stats.tool_calls += 1;
-            sh.after_step(&mut w);
+            if let Some(why) = w.call_end[node as usize].remove(&req) {
+                match why {
+                    CallEnd::Answered => w.stats.tool_answered += 1,
+                    CallEnd::LeaseLost => w.stats.cancelled_lease_lost += 1,
+                    CallEnd::TimedOut => w.stats.cancelled_timed_out += 1,
+                    CallEnd::Other => w.stats.cancelled_other += 1,
+                }
+                return;
+            }
         }
-        let bound = tokio::time::sleep(Duration::from_nanos(bound_ns));
-        tokio::pin!(bound);
-        // Bounded: every round either ends the call or waits for the next signal.
-        loop {
-            tokio::select! {
-                biased;
-                _ = cancel.notified() => {
-                    let mut w = sh.lock();
-                    let Some(why) = w.call_end[node as usize].remove(&req) else { continue };
-                    match why {
-                        CallEnd::Answered => w.stats.tool_answered += 1,
-                        CallEnd::LeaseLost => w.stats.cancelled_lease_lost += 1,
-                        CallEnd::TimedOut => w.stats.cancelled_timed_out += 1,
-                        CallEnd::Other => w.stats.cancelled_other += 1,
-                    }
-                    break;
+        tokio::select! {
+            biased;
+            changed = ended.changed() => {
+                if changed.is_err() {
+                    // The node's tasks are gone (a crash, the end of the run).
+                    return;
                 }
-                _ = &mut bound => {
-                    let mut w = sh.lock();
-                    w.stats.bound_hit += 1;
-                    if w.call[node as usize] == Some(req) {
-                        w.call[node as usize] = None;
-                    }
-                    break;
+            }
+            _ = &mut bound => {
+                let mut w = sh.lock();
+                w.stats.bound_hit += 1;
+                if w.call[node as usize] == Some(req) {
+                    w.call[node as usize] = None;
                 }
+                return;
             }
         }
     }
@@ -1049,9 +1140,6 @@ pub(crate) fn conclude(sh: &Shared, setup: &Setup, seed: u64, end: End) -> Shell
     w.control = Box::new(Detached);
     for l in w.links.iter().flatten() {
         l.timer.notify_waiters();
-        if let Some((_, cancel)) = &l.tool {
-            cancel.notify_waiters();
-        }
     }
     w.links.clear();
     w.nodes.clear();
