@@ -113,6 +113,9 @@ impl FabricControl for Detached {
     fn relay(&self, _: Env, _: u64) {}
 }
 
+/// A worker's new calls: the request id, and the request when its call task carries it.
+type NewCalls = mpsc::UnboundedSender<(u64, Option<Env>)>;
+
 /// The per-node channels of the running incarnation of a node.
 struct Links {
     outbox: mpsc::UnboundedSender<Env>,
@@ -120,10 +123,7 @@ struct Links {
     timer: Arc<Notify>,
     /// A worker's new calls (the request, when the call task carries it), and the signal that
     /// some call ended.
-    tool: Option<(
-        mpsc::UnboundedSender<(u64, Option<Env>)>,
-        watch::Sender<u64>,
-    )>,
+    tool: Option<(NewCalls, watch::Sender<u64>)>,
 }
 
 /// The shared state of one run: the machines, their clocks, the director, the trace, and the
