@@ -1856,8 +1856,13 @@ fn agree_cmd(
     ))?;
     let cell = |o: &engines::Outcome| {
         if o.caught() {
+            let runaway = if o.unfinished > 0 {
+                format!(" +{} unfinished", o.unfinished)
+            } else {
+                String::new()
+            };
             format!(
-                "caught {}/{} (first seed {}) {}",
+                "caught {}/{}{runaway} (first seed {}) {}",
                 o.violated,
                 o.seeds,
                 o.first_violation.unwrap_or(0),
