@@ -894,6 +894,7 @@ fn present(
     let mut determinism: Option<Result<(), String>> = None;
     let mut shell_note = None;
     let mut engine_problems: Vec<String> = Vec::new();
+    let mut shell_stats = None;
     if opts.engine != Engine::Sim && opts.save.is_some() {
         return Err(UsageError(format!(
             "--save records a simulator run (replay re-runs on the simulator); run without --engine {} to save one",
@@ -923,6 +924,7 @@ fn present(
             engines::run(opts.engine, setup, seed).map_err(UsageError)?
         };
         engine_problems = run.problems.clone();
+        shell_stats = run.stats;
         shell_note = run.stats.map(|s| {
             format!(
                 "engine: {} (async shell: {} tool calls, {} answered, {} cancelled by lease loss, {} by client timeout, {} otherwise; {} heartbeat-task wakes)",
@@ -1006,6 +1008,7 @@ fn present(
             "engine_problems": engine_problems,
             "reproduce": reproduce,
             "engine": opts.engine.name(),
+            "shell": shell_stats,
         });
         io(writeln!(out, "{doc:#}"))?;
         return Ok((code, r));

@@ -288,6 +288,19 @@ fn the_engine_option_is_checked() {
         out.contains("verdict: HELD") && out.contains("async shell:"),
         "{out}"
     );
+    let shell = Engine::shell().name();
+    let (code, out, err) = cli(&[
+        "run", "w1-w2", "--seed", "1", "--engine", shell, "--format", "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(doc["engine"], shell);
+    assert_eq!(doc["shell"]["tool_calls"], 4, "{doc}");
+    assert!(
+        doc["shell"]["sent"].as_u64().is_some_and(|n| n > 0),
+        "{doc}"
+    );
+    assert_eq!(doc["engine_problems"].as_array().map(Vec::len), Some(0));
     let (code, out, _) = cli(&[
         "run",
         "w1-w2",
