@@ -43,3 +43,62 @@ const GOLDEN_PRNG: [u64; 4] = [
 ];
 const GOLDEN_RANGE: [u64; 4] = [568, 674, 197, 391];
 const GOLDEN_W1_W2_SEED_1: &str = "c285681ebd3af28f";
+
+/// Every named scenario x every variant x seeds 0..6: the trace hash, the verdict and the
+/// invariants found, one line each, against `tests/golden/trace-hashes.txt`. A refactor that
+/// claims to change no behaviour proves it here; a change on purpose rewrites the file with
+/// `LEASESIM_UPDATE_GOLDEN=1` and the diff says which runs changed and how.
+#[test]
+fn every_scenario_variant_and_seed_keeps_its_trace() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/trace-hashes.txt");
+    let mut lines = String::new();
+    for def in leasesim_scenarios::scenarios::ALL {
+        for &variant in Variant::ALL {
+            for seed in 0..GOLDEN_SEEDS {
+                let r = run(def.name, seed, variant);
+                let mut invariants: Vec<&str> =
+                    r.findings.iter().map(|f| f.invariant.name()).collect();
+                invariants.sort_unstable();
+                invariants.dedup();
+                lines.push_str(&format!(
+                    "{} {} {seed} {:016x} {:?} {}\n",
+                    def.name,
+                    variant.name(),
+                    r.trace_hash(),
+                    r.verdict(),
+                    if invariants.is_empty() {
+                        "-".to_string()
+                    } else {
+                        invariants.join(",")
+                    }
+                ));
+            }
+        }
+    }
+    if std::env::var_os("LEASESIM_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &lines).expect("the golden file is writable");
+        return;
+    }
+    let golden = std::fs::read_to_string(&path).unwrap_or_default();
+    let changed: Vec<String> = golden
+        .lines()
+        .zip(lines.lines())
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("  was {a}\n  now {b}"))
+        .collect();
+    assert!(
+        changed.is_empty() && golden.lines().count() == lines.lines().count(),
+        "{} of {} runs changed (LEASESIM_UPDATE_GOLDEN=1 rewrites {} on purpose):\n{}",
+        changed.len(),
+        lines.lines().count(),
+        path.display(),
+        changed
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+const GOLDEN_SEEDS: u64 = 6;
