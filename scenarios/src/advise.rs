@@ -140,7 +140,9 @@ pub struct Advice {
     drift_bound: u128,
     /// `L > R*H + J`.
     plain_safe: bool,
-    /// `L > (1+rho)/(1-rho)*R*H + J`: the verdict.
+    /// `L > (1+rho)/(1-rho)*R*H + J`.
+    drift_safe: bool,
+    /// The verdict: `drift_safe`, and the holder has a window to act in at all.
     safe: bool,
     /// `L*(1-rho)/(1+rho) - G` from the send time, saturating at 0.
     holder_window_ns: u64,
@@ -200,7 +202,7 @@ pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
             timing::min_safe_lease(i.heartbeat_ns, i.misses, i.jitter_ns, i.drift_ppm)
         );
     }
-    let safe = is_safe(
+    let drift_safe = is_safe(
         i.lease_ns,
         i.heartbeat_ns,
         i.misses,
@@ -209,6 +211,9 @@ pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
     );
     let plain_safe = is_safe(i.lease_ns, i.heartbeat_ns, i.misses, i.jitter_ns, 0);
     let holder_window_ns = timing::holder_deadline(0, i.lease_ns, i.drift_ppm, i.stop_margin_ns);
+    // A stop margin that eats the whole drift-corrected lease leaves the holder no moment in
+    // which it may act: every lease is in jeopardy from its first instant.
+    let safe = drift_safe && holder_window_ns > 0;
     let max_heartbeat_ns =
         timing::max_safe_heartbeat(i.lease_ns, i.misses, i.jitter_ns, i.drift_ppm);
     let min_lease_ns = u64::try_from(drift_bound + 1).ok();
@@ -223,6 +228,7 @@ pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
         plain_bound,
         drift_bound,
         plain_safe,
+        drift_safe,
         safe,
         holder_window_ns,
         max_heartbeat_ns,
@@ -280,7 +286,8 @@ fn comparison(lease_ns: u64, bound: u128, safe: bool) -> String {
 
 impl Advice {
     /// Whether the lease satisfies the liveness condition `L > (1+rho)/(1-rho)*R*H + J` (which
-    /// is `L > R*H + J` without drift).
+    /// is `L > R*H + J` without drift) and leaves the holder a window to act in
+    /// (`L*(1-rho)/(1+rho) > G`).
     pub fn safe(&self) -> bool {
         self.safe
     }
@@ -343,10 +350,10 @@ impl Advice {
             "  with drift: L = {l}  vs  (1+rho)/(1-rho)*R*H + J = {:.6}*{r}*{h} + {j} = {}  ->  {}: {}",
             self.factor(),
             seconds(self.drift_bound, Round::Nearest),
-            comparison(i.lease_ns, self.drift_bound, self.safe),
-            verdict_word(self.safe),
+            comparison(i.lease_ns, self.drift_bound, self.drift_safe),
+            verdict_word(self.drift_safe),
         ));
-        if !self.safe {
+        if !self.drift_safe {
             lines.push(
                 "  a healthy holder can lose its lease between two renewals: lengthen L or shorten H (below)"
                     .into(),
@@ -361,7 +368,7 @@ impl Advice {
         ));
         if window == 0 {
             lines.push(format!(
-                "  WARNING: the stop margin G = {g} uses up the whole drift-corrected lease: the holder may never act"
+                "  UNSAFE: the stop margin G = {g} uses up the whole drift-corrected lease: the holder may never act (shorten G or lengthen L)"
             ));
         } else {
             lines.push(
@@ -439,7 +446,7 @@ impl Advice {
                 "factor": self.factor(),
                 "bound_ns": ns128(self.drift_bound),
                 "bound_s": secs_f64(self.drift_bound),
-                "safe": self.safe,
+                "safe": self.drift_safe,
             },
             "holder_deadline": {
                 "formula": "s + L*(1-rho)/(1+rho) - G",

@@ -4,12 +4,12 @@
 //! benchmarks, not to tests.
 
 use crate::engines::{self, Engine};
+use crate::pool;
 use crate::run::Verdict;
 use crate::scaling;
 use leasesim_protocol::Variant;
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One engine's figures on one scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,42 +50,33 @@ pub fn measure(
     let def =
         crate::scenarios::find(scenario).ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
     engine.supports(&(def.build)(0, variant))?;
-    let next = AtomicU64::new(0);
-    let totals = Mutex::new((0u64, 0u64));
-    let error: Mutex<Option<String>> = Mutex::new(None);
+    let failed = AtomicBool::new(false);
+    let work = pool::Chunks::new(seeds, 1, &failed);
     let started = std::time::Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..jobs.max(1) {
-            s.spawn(|| {
-                let (mut events, mut not_held) = (0u64, 0u64);
-                // Bounded: each round takes a fresh seed below `seeds`.
-                loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= seeds {
-                        break;
-                    }
-                    match engines::run(engine, &(def.build)(seed, variant), seed) {
-                        Ok(run) => {
-                            events += run.result.trace.len() as u64;
-                            not_held += u64::from(run.result.verdict() != Verdict::Held);
-                        }
-                        Err(e) => {
-                            *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                            return;
-                        }
-                    }
+    let per_thread: Vec<Result<(u64, u64), String>> = pool::run(jobs, |_| {
+        let (mut events, mut not_held) = (0u64, 0u64);
+        while let Some((seed, _)) = work.take() {
+            match engines::run(engine, &(def.build)(seed, variant), seed) {
+                Ok(run) => {
+                    events += run.result.trace.len() as u64;
+                    not_held += u64::from(run.result.verdict() != Verdict::Held);
                 }
-                let mut t = totals.lock().unwrap_or_else(|p| p.into_inner());
-                t.0 += events;
-                t.1 += not_held;
-            });
+                Err(e) => {
+                    // One engine error ends the measurement: the other threads stop too.
+                    failed.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
         }
+        Ok((events, not_held))
     });
     let seconds = started.elapsed().as_secs_f64();
-    if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
+    let (mut events, mut not_held) = (0, 0);
+    for t in per_thread {
+        let (e, n) = t?;
+        events += e;
+        not_held += n;
     }
-    let (events, not_held) = totals.into_inner().unwrap_or_else(|p| p.into_inner());
     let per_s = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
     Ok(EngineFigures {
         engine: engine.name().into(),

@@ -5,7 +5,7 @@
 use crate::matrix::{self, Matrix};
 use crate::plot;
 use crate::replay::Replay;
-use crate::run::{run_setup, RunResult, Verdict};
+use crate::run::{run_setup, RunResult};
 use crate::scenarios;
 use crate::setup::{Role, Setup};
 use crate::shrink;
@@ -33,21 +33,13 @@ pub fn node_views(r: &RunResult) -> Vec<NodeView> {
         .collect()
 }
 
-fn verdict_word(v: &Verdict) -> String {
-    match v {
-        Verdict::Held => "HELD".into(),
-        Verdict::Violated => "VIOLATED".into(),
-        Verdict::Unfinished { end } => format!("UNFINISHED ({end:?})"),
-    }
-}
-
 /// A run rendered as (HTML, Markdown).
 pub fn render(r: &RunResult, title: &str, subtitle: &str) -> (String, String) {
     let nodes = node_views(r);
     let view = RunView {
         title: title.to_string(),
         subtitle: subtitle.to_string(),
-        verdict: verdict_word(&r.verdict()),
+        verdict: r.verdict().word(),
         nodes: &nodes,
         ops: &r.op_names,
         trace: &r.trace,
@@ -163,7 +155,7 @@ pub fn write_examples(dir: &Path, threads: usize) -> Result<Vec<PathBuf>, String
         let def = scenarios::find("w1-w2").ok_or("no w1-w2")?;
         let setup = (def.build)(1, variant);
         let r = run_setup(&setup, 1);
-        let subtitle = crate::cli::reproduce_command("w1-w2", 1, variant);
+        let subtitle = crate::run::reproduce_command("w1-w2", 1, variant);
         let (html, md) = render(&r, &title(&setup, 1), &subtitle);
         let stem = format!("w1-w2-seed1-{}", variant.name());
         for (ext, text) in [("html", &html), ("md", &md)] {

@@ -2,13 +2,13 @@
 //! reviewer it answers, variant by variant: is this bug caught, by which scenario and which
 //! invariants, after how many seeds, and with which command can I see it.
 
+use crate::pool;
 use crate::run::{run_setup, Verdict};
 use crate::scenarios::{self, ScenarioDef};
 use leasesim_protocol::Variant;
 use serde::Serialize;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
 
 /// Seeds per scenario the matrix runs by default.
 pub const DEFAULT_SEEDS: u64 = 200;
@@ -76,7 +76,7 @@ pub struct Matrix {
 
 /// The command that reproduces a variant's failure (V12's includes the validation bypass).
 pub fn reproduce(scenario: &str, seed: u64, v: Variant) -> String {
-    crate::cli::reproduce_command(scenario, seed, v)
+    crate::run::reproduce_command(scenario, seed, v)
 }
 
 fn cell(def: &'static ScenarioDef, v: Variant, seeds: u64) -> Cell {
@@ -125,26 +125,22 @@ pub fn run(seeds: u64, threads: usize) -> Matrix {
     let pairs: Vec<(usize, usize)> = (0..Variant::ALL.len())
         .flat_map(|v| (0..scenarios::ALL.len()).map(move |s| (v, s)))
         .collect();
-    let next = AtomicUsize::new(0);
-    let cells: Mutex<Vec<Option<Cell>>> = Mutex::new(vec![None; pairs.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(v, sc)) = pairs.get(i) else {
-                    break;
-                };
-                let c = cell(&scenarios::ALL[sc], Variant::ALL[v], seeds);
-                cells.lock().expect("no panic while holding the lock")[i] = Some(c);
-            });
+    let never = AtomicBool::new(false);
+    let work = pool::Chunks::new(pairs.len() as u64, 1, &never);
+    let mut done: Vec<(u64, Cell)> = pool::run(threads, |_| {
+        let mut mine = Vec::new();
+        while let Some((i, _)) = work.take() {
+            let (v, sc) = pairs[i as usize];
+            mine.push((i, cell(&scenarios::ALL[sc], Variant::ALL[v], seeds)));
         }
-    });
-    let cells: Vec<Cell> = cells
-        .into_inner()
-        .expect("threads are done")
-        .into_iter()
-        .map(|c| c.expect("every pair ran"))
-        .collect();
+        mine
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    done.sort_by_key(|(i, _)| *i);
+    assert_eq!(done.len(), pairs.len(), "every pair ran");
+    let cells: Vec<Cell> = done.into_iter().map(|(_, c)| c).collect();
     let rows: Vec<Row> = Variant::ALL
         .iter()
         .enumerate()

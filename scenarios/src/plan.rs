@@ -315,6 +315,50 @@ pub const FAULT_KINDS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+impl Trigger {
+    /// The message pattern it waits for, if any.
+    fn pattern(&self) -> Option<MsgPattern> {
+        match *self {
+            Trigger::At { .. } => None,
+            Trigger::Sent { pattern, .. } | Trigger::Delivered { pattern, .. } => Some(pattern),
+        }
+    }
+}
+
+impl Fault {
+    /// Every message pattern the fault names: its triggers' and the messages it acts on.
+    pub fn patterns(&self) -> Vec<MsgPattern> {
+        let mut triggers: Vec<Trigger> = Vec::new();
+        let mut patterns = Vec::new();
+        match *self {
+            Fault::Partition { start, end, .. }
+            | Fault::Isolate { start, end, .. }
+            | Fault::Slow { start, end, .. } => triggers.extend(Some(start).into_iter().chain(end)),
+            Fault::Message {
+                pattern,
+                start,
+                end,
+                action,
+                ..
+            } => {
+                patterns.push(pattern);
+                triggers.extend(Some(start).into_iter().chain(end));
+                if let MsgAction::Hold { release } = action {
+                    triggers.push(release);
+                }
+            }
+            Fault::Pause { start, .. }
+            | Fault::ClockStep { start, .. }
+            | Fault::Drift { start, .. }
+            | Fault::Crash { start, .. }
+            | Fault::Operator { start, .. } => triggers.push(start),
+            Fault::Tool { .. } => {}
+        }
+        patterns.extend(triggers.iter().filter_map(Trigger::pattern));
+        patterns
+    }
+}
+
 impl MsgPattern {
     fn map_nodes(self, map: &mut impl FnMut(NodeId) -> Option<NodeId>) -> Option<MsgPattern> {
         let mut p = self;

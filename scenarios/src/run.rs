@@ -31,6 +31,16 @@ impl Verdict {
             Verdict::Violated | Verdict::Unfinished { .. } => 1,
         }
     }
+
+    /// The verdict as the timeline's last line says it: `HELD`, `VIOLATED`, or
+    /// `UNFINISHED (<limit> limit reached)`.
+    pub fn word(&self) -> String {
+        match self {
+            Verdict::Held => "HELD".into(),
+            Verdict::Violated => "VIOLATED".into(),
+            Verdict::Unfinished { end } => format!("UNFINISHED ({end:?} limit reached)"),
+        }
+    }
 }
 
 /// Everything a run produced.
@@ -124,4 +134,45 @@ pub fn judge(
         findings: judgement.findings,
         hazards: judgement.hazards,
     }
+}
+
+/// Determinism self-check: two runs of the same input must give the same trace; if not, the
+/// first diverging event is named.
+pub fn check_same(a: &RunResult, b: &RunResult) -> Result<(), String> {
+    if a.trace_hash() == b.trace_hash() && a.trace.len() == b.trace.len() {
+        return Ok(());
+    }
+    let node_names: Vec<String> = a.nodes.iter().map(|n| n.name.clone()).collect();
+    let names = leasesim_reports::Names {
+        nodes: &node_names,
+        ops: &a.op_names,
+    };
+    let i = a
+        .trace
+        .iter()
+        .zip(&b.trace)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.trace.len().min(b.trace.len()));
+    let show = |t: &[TraceEvent<Msg, Event>]| {
+        t.get(i).map_or("(the trace ended)".to_string(), |e| {
+            leasesim_reports::line(&names, e).trim().to_string()
+        })
+    };
+    Err(format!(
+        "traces diverge at event {i}: first run `{}`, second run `{}`",
+        show(&a.trace),
+        show(&b.trace)
+    ))
+}
+
+/// The command that reproduces one seed of a named scenario.
+pub fn reproduce_command(scenario: &str, seed: u64, variant: leasesim_protocol::Variant) -> String {
+    let mut s = format!("cargo run --release -- run {scenario} --seed {seed}");
+    if variant != leasesim_protocol::Variant::Reference {
+        s.push_str(&format!(" --variant {}", variant.name()));
+    }
+    if variant.switches().unsafe_timing {
+        s.push_str(" --allow-unsafe-timing");
+    }
+    s
 }

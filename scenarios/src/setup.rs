@@ -152,8 +152,14 @@ pub const WORKERS_MAX: usize = 64;
 pub const JOBS_MAX: usize = 10_000;
 /// Most faults in a plan.
 pub const FAULTS_MAX: usize = 1_000;
-/// Most events a run may be given.
-pub const EVENT_BUDGET_MAX: u64 = 100_000_000;
+/// Most events a run may be given. The trace keeps every event (about 112 bytes each), so this
+/// bounds a run's memory to about half a gigabyte and its time to a few seconds, whatever a
+/// replay file asks for; the largest built-in runs (the swarm, the 100 x 10,000 scaling row) need
+/// at most 3,000,000.
+pub const EVENT_BUDGET_MAX: u64 = 4_000_000;
+/// Most events queued at once a run may allow (the 100 x 10,000 scaling row needs about
+/// 1,000,000).
+pub const QUEUE_MAX: usize = 2_000_000;
 
 /// Node layout: coordinator, workers, receivers, tool.
 impl Setup {
@@ -213,10 +219,17 @@ impl Setup {
                     ));
                 }
                 for step in &p.steps {
-                    if let leasesim_protocol::Step::Effect { receiver, .. } = step {
+                    if let leasesim_protocol::Step::Effect { receiver, op } = step {
                         if *receiver as usize >= receivers {
                             return Err(format!(
                                 "{who} sends an effect to unknown receiver {receiver}"
+                            ));
+                        }
+                        if op.0 as usize >= self.op_names.len() {
+                            return Err(format!(
+                                "{who} has an effect of op {}, but op_names has {} entries",
+                                op.0,
+                                self.op_names.len()
                             ));
                         }
                     }
@@ -268,11 +281,40 @@ impl Setup {
         if l.event_budget == 0
             || l.event_budget > EVENT_BUDGET_MAX
             || l.queue_max == 0
+            || l.queue_max > QUEUE_MAX
             || l.horizon_ns == 0
         {
             return err(format!(
-                "limits out of range (event budget 1 to {EVENT_BUDGET_MAX}, queue bound and horizon above 0)"
+                "limits out of range (event budget 1 to {EVENT_BUDGET_MAX}, queue bound 1 to {QUEUE_MAX}, horizon above 0)"
             ));
+        }
+        if self.timing.heartbeats_per_window == 0 {
+            return err(
+                "timing.heartbeats_per_window is 0: R counts heartbeats per lease window and is at least 1"
+                    .into(),
+            );
+        }
+        let ops = self.op_names.len();
+        let op_ok = |op: leasesim_protocol::OpId| (op.0 as usize) < ops;
+        for (i, r) in self.receivers.iter().enumerate() {
+            if let Some(op) = r.refused_ops.iter().find(|op| !op_ok(**op)) {
+                return err(format!(
+                    "receiver {i} refuses op {}, but op_names has {ops} entries",
+                    op.0
+                ));
+            }
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            if let Some(op) = f
+                .patterns()
+                .iter()
+                .find_map(|p| p.op.filter(|op| !op_ok(*op)))
+            {
+                return err(format!(
+                    "fault {i} matches op {}, but op_names has {ops} entries",
+                    op.0
+                ));
+            }
         }
         let nodes = self.operator_node() + 1;
         for (i, f) in self.faults.iter().enumerate() {

@@ -12,6 +12,9 @@ use leasesim_sim::NodeId;
 
 /// Upper bound on candidate runs: shrinking always ends.
 pub const RUNS_MAX: u64 = 20_000;
+/// Upper bound on simulated events over every candidate run, so a file whose runs each take the
+/// largest event budget still shrinks in bounded time (a few dozen runs of it).
+pub const EVENTS_MAX: u64 = 100_000_000;
 
 /// A shrunk failure.
 pub struct Shrunk {
@@ -29,25 +32,30 @@ struct Shrinker {
     seed: u64,
     invariant: Invariant,
     runs: u64,
+    events: u64,
 }
 
 impl Shrinker {
+    /// Whether the run or event budget is used up.
+    fn spent(&self) -> bool {
+        self.runs >= RUNS_MAX || self.events >= EVENTS_MAX
+    }
+
     /// Whether `setup` still breaks the invariant (and is still a valid setup).
     fn fails(&mut self, setup: &Setup) -> bool {
-        if self.runs >= RUNS_MAX || setup.check().is_err() {
+        if self.spent() || setup.check().is_err() {
             return false;
         }
         self.runs += 1;
-        run_setup(setup, self.seed)
-            .findings
-            .iter()
-            .any(|f| f.invariant == self.invariant)
+        let r = run_setup(setup, self.seed);
+        self.events += r.events;
+        r.findings.iter().any(|f| f.invariant == self.invariant)
     }
 
     /// Classic ddmin over the fault list: try removing chunks, then finer chunks.
     fn ddmin_faults(&mut self, setup: &mut Setup) {
         let mut n = 2usize;
-        while setup.faults.len() >= 2 && self.runs < RUNS_MAX {
+        while setup.faults.len() >= 2 && !self.spent() {
             let len = setup.faults.len();
             let chunk = len.div_ceil(n);
             let mut reduced = false;
@@ -70,7 +78,7 @@ impl Shrinker {
         }
         // A last pass: each single fault.
         let mut i = 0;
-        while i < setup.faults.len() && self.runs < RUNS_MAX {
+        while i < setup.faults.len() && !self.spent() {
             let mut candidate = setup.clone();
             candidate.faults.remove(i);
             if self.fails(&candidate) {
@@ -83,7 +91,7 @@ impl Shrinker {
 
     fn drop_workers(&mut self, setup: &mut Setup) {
         let mut i = setup.workers.len();
-        while i > 0 && setup.workers.len() > 1 && self.runs < RUNS_MAX {
+        while i > 0 && setup.workers.len() > 1 && !self.spent() {
             i -= 1;
             if let Some(candidate) = without_worker(setup, i) {
                 if self.fails(&candidate) {
@@ -94,7 +102,7 @@ impl Shrinker {
     }
 
     fn drop_jobs(&mut self, setup: &mut Setup) {
-        while setup.jobs.len() > 1 && self.runs < RUNS_MAX {
+        while setup.jobs.len() > 1 && !self.spent() {
             let mut candidate = setup.clone();
             // Halve, then one at a time.
             let keep = (candidate.jobs.len() / 2).max(1);
@@ -133,7 +141,7 @@ impl Shrinker {
                         break;
                     }
                 }
-                if !progressed || self.runs >= RUNS_MAX {
+                if !progressed || self.spent() {
                     break;
                 }
             }
@@ -387,6 +395,7 @@ pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
         seed: replay.seed,
         invariant: first.invariant,
         runs: 0,
+        events: original.events,
     };
     let mut setup = replay.setup.clone();
     let faults_before = setup.faults.len();
@@ -398,7 +407,7 @@ pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
         sh.drop_jobs(&mut setup);
         sh.simplify_faults(&mut setup);
         sh.quiet_network(&mut setup);
-        if serde_json::to_string(&setup).unwrap_or_default() == before || sh.runs >= RUNS_MAX {
+        if serde_json::to_string(&setup).unwrap_or_default() == before || sh.spent() {
             break;
         }
     }

@@ -55,3 +55,129 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
         String::from_utf8(err).expect("utf-8 errors"),
     )
 }
+
+/// The `leasesim` binary of this build, built on first use (`cargo test` builds only the
+/// binaries of the package under test, and this package is not the one that has it). Tests that
+/// must see the program as a person does (a terminal, a signal, a closed pipe, a memory limit)
+/// run it as a process.
+pub fn leasesim_bin() -> std::path::PathBuf {
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        // This test executable lives in target/<profile>/deps/; the binary in target/<profile>/.
+        let exe = std::env::current_exe().expect("the test executable has a path");
+        let profile_dir = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .expect("target/<profile>/deps");
+        let target_dir = profile_dir.parent().expect("target/");
+        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev",
+            Some(other) => other,
+        };
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "leasesim-scenarios",
+                "--bin",
+                "leasesim",
+            ])
+            .args(["--profile", profile])
+            .arg("--target-dir")
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the leasesim binary failed");
+        let bin = profile_dir.join("leasesim");
+        assert!(bin.exists(), "{} was not built", bin.display());
+        bin
+    })
+    .clone()
+}
+
+/// A fresh, empty temporary folder for one test, removed when the value is dropped.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    /// A folder named after the test and the process.
+    pub fn new(name: &str) -> TempDir {
+        let path = std::env::temp_dir().join(format!("leasesim-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("a temporary folder");
+        TempDir(path)
+    }
+
+    /// A path inside it.
+    pub fn join(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What a process did: exit code (`None` when a signal ended it), its output, and whether it
+/// had to be killed for running past its time.
+#[derive(Debug)]
+pub struct Finished {
+    /// Exit code.
+    pub code: Option<i32>,
+    /// Standard output.
+    pub out: String,
+    /// Standard error.
+    pub err: String,
+    /// Whether it was killed at the time limit.
+    pub timed_out: bool,
+}
+
+/// Runs `cmd` with its output captured, killing it after `limit`: a hang becomes a failing
+/// assertion, never a stuck test suite.
+pub fn run_with_limit(mut cmd: std::process::Command, limit: std::time::Duration) -> Finished {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    // Readers on threads, so a chatty child never blocks on a full pipe.
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    #[allow(clippy::disallowed_methods)] // a test's own time limit, outside any simulated world
+    let started = std::time::Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the child can be waited for") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().expect("the killed child ends");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Finished {
+        code: status.code(),
+        out: out.join().unwrap_or_default(),
+        err: err.join().unwrap_or_default(),
+        timed_out,
+    }
+}

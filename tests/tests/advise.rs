@@ -229,15 +229,35 @@ fn no_heartbeat_is_safe_when_the_jitter_eats_the_lease() {
 }
 
 #[test]
-fn a_stop_margin_longer_than_the_lease_is_a_warning() {
+fn a_stop_margin_longer_than_the_lease_is_unsafe() {
+    // 90 s / 30 s / 20 s / 1 is safe on its own; a 100 s stop margin leaves the holder no
+    // moment in which it may act, so the verdict is UNSAFE (exit 1), not SAFE with a warning.
     let a = advise(&AdviseInput {
         stop_margin_ns: 100 * S,
         ..input(90 * S, 30 * S, 20 * S, 1)
     })
     .expect("valid");
     assert_eq!(a.holder_window_ns(), 0);
-    assert!(a.render().contains("WARNING"), "{}", a.render());
+    assert!(!a.safe());
+    assert!(a.render().starts_with("UNSAFE"), "{}", a.render());
+    assert!(a.render().contains("may never act"), "{}", a.render());
+    assert_eq!(a.to_json()["verdict"], "UNSAFE");
+    assert_eq!(a.to_json()["liveness_with_drift"]["safe"], true);
     assert_eq!(a.to_json()["holder_deadline"]["holder_may_act"], false);
+    let (code, out, _) = leasesim_tests::cli(&[
+        "advise",
+        "--lease",
+        "90s",
+        "--heartbeat",
+        "30s",
+        "--jitter",
+        "20s",
+        "--misses",
+        "1",
+        "--stop-margin",
+        "100s",
+    ]);
+    assert_eq!(code, 1, "{out}");
 }
 
 #[test]

@@ -78,7 +78,10 @@ fn an_unwritable_trace_path_is_bad_input() {
         "/nonexistent-dir/t.json",
     ]);
     assert_eq!(code, 2);
-    assert!(err.starts_with("error: cannot write"));
+    assert!(
+        err.starts_with("error: --trace /nonexistent-dir/t.json: cannot write there"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -1,0 +1,347 @@
+//! `bench` and `agree`: the simulator beside the async-shell engine, for speed and for verdicts.
+
+use super::run::engine_arg;
+use super::{io, refuse_unsafe_timing, scenario, scenario_list, variant, Format, UsageError};
+use crate::engines::{self, Engine};
+use crate::pool;
+use crate::sweep::SeedRange;
+use leasesim_protocol::Variant;
+use serde_json::json;
+use std::io::Write;
+
+pub(super) struct BenchArgs {
+    pub scenario: String,
+    pub variant: String,
+    pub seeds: u64,
+    pub shell_seeds: u64,
+    pub jobs: Option<usize>,
+    pub allow_unsafe_timing: bool,
+    pub scaling: bool,
+    pub child: Option<String>,
+    pub format: Format,
+}
+
+pub(super) fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, UsageError> {
+    let v = variant(&a.variant)?;
+    let def = scenario(&a.scenario)?;
+    if a.seeds == 0 || a.shell_seeds == 0 {
+        return Err(UsageError(
+            "--seeds and --shell-seeds must be at least 1: a benchmark of no seeds measures nothing"
+                .into(),
+        ));
+    }
+    refuse_unsafe_timing(&[def], 0, v, a.allow_unsafe_timing)?;
+    let threads = pool::threads(a.jobs, a.seeds.max(a.shell_seeds))?;
+    if let Some(child) = &a.child {
+        // A measuring process: one engine (or one scaling row), figures as one JSON document.
+        let doc = if let Some(row) = child.strip_prefix("scaling:") {
+            let n: Vec<Option<u64>> = row.split(':').map(|x| x.parse().ok()).collect();
+            let [Some(w @ 1..=1_000), Some(j @ 1..=100_000), Some(s @ 1..=1_000_000)] = n[..]
+            else {
+                return Err(UsageError(format!(
+                    "bad --child {child:?}: expected scaling:WORKERS:JOBS:SEEDS with 1-1000 workers, 1-100000 jobs, 1-1000000 seeds"
+                )));
+            };
+            let r = crate::scaling::measure(w as usize, j as usize, s);
+            json!({"row": r, "peak_rss_kib": crate::scaling::peak_rss_kib()})
+        } else {
+            let engine = engine_arg(child)?;
+            let seeds = if engine == Engine::Sim {
+                a.seeds
+            } else {
+                a.shell_seeds
+            };
+            let f = crate::bench::measure(engine, &a.scenario, v, seeds, threads)
+                .map_err(UsageError)?;
+            json!(f)
+        };
+        io(writeln!(out, "{doc}"))?;
+        return Ok(0);
+    }
+    let common = |engine: &str| {
+        vec![
+            "bench".to_string(),
+            "--scenario".into(),
+            a.scenario.clone(),
+            "--variant".into(),
+            a.variant.clone(),
+            "--seeds".into(),
+            a.seeds.to_string(),
+            "--shell-seeds".into(),
+            a.shell_seeds.to_string(),
+            "--jobs".into(),
+            threads.to_string(),
+            "--allow-unsafe-timing".into(),
+            "--child".into(),
+            engine.to_string(),
+        ]
+    };
+    if a.scaling {
+        let mut rows = Vec::new();
+        for &(w, j) in crate::scaling::DEFAULT_GRID {
+            let seeds = crate::scaling::default_seeds(w, j);
+            let doc: serde_json::Value =
+                crate::bench::in_child(&common(&format!("scaling:{w}:{j}:{seeds}")))
+                    .map_err(UsageError)?;
+            let row: crate::scaling::ScaleRow = serde_json::from_value(doc["row"].clone())
+                .map_err(|e| UsageError(format!("the measuring process printed no row: {e}")))?;
+            rows.push((row, doc["peak_rss_kib"].as_u64()));
+        }
+        if a.format == Format::Json {
+            let v: Vec<_> = rows
+                .iter()
+                .map(|(r, p)| json!({"row": r, "peak_rss_kib": p}))
+                .collect();
+            io(writeln!(out, "{:#}", json!(v)))?;
+            return Ok(0);
+        }
+        io(writeln!(out, "simulator scaling (reference protocol, no faults; each row in its own process, one thread):"))?;
+        io(writeln!(
+            out,
+            "{:>8} {:>7} {:>6} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10}  verdicts",
+            "workers",
+            "jobs",
+            "seeds",
+            "seconds",
+            "events",
+            "events/s",
+            "ns/event",
+            "ms/seed",
+            "peak RSS"
+        ))?;
+        for (r, peak) in &rows {
+            io(writeln!(
+                out,
+                "{:>8} {:>7} {:>6} {:>9.3} {:>10} {:>12.0} {:>11.0} {:>9.3} {:>10}  {}",
+                r.workers,
+                r.jobs,
+                r.seeds,
+                r.seconds,
+                r.events,
+                r.events_per_s,
+                r.ns_per_event,
+                r.seconds * 1000.0 / r.seeds.max(1) as f64,
+                crate::bench::mib(*peak),
+                if r.held { "all held" } else { "NOT ALL HELD" }
+            ))?;
+        }
+        return Ok(if rows.iter().all(|(r, _)| r.held) {
+            0
+        } else {
+            1
+        });
+    }
+    let other = Engine::shell();
+    let sim: crate::bench::EngineFigures =
+        crate::bench::in_child(&common("sim")).map_err(UsageError)?;
+    let shell: crate::bench::EngineFigures =
+        crate::bench::in_child(&common(other.name())).map_err(UsageError)?;
+    let seeds_ratio = crate::bench::ratio(sim.seeds_per_s, shell.seeds_per_s);
+    let events_ratio = crate::bench::ratio(sim.events_per_s, shell.events_per_s);
+    let code = if sim.not_held == 0 && shell.not_held == 0 || v != Variant::Reference {
+        0
+    } else {
+        1
+    };
+    if a.format == Format::Json {
+        let doc = json!({
+            "sim": sim,
+            "other": shell,
+            "seeds_per_s_ratio": seeds_ratio,
+            "events_per_s_ratio": events_ratio,
+        });
+        io(writeln!(out, "{doc:#}"))?;
+        return Ok(code);
+    }
+    io(writeln!(
+        out,
+        "{} --variant {}, {} thread(s) per engine, each engine in its own process:",
+        a.scenario,
+        v.name(),
+        threads
+    ))?;
+    io(writeln!(
+        out,
+        "{:>8} {:>8} {:>9} {:>11} {:>12} {:>10} {:>9}",
+        "engine", "seeds", "seconds", "seeds/s", "events/s", "peak RSS", "not held"
+    ))?;
+    for f in [&sim, &shell] {
+        io(writeln!(
+            out,
+            "{:>8} {:>8} {:>9.2} {:>11.0} {:>12.0} {:>10} {:>9}",
+            f.engine,
+            f.seeds,
+            f.seconds,
+            f.seeds_per_s,
+            f.events_per_s,
+            crate::bench::mib(f.peak_rss_kib),
+            f.not_held
+        ))?;
+    }
+    let x = |r: Option<f64>| r.map_or_else(|| "n/a".into(), |r| format!("{r:.1}x"));
+    io(writeln!(
+        out,
+        "ratio sim/{}: {} seeds/s, {} events/s",
+        other.name(),
+        x(seeds_ratio),
+        x(events_ratio)
+    ))?;
+    if other != Engine::Madsim {
+        io(writeln!(
+            out,
+            "madsim: this is the normal build; `{} bench` runs the simulator beside madsim",
+            crate::engines::MADSIM_CARGO
+        ))?;
+    }
+    Ok(code)
+}
+
+pub(super) fn agree_cmd(
+    out: &mut dyn Write,
+    names: &[String],
+    seeds: SeedRange,
+    variants: Option<&str>,
+    allow_unsafe_timing: bool,
+    format: Format,
+) -> Result<i32, UsageError> {
+    let other = Engine::shell();
+    let names: Vec<String> = if names.is_empty() {
+        engines::AGREE_SCENARIOS
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        names.to_vec()
+    };
+    let defs = scenario_list(&names)?;
+    let vs: Vec<Variant> = match variants {
+        Some(list) => list
+            .split(',')
+            .map(|s| variant(s.trim()))
+            .collect::<Result<_, _>>()?,
+        None => engines::AGREE_VARIANTS
+            .iter()
+            .map(|s| variant(s))
+            .collect::<Result<_, _>>()?,
+    };
+    for (i, v) in vs.iter().enumerate() {
+        if vs[..i].contains(v) {
+            return Err(UsageError(format!(
+                "variant '{}' is named twice in --variants",
+                v.name()
+            )));
+        }
+        refuse_unsafe_timing(&defs, seeds.start, *v, allow_unsafe_timing)?;
+    }
+    let range = seeds.start..seeds.end;
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for n in &names {
+        let def = scenario(n)?;
+        let unsupported = range
+            .clone()
+            .find_map(|seed| other.supports(&(def.build)(seed, Variant::Reference)).err());
+        if let (Some(why), true) = (
+            &unsupported,
+            range.clone().all(|seed| {
+                other
+                    .supports(&(def.build)(seed, Variant::Reference))
+                    .is_err()
+            }),
+        ) {
+            skipped.push(why.clone());
+            continue;
+        }
+        for &v in &vs {
+            rows.push(engines::agree(other, n, v, range.clone()).map_err(UsageError)?);
+        }
+    }
+    if rows.is_empty() {
+        return Err(UsageError(format!(
+            "nothing to compare: the {} engine expresses none of these scenarios ({})",
+            other.name(),
+            skipped.join("; ")
+        )));
+    }
+    let disagreements = rows.iter().filter(|r| r.disagreement.is_some()).count();
+    if format == Format::Json {
+        io(writeln!(
+            out,
+            "{:#}",
+            json!({"engine": other.name(), "rows": rows, "skipped": skipped, "disagreements": disagreements})
+        ))?;
+        return Ok(i32::from(disagreements > 0));
+    }
+    io(writeln!(
+        out,
+        "sim vs {} over seeds {}..{}:",
+        other.name(),
+        range.start,
+        range.end
+    ))?;
+    let cell = |o: &engines::Outcome| {
+        if o.caught() {
+            let runaway = if o.unfinished > 0 {
+                format!(" +{} unfinished", o.unfinished)
+            } else {
+                String::new()
+            };
+            format!(
+                "caught {}/{}{runaway} (first seed {}) {}",
+                o.violated,
+                o.seeds,
+                o.first_violation.unwrap_or(0),
+                o.invariants.join(",")
+            )
+        } else if o.unfinished > 0 {
+            format!("UNFINISHED {}/{}", o.unfinished, o.seeds)
+        } else {
+            format!("held {}/{}", o.seeds, o.seeds)
+        }
+    };
+    for r in &rows {
+        io(writeln!(
+            out,
+            "  {:<22} {:<24} sim: {:<48} {}: {:<48} same verdict on {}/{} seeds{}",
+            r.scenario,
+            r.variant,
+            cell(&r.sim),
+            other.name(),
+            cell(&r.other),
+            r.same_verdict_seeds,
+            r.sim.seeds,
+            if r.disagreement.is_some() {
+                "  DISAGREE"
+            } else {
+                ""
+            }
+        ))?;
+    }
+    for r in &rows {
+        if let Some(d) = &r.disagreement {
+            io(writeln!(
+                out,
+                "disagreement: {} {}: {d}",
+                r.scenario, r.variant
+            ))?;
+        }
+    }
+    for s in &skipped {
+        io(writeln!(out, "skipped: {s}"))?;
+    }
+    let left_out: u64 = rows.iter().map(|r| r.sim.skipped).sum();
+    if left_out > 0 {
+        io(writeln!(
+            out,
+            "left out: {left_out} (scenario, variant, seed) runs whose plan the {} engine cannot express",
+            other.name()
+        ))?;
+    }
+    io(writeln!(
+        out,
+        "{} comparisons, {} disagreements",
+        rows.len(),
+        disagreements
+    ))?;
+    Ok(i32::from(disagreements > 0))
+}

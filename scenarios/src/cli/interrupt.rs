@@ -1,0 +1,95 @@
+//! Ctrl-C (SIGINT), SIGTERM and SIGHUP. A command that can stop cleanly (a sweep) enters a
+//! [`Graceful`] section: the first signal only sets the stop flag, and the command prints and
+//! saves what it found so far, then exits with 128 + the signal. Outside such a section, or at a
+//! second signal, the process runs its cleanups and exits at once.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Mutex, Once};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+static GRACEFUL: AtomicUsize = AtomicUsize::new(0);
+static CLEANUPS: Mutex<Vec<Box<dyn FnOnce() + Send>>> = Mutex::new(Vec::new());
+static INSTALL: Once = Once::new();
+
+/// Starts listening for the signals (once per process). Only the `leasesim` binary calls it:
+/// a library user's process keeps its own signal handling.
+pub fn install() {
+    INSTALL.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            // Without a listener the signals keep their default action: the process ends.
+            return;
+        };
+        let _ = std::thread::Builder::new()
+            .name("leasesim-signals".into())
+            .spawn(move || {
+                for signal in signals.forever() {
+                    SIGNAL.store(signal, Ordering::SeqCst);
+                    let first = !STOP.swap(true, Ordering::SeqCst);
+                    if !(first && GRACEFUL.load(Ordering::SeqCst) > 0) {
+                        exit_now();
+                    }
+                }
+            });
+    });
+}
+
+/// Runs the registered cleanups and exits with 128 + the signal.
+fn exit_now() -> ! {
+    run_cleanups();
+    std::process::exit(exit_code());
+}
+
+/// Runs and forgets every registered cleanup.
+pub fn run_cleanups() {
+    let cleanups = std::mem::take(&mut *CLEANUPS.lock().unwrap_or_else(|p| p.into_inner()));
+    for c in cleanups.into_iter().rev() {
+        c();
+    }
+}
+
+/// Registers something to undo before the process exits on a signal (a temporary server, a
+/// temporary directory). It also runs when [`run_cleanups`] is called on a normal exit.
+pub fn on_exit(cleanup: impl FnOnce() + Send + 'static) {
+    CLEANUPS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(Box::new(cleanup));
+}
+
+/// The exit code of a process stopped by the last signal: 128 + its number (130 for Ctrl-C).
+pub fn exit_code() -> i32 {
+    128 + match SIGNAL.load(Ordering::SeqCst) {
+        0 => signal_hook::consts::SIGINT,
+        s => s,
+    }
+}
+
+/// A section in which the first signal asks the running command to stop instead of ending
+/// the process.
+pub struct Graceful(());
+
+impl Graceful {
+    /// Enters a section.
+    pub fn enter() -> Graceful {
+        GRACEFUL.fetch_add(1, Ordering::SeqCst);
+        Graceful(())
+    }
+
+    /// The flag the first signal sets.
+    pub fn stop(&self) -> &'static AtomicBool {
+        &STOP
+    }
+
+    /// Whether a signal asked the command to stop.
+    pub fn stopped(&self) -> bool {
+        STOP.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Graceful {
+    fn drop(&mut self) {
+        GRACEFUL.fetch_sub(1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,99 @@
+//! `list` and `advise`: what leasesim knows, and the P6 timing advisor.
+
+use super::{args, io, Format, UsageError};
+use crate::advise;
+use crate::hazard::Hazard;
+use crate::plan::FAULT_KINDS;
+use crate::plot;
+use crate::scenarios;
+use leasesim_protocol::{Invariant, Variant};
+use serde_json::json;
+use std::io::Write;
+use std::path::PathBuf;
+
+pub(super) fn list(out: &mut dyn Write, format: Format) -> Result<i32, UsageError> {
+    if format == Format::Json {
+        let v = json!({
+            "scenarios": scenarios::ALL.iter().map(|s| json!({"name": s.name, "story": s.story})).collect::<Vec<_>>(),
+            "variants": Variant::ALL.iter().map(|v| json!({"name": v.name(), "spec": v.spec_id(), "summary": v.summary()})).collect::<Vec<_>>(),
+            "invariants": Invariant::ALL.iter().map(|i| json!({"name": i.name(), "spec": i.spec_id(), "summary": i.summary()})).collect::<Vec<_>>(),
+            "faults": FAULT_KINDS.iter().map(|(n, id, summary)| json!({"name": n, "spec": id, "summary": summary})).collect::<Vec<_>>(),
+            "hazards": Hazard::ALL.iter().map(|h| json!({"name": h.name(), "summary": h.summary()})).collect::<Vec<_>>(),
+        });
+        io(writeln!(out, "{v:#}"))?;
+        return Ok(0);
+    }
+    io(writeln!(out, "scenarios:"))?;
+    for s in scenarios::ALL {
+        io(writeln!(out, "  {:<26} {}", s.name, s.story))?;
+        let declared: Vec<&str> = s.hazards.iter().map(|h| h.name()).collect();
+        io(writeln!(
+            out,
+            "  {:<26}   reaches: {}",
+            "",
+            declared.join(", ")
+        ))?;
+    }
+    io(writeln!(out, "variants:"))?;
+    for v in Variant::ALL {
+        io(writeln!(
+            out,
+            "  {:<26} {:<3} {}",
+            v.name(),
+            v.spec_id(),
+            v.summary()
+        ))?;
+    }
+    io(writeln!(out, "faults:"))?;
+    for (name, id, summary) in FAULT_KINDS {
+        io(writeln!(out, "  {name:<26} {id:<5} {summary}"))?;
+    }
+    io(writeln!(
+        out,
+        "hazards (counted per run; each scenario declares the ones it must reach):"
+    ))?;
+    for h in Hazard::ALL {
+        io(writeln!(out, "  {:<26} {}", h.name(), h.summary()))?;
+    }
+    io(writeln!(out, "invariants:"))?;
+    for i in Invariant::ALL {
+        io(writeln!(
+            out,
+            "  {:<26} {:<3} {}",
+            i.name(),
+            i.spec_id(),
+            i.summary()
+        ))?;
+    }
+    Ok(0)
+}
+
+pub(super) fn advise_cmd(
+    out: &mut dyn Write,
+    input: &advise::AdviseInput,
+    plot_path: Option<PathBuf>,
+    simulate: bool,
+    format: Format,
+) -> Result<i32, UsageError> {
+    let advice = advise::advise(input).map_err(UsageError)?;
+    if simulate && plot_path.is_none() {
+        return Err(UsageError(
+            "--simulate draws on a plot: give --plot <file.svg>".into(),
+        ));
+    }
+    if let Some(path) = &plot_path {
+        args::writable("--plot", path)?;
+    }
+    if let Some(path) = plot_path {
+        let p = plot::PlotInput { advise: *input };
+        let cells = simulate.then(|| plot::simulate(&p, 6, 20));
+        std::fs::write(&path, plot::svg(&p, cells.as_deref()))
+            .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if format == Format::Json {
+        io(writeln!(out, "{:#}", advice.to_json()))?;
+    } else {
+        io(write!(out, "{}", advice.render()))?;
+    }
+    Ok(if advice.safe() { 0 } else { 1 })
+}

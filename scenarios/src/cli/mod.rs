@@ -1,0 +1,562 @@
+//! The `leasesim` command line (DESIGN.md's contract): one module per command family.
+//! Exit codes: 0 every invariant held, 1 a violation (or a runaway run), 2 bad input or usage,
+//! always with a one-line error and never a panic; 130 (or 128 + the signal) when a sweep was
+//! interrupted, after it printed and saved what it had found.
+
+mod args;
+mod bench;
+pub mod interrupt;
+mod list;
+mod matrix;
+mod run;
+mod sweep;
+
+use crate::scenarios::{self, ScenarioDef};
+use crate::sweep::SeedRange;
+use args::{whole, Outputs};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use leasesim_protocol::Variant;
+use std::io::Write;
+use std::path::PathBuf;
+
+pub use crate::run::reproduce_command;
+
+/// Where failing sweeps save what they found.
+pub const FAILURES_DIR: &str = "leasesim-failures";
+/// Sweeps at least this long per scenario must reach every hazard the scenario declares.
+pub const COVERAGE_MIN_SEEDS: u64 = 100;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "leasesim",
+    version,
+    about = "Deterministic simulation testbed for lease, heartbeat and fencing protocols"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Lists scenarios, variants, faults, hazards and invariants, one line each.
+    List {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Runs one seed of one scenario; prints the timeline and the verdict.
+    Run {
+        /// Scenario name (see `list`).
+        scenario: String,
+        /// The seed.
+        #[arg(long, allow_hyphen_values = true, value_parser = whole::<u64>)]
+        seed: u64,
+        /// Protocol variant (see `list`).
+        #[arg(long, default_value = "reference")]
+        variant: String,
+        /// Writes the whole trace as JSON to this file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
+        #[arg(long)]
+        allow_unsafe_timing: bool,
+        /// Writes a replay file of this run.
+        #[arg(long)]
+        save: Option<PathBuf>,
+        /// Writes the journal (JSON lines, P18) to this file.
+        #[arg(long)]
+        journal: Option<PathBuf>,
+        /// Writes the run as a self-contained HTML timeline.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Writes the run as Markdown with a Mermaid sequence diagram.
+        #[arg(long)]
+        markdown: Option<PathBuf>,
+        /// Runs the seed twice and compares the traces (on madsim: madsim's own check too).
+        #[arg(long)]
+        check_determinism: bool,
+        /// The engine: `sim` (the simulator), `madsim` (the async shell on madsim, in the madsim
+        /// build) or `tokio` (the async shell on real tokio, in the normal build).
+        #[arg(long, default_value = "sim")]
+        engine: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Re-runs a saved replay file exactly.
+    Replay {
+        /// The replay file.
+        file: PathBuf,
+        /// Writes the run as a self-contained HTML timeline.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Writes the run as Markdown with a Mermaid sequence diagram.
+        #[arg(long)]
+        markdown: Option<PathBuf>,
+        /// Writes the whole trace as JSON to this file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// Runs it twice and compares the traces.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Minimises a failing replay while the same invariant still fails.
+    Shrink {
+        /// The replay file.
+        file: PathBuf,
+        /// Where the shrunk replay goes (default: next to it, `.shrunk.json`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Runs many seeds of some scenarios (all when none is named) on all cores.
+    Sweep {
+        /// Scenario names (see `list`); all when none is given.
+        scenarios: Vec<String>,
+        /// `N` for seeds 0..N, or `A..B` for seeds A up to but not including B.
+        #[arg(long, default_value = "1000", allow_hyphen_values = true, value_parser = SeedRange::parse)]
+        seeds: SeedRange,
+        /// Protocol variant (see `list`).
+        #[arg(long, default_value = "reference")]
+        variant: String,
+        /// Worker threads (default: every core).
+        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
+        jobs: Option<usize>,
+        /// Where failing seeds are saved.
+        #[arg(long, default_value = FAILURES_DIR)]
+        failures_dir: PathBuf,
+        /// Runs configurations that break the P6 timing rule instead of refusing them.
+        #[arg(long)]
+        allow_unsafe_timing: bool,
+        /// Runs every seed twice and compares the traces.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Renders a saved run (a replay file, or a trace file written by `run --trace`) for review.
+    Report {
+        /// The replay or trace file.
+        file: PathBuf,
+        /// Writes a self-contained HTML timeline.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Writes Markdown with a Mermaid sequence diagram.
+        #[arg(long)]
+        markdown: Option<PathBuf>,
+    },
+    /// Runs the same scenario on the simulator and on the async-shell engine (madsim in the
+    /// madsim build, real tokio otherwise), each in its own process, and prints seeds/s,
+    /// events/s, peak memory and their ratio; `--scaling` prints the simulator's scaling table.
+    Bench {
+        /// Scenario (see `list`).
+        #[arg(long, default_value = "w1-w2")]
+        scenario: String,
+        /// Protocol variant (see `list`).
+        #[arg(long, default_value = "reference")]
+        variant: String,
+        /// Seeds for the simulator.
+        #[arg(long, default_value_t = 100_000, allow_hyphen_values = true, value_parser = whole::<u64>)]
+        seeds: u64,
+        /// Seeds for the async-shell engine.
+        #[arg(long, default_value_t = 2_000, allow_hyphen_values = true, value_parser = whole::<u64>)]
+        shell_seeds: u64,
+        /// Threads per engine (default: every core).
+        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
+        jobs: Option<usize>,
+        /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
+        #[arg(long)]
+        allow_unsafe_timing: bool,
+        /// Prints the simulator's scaling table (workers x jobs, 1 x 1 to 100 x 10,000) instead.
+        #[arg(long)]
+        scaling: bool,
+        /// Internal: measure one engine (or `scaling:W:J:SEEDS`) in this process.
+        #[arg(long, hide = true)]
+        child: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Runs the scenarios the async shell expresses on the simulator and on the async-shell
+    /// engine, and reports where the two engines disagree (with both seeds).
+    Agree {
+        /// Scenario names (default: w1-w2, gc-pause-after-check, late-tool-answer,
+        /// restart-same-name, heartbeat-ack-lost).
+        scenarios: Vec<String>,
+        /// `N` for seeds 0..N, or `A..B`.
+        #[arg(long, default_value = "20", allow_hyphen_values = true, value_parser = SeedRange::parse)]
+        seeds: SeedRange,
+        /// Variants, comma-separated (default: reference, unconditional-commit,
+        /// receiver-ignores-fence, no-jeopardy).
+        #[arg(long)]
+        variants: Option<String>,
+        /// Runs configurations that break the P6 timing rule instead of refusing them.
+        #[arg(long)]
+        allow_unsafe_timing: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Regenerates the example reports committed under `reports/`.
+    Examples {
+        /// Where they go.
+        #[arg(long, default_value = "reports")]
+        out: PathBuf,
+        /// Worker threads for the matrix (default: every core).
+        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
+        jobs: Option<usize>,
+    },
+    /// Checks a lease timing against P6 (L > R*H + J with drift) and says what is safe.
+    Advise {
+        /// Lease length L, with a unit (`90s`, `1500ms`).
+        #[arg(long, allow_hyphen_values = true, value_parser = crate::advise::parse_duration)]
+        lease: u64,
+        /// Heartbeat period H.
+        #[arg(long, allow_hyphen_values = true, value_parser = crate::advise::parse_duration)]
+        heartbeat: u64,
+        /// Jitter reserve J: worst renewal latency.
+        #[arg(long, allow_hyphen_values = true, value_parser = crate::advise::parse_duration)]
+        jitter: u64,
+        /// R: heartbeats per lease window.
+        #[arg(long, allow_hyphen_values = true, value_parser = whole::<u32>)]
+        misses: u32,
+        /// Clock rate error bound rho, in ppm.
+        #[arg(long, default_value_t = 0, allow_hyphen_values = true, value_parser = whole::<u32>)]
+        drift_ppm: u32,
+        /// Stop margin G: the time the holder needs to stop producing effects.
+        #[arg(long, allow_hyphen_values = true, value_parser = crate::advise::parse_duration, default_value = "0s")]
+        stop_margin: u64,
+        /// Writes the safe region of L against H, with the chosen point, as SVG.
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// With --plot: measure needless takeovers and jeopardy per grid cell by short sweeps.
+        #[arg(long)]
+        simulate: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Every variant against every scenario: which is caught, by what, after how many seeds.
+    Matrix {
+        /// Seeds per scenario at most (a variant stops at its first failing seed).
+        #[arg(long, default_value_t = crate::matrix::DEFAULT_SEEDS, allow_hyphen_values = true, value_parser = whole::<u64>)]
+        seeds: u64,
+        /// Worker threads (default: every core).
+        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
+        jobs: Option<usize>,
+        /// Where the Markdown table is written.
+        #[arg(long, default_value = "reports")]
+        out: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+/// A user error: printed as one line, exit code 2.
+struct UsageError(String);
+
+impl From<String> for UsageError {
+    fn from(s: String) -> UsageError {
+        UsageError(s)
+    }
+}
+
+/// A write to the output stream. A closed pipe is not an error here: `main` makes the stream
+/// swallow it, so a command piped into `head` ends with its own exit code.
+fn io<T>(r: std::io::Result<T>) -> Result<T, UsageError> {
+    r.map_err(|e| UsageError(format!("cannot write output: {e}")))
+}
+
+fn scenario(name: &str) -> Result<&'static ScenarioDef, UsageError> {
+    scenarios::find(name).ok_or_else(|| {
+        let known: Vec<&str> = scenarios::ALL.iter().map(|s| s.name).collect();
+        UsageError(format!(
+            "unknown scenario '{name}' (known: {})",
+            known.join(", ")
+        ))
+    })
+}
+
+/// The named scenarios, each once (all of them when none is named).
+fn scenario_list(names: &[String]) -> Result<Vec<&'static ScenarioDef>, UsageError> {
+    if names.is_empty() {
+        return Ok(scenarios::ALL.iter().collect());
+    }
+    let mut defs: Vec<&'static ScenarioDef> = Vec::with_capacity(names.len());
+    for n in names {
+        let d = scenario(n)?;
+        if defs.iter().any(|x| x.name == d.name) {
+            return Err(UsageError(format!(
+                "scenario '{n}' is named twice; each scenario runs once"
+            )));
+        }
+        defs.push(d);
+    }
+    Ok(defs)
+}
+
+fn variant(name: &str) -> Result<Variant, UsageError> {
+    Variant::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+        UsageError(format!(
+            "unknown variant '{name}' (known: {})",
+            known.join(", ")
+        ))
+    })
+}
+
+/// Refuses a variant whose configuration breaks P6 unless the bypass was given: validation is
+/// what `run` and `sweep` do first, and every command that runs a variant does it the same way.
+fn refuse_unsafe_timing(
+    defs: &[&'static ScenarioDef],
+    seed: u64,
+    v: Variant,
+    allow: bool,
+) -> Result<(), UsageError> {
+    if allow {
+        return Ok(());
+    }
+    for d in defs {
+        (d.build)(seed, v).validate_timing().map_err(|e| {
+            UsageError(format!(
+                "{}: {e}; pass --allow-unsafe-timing to run it anyway",
+                d.name
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// clap's message in one line: its first paragraph (the error and, for a missing argument,
+/// the arguments it names), joined.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    if first.is_empty() {
+        "error: bad usage".to_string()
+    } else {
+        first.join(" ")
+    }
+}
+
+/// Runs the command line with `args` (including the program name), writing to `out` and
+/// `err`; returns the exit code.
+pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            return match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = write!(out, "{}", e.render());
+                    0
+                }
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let commands: Vec<String> = Cli::command()
+                        .get_subcommands()
+                        .filter(|c| !c.is_hide_set())
+                        .map(|c| c.get_name().to_string())
+                        .collect();
+                    let _ = writeln!(
+                        err,
+                        "error: a command is required: {} (see leasesim --help)",
+                        commands.join(", ")
+                    );
+                    2
+                }
+                _ => {
+                    let _ = writeln!(err, "{} (see leasesim --help)", one_line(&e));
+                    2
+                }
+            };
+        }
+    };
+    match dispatch(cli.command, out, err) {
+        Ok(code) => code,
+        Err(UsageError(msg)) => {
+            let _ = writeln!(err, "error: {msg}");
+            2
+        }
+    }
+}
+
+fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, UsageError> {
+    match command {
+        Command::List { format } => list::list(out, format),
+        Command::Run {
+            scenario: name,
+            seed,
+            variant: v,
+            trace,
+            allow_unsafe_timing,
+            save,
+            journal,
+            html,
+            markdown,
+            check_determinism,
+            engine,
+            format,
+        } => run::run_cmd(
+            out,
+            &name,
+            seed,
+            &v,
+            &run::RunOpts {
+                outputs: Outputs {
+                    trace,
+                    journal,
+                    html,
+                    markdown,
+                    save,
+                },
+                check_determinism,
+                allow_unsafe_timing,
+                engine: run::engine_arg(&engine)?,
+                format,
+            },
+        ),
+        Command::Replay {
+            file,
+            html,
+            markdown,
+            trace,
+            check_determinism,
+            format,
+        } => run::replay_cmd(
+            out,
+            &file,
+            &run::RunOpts {
+                outputs: Outputs {
+                    trace,
+                    html,
+                    markdown,
+                    ..Outputs::default()
+                },
+                check_determinism,
+                allow_unsafe_timing: false,
+                engine: crate::engines::Engine::Sim,
+                format,
+            },
+        ),
+        Command::Shrink {
+            file,
+            out: dest,
+            format,
+        } => run::shrink_cmd(out, &file, dest, format),
+        Command::Report {
+            file,
+            html,
+            markdown,
+        } => run::report_cmd(out, &file, html, markdown),
+        Command::Sweep {
+            scenarios: names,
+            seeds,
+            variant: v,
+            jobs,
+            failures_dir,
+            allow_unsafe_timing,
+            check_determinism,
+            format,
+        } => sweep::sweep_cmd(
+            out,
+            err,
+            &sweep::SweepArgs {
+                names,
+                seeds,
+                variant: v,
+                jobs,
+                failures_dir,
+                allow_unsafe_timing,
+                check_determinism,
+                format,
+            },
+        ),
+        Command::Matrix {
+            seeds,
+            jobs,
+            out: dir,
+            format,
+        } => matrix::matrix_cmd(out, seeds, jobs, &dir, format),
+        Command::Examples { out: dir, jobs } => matrix::examples_cmd(out, &dir, jobs),
+        Command::Advise {
+            lease,
+            heartbeat,
+            jitter,
+            misses,
+            drift_ppm,
+            stop_margin,
+            plot,
+            simulate,
+            format,
+        } => list::advise_cmd(
+            out,
+            &crate::advise::AdviseInput {
+                lease_ns: lease,
+                heartbeat_ns: heartbeat,
+                jitter_ns: jitter,
+                misses,
+                drift_ppm,
+                stop_margin_ns: stop_margin,
+            },
+            plot,
+            simulate,
+            format,
+        ),
+        Command::Bench {
+            scenario,
+            variant: v,
+            seeds,
+            shell_seeds,
+            jobs,
+            allow_unsafe_timing,
+            scaling,
+            child,
+            format,
+        } => bench::bench_cmd(
+            out,
+            &bench::BenchArgs {
+                scenario,
+                variant: v,
+                seeds,
+                shell_seeds,
+                jobs,
+                allow_unsafe_timing,
+                scaling,
+                child,
+                format,
+            },
+        ),
+        Command::Agree {
+            scenarios: names,
+            seeds,
+            variants,
+            allow_unsafe_timing,
+            format,
+        } => bench::agree_cmd(
+            out,
+            &names,
+            seeds,
+            variants.as_deref(),
+            allow_unsafe_timing,
+            format,
+        ),
+    }
+}

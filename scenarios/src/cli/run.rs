@@ -1,0 +1,536 @@
+//! `run`, `replay`, `report` and `shrink`: one run, shown as a timeline and a verdict, saved,
+//! rendered or minimised. Every file a command writes is checked before the run, every file it
+//! reads is bounded and checked as a replay file is.
+
+use super::args::{check_outputs, Outputs};
+use super::{io, scenario, variant, Format, UsageError};
+use crate::engines::{self, Engine};
+use crate::examples;
+use crate::journal;
+use crate::replay::{Replay, RunFile, TRACE_FORMAT};
+use crate::run::{check_same, reproduce_command, run_setup, RunResult, Verdict};
+use crate::scenarios;
+use crate::setup::Setup;
+use crate::shrink;
+use leasesim_protocol::Invariant;
+use leasesim_reports::{self as reports, Names};
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Options shared by `run` and `replay`.
+pub(super) struct RunOpts {
+    pub outputs: Outputs,
+    pub check_determinism: bool,
+    pub allow_unsafe_timing: bool,
+    pub engine: Engine,
+    pub format: Format,
+}
+
+pub(super) fn engine_arg(name: &str) -> Result<Engine, UsageError> {
+    let engine = Engine::parse(name).ok_or_else(|| {
+        UsageError(format!(
+            "unknown engine {name:?}: expected sim, madsim or tokio"
+        ))
+    })?;
+    engine.available().map_err(UsageError)?;
+    Ok(engine)
+}
+
+fn findings_json(r: &RunResult) -> serde_json::Value {
+    r.findings
+        .iter()
+        .map(|f| {
+            json!({
+                "invariant": f.invariant.name(),
+                "spec": f.invariant.spec_id(),
+                "t_ns": f.t_ns,
+                "node": r.nodes.get(f.node as usize).map(|n| n.name.as_str()).unwrap_or("world"),
+                "message": f.message,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn run_cmd(
+    out: &mut dyn Write,
+    name: &str,
+    seed: u64,
+    variant_name: &str,
+    opts: &RunOpts,
+) -> Result<i32, UsageError> {
+    let def = scenario(name)?;
+    let v = variant(variant_name)?;
+    let setup = (def.build)(seed, v);
+    if !opts.allow_unsafe_timing {
+        setup
+            .validate_timing()
+            .map_err(|e| UsageError(format!("{e}; pass --allow-unsafe-timing to run it anyway")))?;
+    }
+    check_outputs(&opts.outputs.named(), &[])?;
+    let header = format!(
+        "leasesim run {name} --seed {seed} --variant {} ({})",
+        v.name(),
+        v.summary()
+    );
+    let (code, _) = present(
+        out,
+        &header,
+        &setup,
+        seed,
+        &reproduce_command(name, seed, v),
+        opts,
+    )?;
+    Ok(code)
+}
+
+pub(super) fn replay_cmd(
+    out: &mut dyn Write,
+    file: &Path,
+    opts: &RunOpts,
+) -> Result<i32, UsageError> {
+    let replay = Replay::load(file).map_err(UsageError)?;
+    check_outputs(&opts.outputs.named(), &[file])?;
+    let header = format!(
+        "leasesim replay {}: {} seed {} variant {} (recorded by leasesim {})",
+        file.display(),
+        replay.scenario,
+        replay.seed,
+        replay.variant.name(),
+        replay.leasesim
+    );
+    let opts = RunOpts {
+        allow_unsafe_timing: replay.allow_unsafe_timing,
+        outputs: opts.outputs.clone(),
+        ..*opts
+    };
+    let (code, r) = present(
+        out,
+        &header,
+        &replay.setup,
+        replay.seed,
+        &replay_reproduce(&replay, file),
+        &opts,
+    )?;
+    if opts.format == Format::Text {
+        let hash = format!("{:016x}", r.trace_hash());
+        let line = match (&replay.expect, replay.matches(&r)) {
+            (None, _) => format!(
+                "replay: the file records no expected run (no \"expect\"); this run's verdict is {} with trace hash {hash}",
+                r.verdict().word()
+            ),
+            (Some(_), Some(true)) => {
+                format!("replay: identical to the recorded run (trace hash {hash})")
+            }
+            (Some(e), _) => format!(
+                "replay: DIFFERS from the recorded run (recorded: {} with trace hash {}; now: {} with trace hash {hash}); the code or the file changed since it was recorded",
+                e.verdict.word(),
+                e.trace_hash,
+                r.verdict().word(),
+            ),
+        };
+        io(writeln!(out, "{line}"))?;
+    }
+    Ok(code)
+}
+
+/// Whether `setup` is exactly what its scenario builds for `seed`.
+fn pristine(setup: &Setup, seed: u64) -> bool {
+    scenarios::find(&setup.scenario).is_some_and(|d| (d.build)(seed, setup.variant) == *setup)
+}
+
+/// The command that reproduces a replay: the plain `run` when the replay is exactly what the
+/// scenario builds for that seed, `replay <file>` otherwise (a shrunk plan, an edited one).
+fn replay_reproduce(replay: &Replay, file: &Path) -> String {
+    if pristine(&replay.setup, replay.seed) {
+        reproduce_command(&replay.scenario, replay.seed, replay.variant)
+    } else {
+        format!("cargo run --release -- replay {}", file.display())
+    }
+}
+
+pub(super) fn report_cmd(
+    out: &mut dyn Write,
+    file: &Path,
+    html: Option<PathBuf>,
+    markdown: Option<PathBuf>,
+) -> Result<i32, UsageError> {
+    if html.is_none() && markdown.is_none() {
+        return Err(UsageError(
+            "report needs --html <file> or --markdown <file>".into(),
+        ));
+    }
+    // Both a replay file and a trace file hold the setup and the seed: the run is rebuilt from
+    // them, and the recorded hash tells whether the code still produces the same run.
+    let saved = RunFile::load(file).map_err(UsageError)?;
+    let outputs = Outputs {
+        html,
+        markdown,
+        ..Outputs::default()
+    };
+    check_outputs(&outputs.named(), &[file])?;
+    let (setup, seed, recorded_hash, is_replay) = match saved {
+        RunFile::Replay(r) => (r.setup, r.seed, r.expect.map(|e| e.trace_hash), true),
+        RunFile::Trace {
+            setup,
+            seed,
+            trace_hash,
+        } => (setup, seed, trace_hash, false),
+    };
+    let r = run_setup(&setup, seed);
+    let reproduce = if pristine(&setup, seed) {
+        reproduce_command(&setup.scenario, seed, setup.variant)
+    } else if is_replay {
+        format!("cargo run --release -- replay {}", file.display())
+    } else {
+        format!(
+            "cargo run --release -- report {} --html <file>",
+            file.display()
+        )
+    };
+    let (h, md) = examples::render(&r, &examples::title(&setup, seed), &reproduce);
+    for (path, text) in [(&outputs.html, h), (&outputs.markdown, md)] {
+        if let Some(path) = path {
+            write_file(path, text.as_bytes())?;
+            io(writeln!(out, "wrote {}", path.display()))?;
+        }
+    }
+    let hash = format!("{:016x}", r.trace_hash());
+    if recorded_hash.is_some_and(|h| h != hash) {
+        io(writeln!(out, "note: the run differs from the recorded one (the code or the file changed since it was recorded); the report shows today's run"))?;
+    }
+    Ok(r.verdict().exit_code())
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), UsageError> {
+    std::fs::write(path, bytes)
+        .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))
+}
+
+fn write_json(path: &Path, doc: &serde_json::Value) -> Result<(), UsageError> {
+    let text = serde_json::to_string_pretty(doc)
+        .map_err(|e| UsageError(format!("cannot encode {}: {e}", path.display())))?;
+    write_file(path, (text + "\n").as_bytes())
+}
+
+/// A run on the engine the options name, with the determinism check and the shell's notes.
+struct EngineResult {
+    result: RunResult,
+    determinism: Option<Result<(), String>>,
+    problems: Vec<String>,
+    stats: Option<crate::shell::ShellStats>,
+}
+
+fn run_on_engine(setup: &Setup, seed: u64, opts: &RunOpts) -> Result<EngineResult, UsageError> {
+    if opts.engine == Engine::Sim {
+        let r = run_setup(setup, seed);
+        let determinism = opts
+            .check_determinism
+            .then(|| check_same(&r, &run_setup(setup, seed)));
+        return Ok(EngineResult {
+            result: r,
+            determinism,
+            problems: Vec::new(),
+            stats: None,
+        });
+    }
+    opts.engine.supports(setup).map_err(UsageError)?;
+    let (run, determinism) = if opts.check_determinism {
+        match engines::check_determinism(opts.engine, setup, seed) {
+            Ok(run) => (run, Some(Ok(()))),
+            Err(e) => (
+                engines::run(opts.engine, setup, seed).map_err(UsageError)?,
+                Some(Err(e)),
+            ),
+        }
+    } else {
+        (
+            engines::run(opts.engine, setup, seed).map_err(UsageError)?,
+            None,
+        )
+    };
+    Ok(EngineResult {
+        problems: run.problems.clone(),
+        stats: run.stats,
+        result: run.result,
+        determinism,
+    })
+}
+
+/// Runs a setup and prints it as `run` does: the timeline, the verdict, the findings, the
+/// hazards and the trace hash; then writes the files asked for. Returns the exit code and the
+/// result.
+fn present(
+    out: &mut dyn Write,
+    header: &str,
+    setup: &Setup,
+    seed: u64,
+    reproduce: &str,
+    opts: &RunOpts,
+) -> Result<(i32, RunResult), UsageError> {
+    if opts.engine != Engine::Sim && opts.outputs.save.is_some() {
+        return Err(UsageError(format!(
+            "--save records a simulator run (replay re-runs on the simulator); run without --engine {} to save one",
+            opts.engine.name()
+        )));
+    }
+    let EngineResult {
+        result: r,
+        determinism,
+        problems: engine_problems,
+        stats: shell_stats,
+    } = run_on_engine(setup, seed, opts)?;
+    let verdict = r.verdict();
+    let metrics = journal::metrics(&r);
+    let deterministic = !matches!(determinism, Some(Err(_)));
+    let code = if deterministic && engine_problems.is_empty() {
+        verdict.exit_code()
+    } else {
+        1
+    };
+    if opts.format == Format::Json {
+        let doc = json!({
+            "scenario": setup.scenario,
+            "variant": setup.variant.name(),
+            "seed": seed,
+            "verdict": verdict,
+            "end": r.end,
+            "end_ns": r.end_ns,
+            "events": r.events,
+            "trace_hash": format!("{:016x}", r.trace_hash()),
+            "findings": findings_json(&r),
+            "hazards": r.hazards.0.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "metrics": metrics.to_json(),
+            "deterministic": determinism.as_ref().map(|d| d.is_ok()),
+            "determinism_error": determinism.as_ref().and_then(|d| d.as_ref().err()),
+            "engine_problems": engine_problems,
+            "reproduce": reproduce,
+            "engine": opts.engine.name(),
+            "shell": shell_stats,
+        });
+        io(writeln!(out, "{doc:#}"))?;
+    } else {
+        print_text(
+            out,
+            header,
+            &r,
+            &metrics,
+            reproduce,
+            opts,
+            shell_stats,
+            &engine_problems,
+            &determinism,
+        )?;
+    }
+    write_outputs(setup, seed, &r, reproduce, opts)?;
+    Ok((code, r))
+}
+
+/// The files `run` and `replay` write, after the run was shown.
+fn write_outputs(
+    setup: &Setup,
+    seed: u64,
+    r: &RunResult,
+    reproduce: &str,
+    opts: &RunOpts,
+) -> Result<(), UsageError> {
+    let o = &opts.outputs;
+    if let Some(path) = &o.trace {
+        let doc = json!({
+            "format": TRACE_FORMAT,
+            "version": 1,
+            "leasesim": env!("CARGO_PKG_VERSION"),
+            "scenario": setup.scenario,
+            "variant": setup.variant.name(),
+            "seed": seed,
+            "allow_unsafe_timing": opts.allow_unsafe_timing,
+            "setup": setup,
+            "nodes": r.nodes,
+            "verdict": r.verdict(),
+            "findings": findings_json(r),
+            "trace_hash": format!("{:016x}", r.trace_hash()),
+            "events": r.trace,
+        });
+        write_json(path, &doc)?;
+    }
+    if let Some(path) = &o.journal {
+        let mut file = std::fs::File::create(path)
+            .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+        let hashes: Vec<u64> = setup.jobs.iter().map(|j| j.payload_hash).collect();
+        journal::write_journal_with_payload_hashes(r, &hashes, &mut file)
+            .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if o.html.is_some() || o.markdown.is_some() {
+        let (html, md) = examples::render(r, &examples::title(setup, seed), reproduce);
+        for (path, text) in [(&o.html, html), (&o.markdown, md)] {
+            if let Some(path) = path {
+                write_file(path, text.as_bytes())?;
+            }
+        }
+    }
+    if let Some(path) = &o.save {
+        Replay::record(setup, seed, opts.allow_unsafe_timing, r)
+            .save(path)
+            .map_err(UsageError)?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_text(
+    out: &mut dyn Write,
+    header: &str,
+    r: &RunResult,
+    metrics: &journal::Metrics,
+    reproduce: &str,
+    opts: &RunOpts,
+    shell_stats: Option<crate::shell::ShellStats>,
+    engine_problems: &[String],
+    determinism: &Option<Result<(), String>>,
+) -> Result<(), UsageError> {
+    let verdict = r.verdict();
+    let node_names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
+    let names = Names {
+        nodes: &node_names,
+        ops: &r.op_names,
+    };
+    io(writeln!(out, "{header}"))?;
+    if let Some(s) = shell_stats {
+        io(writeln!(
+            out,
+            "engine: {} (async shell: {} tool calls, {} answered, {} cancelled by lease loss, {} by client timeout, {} otherwise; {} heartbeat-task wakes)",
+            opts.engine.name(),
+            s.tool_calls,
+            s.tool_answered,
+            s.cancelled_lease_lost,
+            s.cancelled_timed_out,
+            s.cancelled_other,
+            s.heartbeat_task_wakes
+        ))?;
+    }
+    io(out.write_all(reports::timeline(&names, &r.trace).as_bytes()))?;
+    io(writeln!(out))?;
+    io(writeln!(
+        out,
+        "verdict: {} ({} invariants checked over {} events; the run ended ({:?}) at {})",
+        verdict.word(),
+        Invariant::ALL.len(),
+        r.events,
+        r.end,
+        reports::secs(r.end_ns)
+    ))?;
+    for f in &r.findings {
+        io(writeln!(out, "  {}", reports::finding(&names, f)))?;
+    }
+    let reached: Vec<String> = r
+        .hazards
+        .0
+        .iter()
+        .map(|(h, n)| format!("{} {n}", h.name()))
+        .collect();
+    io(writeln!(
+        out,
+        "hazards reached: {}",
+        if reached.is_empty() {
+            "none".to_string()
+        } else {
+            reached.join(", ")
+        }
+    ))?;
+    io(writeln!(out, "{metrics}"))?;
+    io(writeln!(out, "trace hash: {:016x}", r.trace_hash()))?;
+    if verdict != Verdict::Held {
+        io(writeln!(out, "reproduce: {reproduce}"))?;
+    }
+    if !engine_problems.is_empty() {
+        io(writeln!(
+            out,
+            "engine: the {} engine did not do what its trace says: {}",
+            opts.engine.name(),
+            engine_problems.join("; ")
+        ))?;
+    }
+    match determinism {
+        Some(Ok(())) => io(writeln!(out, "determinism: ran twice, identical traces"))?,
+        Some(Err(e)) => io(writeln!(out, "determinism: NOT DETERMINISTIC: {e}"))?,
+        None => {}
+    }
+    Ok(())
+}
+
+pub(super) fn shrink_cmd(
+    out: &mut dyn Write,
+    file: &Path,
+    dest: Option<PathBuf>,
+    format: Format,
+) -> Result<i32, UsageError> {
+    let replay = Replay::load(file).map_err(UsageError)?;
+    let dest = dest.unwrap_or_else(|| shrunk_path(file));
+    check_outputs(&[("--out", &dest)], &[file])?;
+    #[allow(clippy::disallowed_methods)] // the shrinker's own duration, never the simulated world
+    let started = std::time::Instant::now();
+    let shrunk =
+        shrink::shrink(&replay).map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
+    let elapsed = started.elapsed().as_secs_f64();
+    shrunk.replay.save(&dest).map_err(UsageError)?;
+    let verdict = shrunk
+        .replay
+        .expect
+        .as_ref()
+        .map_or(Verdict::Held, |e| e.verdict.clone());
+    let code = verdict.exit_code();
+    if format == Format::Json {
+        let doc = json!({
+            "invariant": shrunk.invariant.name(),
+            "spec": shrunk.invariant.spec_id(),
+            "faults_before": shrunk.faults_before,
+            "faults_after": shrunk.replay.setup.faults.len(),
+            "workers": shrunk.replay.setup.workers.len(),
+            "jobs": shrunk.replay.setup.jobs.len(),
+            "faults": shrunk.replay.setup.faults,
+            "runs": shrunk.runs,
+            "elapsed_s": elapsed,
+            "shrunk": dest.display().to_string(),
+            "verdict": verdict,
+        });
+        io(writeln!(out, "{doc:#}"))?;
+        return Ok(code);
+    }
+    io(writeln!(
+        out,
+        "shrunk {} ({} seed {} variant {}) in {elapsed:.3}s over {} runs: {} fault(s) -> {}, {} worker(s), {} job(s); {} still fails",
+        file.display(),
+        replay.scenario,
+        replay.seed,
+        replay.variant.name(),
+        shrunk.runs,
+        shrunk.faults_before,
+        shrunk.replay.setup.faults.len(),
+        shrunk.replay.setup.workers.len(),
+        shrunk.replay.setup.jobs.len(),
+        shrunk.invariant.label(),
+    ))?;
+    io(writeln!(out, "minimal plan:"))?;
+    if shrunk.replay.setup.faults.is_empty() {
+        io(writeln!(out, "  (no fault: the variant fails on its own)"))?;
+    }
+    for f in &shrunk.replay.setup.faults {
+        io(writeln!(out, "  {}", shrink::describe(f)))?;
+    }
+    io(writeln!(
+        out,
+        "written to {}; see it with: cargo run --release -- replay {}",
+        dest.display(),
+        dest.display()
+    ))?;
+    Ok(code)
+}
+
+/// `x.json` -> `x.shrunk.json`.
+pub(super) fn shrunk_path(file: &Path) -> PathBuf {
+    let stem = file
+        .file_name()
+        .map(|n| n.to_string_lossy().trim_end_matches(".json").to_string())
+        .unwrap_or_else(|| "replay".into());
+    file.with_file_name(format!("{stem}.shrunk.json"))
+}

@@ -1,0 +1,138 @@
+//! The one thread pool: runs numbered work items on a bounded number of threads, in chunks taken
+//! from a shared counter, and stops early when asked. Every parallel command (sweep, matrix,
+//! benchmark) goes through it, so the bound on threads and the handling of a thread that cannot
+//! be started live in one place.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Most threads any command starts: far more than a machine has cores, far fewer than would
+/// exhaust memory or the process's thread limit.
+pub const THREADS_MAX: usize = 1024;
+
+/// How many threads to use: `requested` (every core when `None`), refused above
+/// [`THREADS_MAX`] or at 0, never more than there are `chunks` of work.
+pub fn threads(requested: Option<usize>, chunks: u64) -> Result<usize, String> {
+    let n = match requested {
+        Some(0) => return Err("--jobs must be at least 1".into()),
+        Some(n) if n > THREADS_MAX => {
+            return Err(format!(
+                "--jobs {n} is more than {THREADS_MAX} threads; leasesim's runs are CPU-bound, so more threads than cores gain nothing"
+            ))
+        }
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    Ok(n.min(usize::try_from(chunks.max(1)).unwrap_or(usize::MAX)))
+}
+
+/// Work handed out in chunks of consecutive item numbers.
+pub struct Chunks<'a> {
+    next: AtomicU64,
+    total: u64,
+    chunk: u64,
+    stop: &'a AtomicBool,
+}
+
+impl<'a> Chunks<'a> {
+    /// Items `0..total` in chunks of `chunk` (at least 1); no chunk is handed out once `stop`
+    /// is set.
+    pub fn new(total: u64, chunk: u64, stop: &'a AtomicBool) -> Chunks<'a> {
+        Chunks {
+            next: AtomicU64::new(0),
+            total,
+            chunk: chunk.max(1),
+            stop,
+        }
+    }
+
+    /// The next chunk: its index and its items; `None` when the work is done or stopped.
+    pub fn take(&self) -> Option<(u64, Range<u64>)> {
+        if self.stopped() {
+            return None;
+        }
+        let begin = self.next.fetch_add(self.chunk, Ordering::Relaxed);
+        (begin < self.total).then(|| {
+            (
+                begin / self.chunk,
+                begin..(begin + self.chunk).min(self.total),
+            )
+        })
+    }
+
+    /// Whether a stop was asked for: a worker checks it between items.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// How many chunks there are in all.
+    pub fn count(&self) -> u64 {
+        self.total.div_ceil(self.chunk)
+    }
+}
+
+/// Runs `worker` on `threads` threads (at least one) and returns what each returned. A thread
+/// the system refuses to start is done without: the work goes to the others, and when none can
+/// be started the calling thread does it all. `worker` gets the thread's number.
+pub fn run<T: Send>(threads: usize, worker: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let worker = &worker;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.max(1))
+            .map_while(|i| {
+                std::thread::Builder::new()
+                    .name(format!("leasesim-{i}"))
+                    .spawn_scoped(s, move || worker(i))
+                    .ok()
+            })
+            .collect();
+        if handles.is_empty() {
+            return vec![worker(0)];
+        }
+        handles
+            .into_iter()
+            .map(|h| match h.join() {
+                Ok(t) => t,
+                // A panic in a worker is a bug of leasesim's: carry it to the caller as is.
+                Err(p) => std::panic::resume_unwind(p),
+            })
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_are_bounded_by_the_limit_and_the_work() {
+        assert!(threads(Some(0), 10).is_err());
+        assert!(threads(Some(THREADS_MAX + 1), 10).is_err());
+        assert!(threads(Some(usize::MAX), 10).is_err());
+        assert_eq!(threads(Some(64), 3), Ok(3));
+        assert_eq!(threads(Some(2), 0), Ok(1));
+        assert_eq!(threads(Some(THREADS_MAX), u64::MAX), Ok(THREADS_MAX));
+    }
+
+    #[test]
+    fn chunks_cover_the_work_once_and_stop_when_asked() {
+        let stop = AtomicBool::new(false);
+        let chunks = Chunks::new(10, 4, &stop);
+        assert_eq!(chunks.count(), 3);
+        let seen: Vec<Range<u64>> = run(3, |_| {
+            let mut mine = Vec::new();
+            while let Some((_, r)) = chunks.take() {
+                mine.push(r);
+            }
+            mine
+        })
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut items: Vec<u64> = seen.into_iter().flatten().collect();
+        items.sort_unstable();
+        assert_eq!(items, (0..10).collect::<Vec<_>>());
+        let stopped = Chunks::new(10, 4, &stop);
+        stop.store(true, Ordering::Relaxed);
+        assert!(stopped.take().is_none());
+    }
+}
