@@ -8,6 +8,7 @@
 
 pub mod coordinator;
 pub mod invariant;
+pub mod machine;
 pub mod receiver;
 pub mod timing;
 pub mod tool;
@@ -17,6 +18,7 @@ pub mod worker;
 
 pub use coordinator::{ClassSpec, Coordinator, JobRow, JobSpec, LeaseRecord};
 pub use invariant::{Finding, Invariant};
+pub use machine::{CoordinatorMachine, ReceiverMachine, WorkerMachine};
 pub use receiver::Receiver;
 pub use tool::{Tool, ToolCall};
 pub use types::*;

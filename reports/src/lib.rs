@@ -5,8 +5,7 @@
 //! or judge anything.
 
 use leasesim_protocol::{
-    EffectOutcome, Event, Finding, GrantReason, IdemKey, Msg, Nanos, OperatorAction, Outcome,
-    ToolAnswer,
+    EffectOutcome, Event, Finding, GrantReason, IdemKey, Msg, OperatorAction, Outcome, ToolAnswer,
 };
 use leasesim_sim::{Command, DropCause, EventKind, Fate, NodeId, TraceEvent, WORLD};
 use std::fmt::Write;
@@ -88,21 +87,7 @@ impl Names<'_> {
     }
 }
 
-/// Seconds with microsecond precision: `12.345678s`.
-pub fn secs(ns: Nanos) -> String {
-    format!("{}.{:06}s", ns / 1_000_000_000, (ns / 1_000) % 1_000_000)
-}
-
-/// A duration in the unit that reads best.
-pub fn dur(ns: Nanos) -> String {
-    if ns >= 1_000_000_000 {
-        format!("{:.3}s", ns as f64 / 1e9)
-    } else if ns >= 1_000_000 {
-        format!("{:.3}ms", ns as f64 / 1e6)
-    } else {
-        format!("{}us", ns / 1_000)
-    }
-}
+pub use leasesim_sim::time::{dur, secs};
 
 /// One message in words.
 pub fn msg(names: &Names<'_>, m: &Msg) -> String {

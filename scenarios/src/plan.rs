@@ -3,7 +3,7 @@
 //! call", "pause W1 right after it checked its lease"), and the director that carries a plan out
 //! inside the simulator, including the heal phase that ends every fault.
 
-use crate::world::Node;
+use crate::world::{Node, SIGNAL_HEAL};
 use leasesim_protocol::{Event, JobId, Msg, MsgKind, OpId, OperatorAction, Token, ToolFaultKind};
 use leasesim_sim::{Command, Control, Director, DropCause, Envelope, Fate, NodeId};
 use serde::{Deserialize, Serialize};
@@ -627,9 +627,6 @@ struct Anchor {
     pattern: MsgPattern,
     delay_ns: u64,
 }
-
-/// Signal tag that tells the tool the heal phase began (its faults stop).
-pub const SIGNAL_HEAL: u64 = u64::MAX;
 
 impl PlanDirector {
     /// A director for `faults`; `tool` and `operator` are those nodes' ids.

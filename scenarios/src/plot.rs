@@ -19,10 +19,10 @@
 //! seeds `0..seeds`, and the SVG formats every number with a fixed precision.
 
 use crate::advise::{advise, AdviseInput};
-use crate::hazard::Hazard;
 use crate::run::run_setup;
 use crate::scenarios::story::Story;
 use crate::setup::{Setup, TimingPolicy};
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{Invariant, Step, Variant, MILLI_NS};
 use leasesim_sim::Limits;
 use std::fmt::Write as _;

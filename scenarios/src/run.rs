@@ -1,9 +1,9 @@
 //! One run: build the world from a setup and a seed, simulate, and judge the trace.
 
 use crate::hazard::Hazards;
-use crate::oracle::{self, World};
 use crate::plan::PlanDirector;
 use crate::setup::{NodeInfo, Setup};
+use leasesim_checkers::{self as oracle, World};
 use leasesim_protocol::{Event, Finding, Msg};
 use leasesim_sim::{stable_hash, End, Sim, TraceEvent};
 use serde::{Deserialize, Serialize};

@@ -8,10 +8,10 @@
 //! full list to a file. A sweep stops between two runs when its stop flag is set and says
 //! exactly which seeds ran.
 
-use crate::hazard::Hazard;
 use crate::pool::{self, Chunks};
 use crate::run::{check_same, run_setup, Verdict};
 use crate::scenarios::ScenarioDef;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::Variant;
 use leasesim_reports::{self as reports, Names};
 use std::collections::BTreeMap;

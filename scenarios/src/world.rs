@@ -4,117 +4,13 @@
 //! The machines are reached through small traits, so the reference, each known-bad variant, and
 //! a user's own implementation plug in the same way; nothing here judges a run.
 
+pub use leasesim_protocol::machine::{CoordinatorMachine, ReceiverMachine, WorkerMachine};
 use leasesim_protocol::{
-    Coordinator, Event, JobId, Msg, Nanos, OperatorAction, Output, Peer, Receiver, Tool,
-    ToolAnswer, ToolCall, ToolFaultKind, Worker,
+    Event, JobId, Msg, Nanos, OperatorAction, Output, Peer, Tool, ToolAnswer, ToolCall,
+    ToolFaultKind,
 };
 use leasesim_sim::{Cx, NodeId, Prng, Process};
 use serde::{Deserialize, Serialize};
-
-/// A coordinator implementation as the adapter sees it.
-pub trait CoordinatorMachine: Send {
-    /// Handles a request from host address `from`.
-    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg);
-    /// The next output.
-    fn poll_output(&mut self) -> Option<Output>;
-    /// Whether every job is terminal (the run's goal).
-    fn all_terminal(&self) -> bool;
-    /// The next wake-up, if the coordinator has timers at all.
-    fn poll_timeout(&self) -> Option<Nanos> {
-        None
-    }
-    /// Handles due timers.
-    fn handle_timeout(&mut self, _now: Nanos) {}
-}
-
-impl CoordinatorMachine for Coordinator {
-    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
-        Coordinator::handle_message(self, now, from, msg)
-    }
-    fn poll_output(&mut self) -> Option<Output> {
-        Coordinator::poll_output(self)
-    }
-    fn all_terminal(&self) -> bool {
-        Coordinator::all_terminal(self)
-    }
-    fn poll_timeout(&self) -> Option<Nanos> {
-        Coordinator::poll_timeout(self)
-    }
-    fn handle_timeout(&mut self, now: Nanos) {
-        Coordinator::handle_timeout(self, now)
-    }
-}
-
-/// A worker implementation as the adapter sees it.
-pub trait WorkerMachine: Send {
-    /// Starts or restarts the process.
-    fn start(&mut self, now: Nanos);
-    /// Loses volatile state.
-    fn crash(&mut self);
-    /// Handles a reply.
-    fn handle_message(&mut self, now: Nanos, msg: Msg);
-    /// Handles due timers.
-    fn handle_timeout(&mut self, now: Nanos);
-    /// The next output.
-    fn poll_output(&mut self) -> Option<Output>;
-    /// The next wake-up.
-    fn poll_timeout(&self) -> Option<Nanos>;
-    /// Whether it holds (or believes it holds) a job right now.
-    fn is_busy(&self) -> bool;
-    /// The wall clock's reading, told before each input.
-    fn observe_wall(&mut self, _wall: Nanos) {}
-    /// The tool call it waits for, if any (an async shell cancels its call when this changes).
-    fn tool_in_flight(&self) -> Option<u64> {
-        None
-    }
-}
-
-impl WorkerMachine for Worker {
-    fn start(&mut self, now: Nanos) {
-        Worker::start(self, now)
-    }
-    fn crash(&mut self) {
-        Worker::crash(self)
-    }
-    fn handle_message(&mut self, now: Nanos, msg: Msg) {
-        Worker::handle_message(self, now, msg)
-    }
-    fn handle_timeout(&mut self, now: Nanos) {
-        Worker::handle_timeout(self, now)
-    }
-    fn poll_output(&mut self) -> Option<Output> {
-        Worker::poll_output(self)
-    }
-    fn poll_timeout(&self) -> Option<Nanos> {
-        Worker::poll_timeout(self)
-    }
-    fn is_busy(&self) -> bool {
-        self.holding().is_some()
-    }
-    fn observe_wall(&mut self, wall: Nanos) {
-        Worker::observe_wall(self, wall)
-    }
-    fn tool_in_flight(&self) -> Option<u64> {
-        Worker::tool_in_flight(self)
-    }
-}
-
-/// An effect receiver implementation as the adapter sees it.
-pub trait ReceiverMachine: Send {
-    /// Handles an effect from host address `from`.
-    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg);
-    /// The next output.
-    fn poll_output(&mut self) -> Option<Output>;
-}
-
-impl ReceiverMachine for Receiver {
-    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
-        Receiver::handle_message(self, now, from, msg)
-    }
-    fn poll_output(&mut self) -> Option<Output> {
-        Receiver::poll_output(self)
-    }
-}
 
 /// How the tool behaves at one step of a plan: its duration range and its answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -215,6 +111,9 @@ impl ToolNode {
         call
     }
 }
+
+/// The signal the plan's heal phase sends the tool: from then on it behaves (F7 faults end).
+pub const SIGNAL_HEAL: u64 = u64::MAX;
 
 /// Where the roles live in the simulation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -378,7 +277,7 @@ impl Process for Node {
 
     fn signal(&mut self, cx: &mut NodeCx<'_>, tag: u64) {
         match self {
-            Node::Tool(tool) if tag == crate::plan::SIGNAL_HEAL => tool.healed = true,
+            Node::Tool(tool) if tag == SIGNAL_HEAL => tool.healed = true,
             Node::Operator(actions, coordinator) => {
                 let Some(Some((job, action))) = actions.get(tag as usize).copied() else {
                     return;

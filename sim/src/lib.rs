@@ -12,6 +12,7 @@ pub mod clock;
 pub mod engine;
 pub mod hash;
 pub mod rng;
+pub mod time;
 
 pub use clock::Clock;
 pub use engine::{

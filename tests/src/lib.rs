@@ -1,9 +1,9 @@
 //! Shared helpers for leasesim's integration tests: run a scenario by name and read facts off
 //! its trace. The tests themselves live in `tests/`.
 
+use leasesim::run::{run_setup, RunResult};
+use leasesim::scenarios;
 use leasesim_protocol::{Event, Msg, Variant};
-use leasesim_scenarios::run::{run_setup, RunResult};
-use leasesim_scenarios::scenarios;
 use leasesim_sim::{EventKind, TraceEvent};
 
 /// Runs one seed of a named scenario.
@@ -48,7 +48,7 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
     let mut err = Vec::new();
     let mut argv = vec!["leasesim".to_string()];
     argv.extend(args.iter().map(|s| s.to_string()));
-    let code = leasesim_scenarios::cli::main_with(argv, &mut out, &mut err);
+    let code = leasesim_cli::main_with(argv, &mut out, &mut err);
     (
         code,
         String::from_utf8(out).expect("utf-8 output"),
@@ -80,7 +80,7 @@ pub fn leasesim_bin() -> std::path::PathBuf {
                 "build",
                 "--quiet",
                 "-p",
-                "leasesim-scenarios",
+                "leasesim-cli",
                 "--bin",
                 "leasesim",
             ])

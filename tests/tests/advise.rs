@@ -1,7 +1,7 @@
 //! The timing advisor (P6, SPEC "Timing guidance"): the articles' examples, the SPEC's worked
 //! example, the duration parser, the largest safe heartbeat and the JSON form.
 
-use leasesim_scenarios::advise::{advise, parse_duration, AdviseInput};
+use leasesim::advise::{advise, parse_duration, AdviseInput};
 
 const S: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;

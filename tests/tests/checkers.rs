@@ -1,11 +1,11 @@
 //! Every checker rejects a hand-made history that breaks its invariant, and accepts a clean one.
 //! (The known-bad variants prove the same checkers on real runs: see `w1_w2.rs`.)
 
+use leasesim::checkers::{check, World};
+use leasesim::setup::{NodeInfo, Role};
 use leasesim_protocol::{
     EntityId, Event, GrantReason, IdemKey, Invariant, JobId, JobState, Msg, OpId, Token, WorkerName,
 };
-use leasesim_scenarios::oracle::{check, World};
-use leasesim_scenarios::setup::{NodeInfo, Role};
 use leasesim_sim::{Clock, End, EventKind, TraceEvent};
 
 const COORD: u32 = 0;

@@ -2,15 +2,15 @@
 //! tokio (plans without process pauses or crashes); in the madsim build (`.ci/run`, README) the
 //! same tests run it on madsim, where every one of the five scenarios is expressible.
 
+use leasesim::scenarios;
 use leasesim_protocol::{Event, Variant};
-use leasesim_scenarios::engines::{self, Engine, Outcome, AGREE_SCENARIOS};
-use leasesim_scenarios::scenarios;
+use leasesim_shell::engines::{self, Engine, Outcome, AGREE_SCENARIOS};
 use leasesim_sim::EventKind;
 use leasesim_tests::cli;
 
 const SEEDS: std::ops::Range<u64> = 0..8;
 
-fn setup(name: &str, seed: u64, v: Variant) -> leasesim_scenarios::setup::Setup {
+fn setup(name: &str, seed: u64, v: Variant) -> leasesim::setup::Setup {
     (scenarios::find(name).expect("known scenario").build)(seed, v)
 }
 
@@ -173,7 +173,7 @@ fn shell_runs_are_deterministic() {
 fn the_shell_tells_the_w1_w2_story_with_its_own_tasks() {
     let run =
         engines::run(Engine::shell(), &setup("w1-w2", 1, Variant::Reference), 1).expect("runs");
-    assert_eq!(run.result.verdict(), leasesim_scenarios::run::Verdict::Held);
+    assert_eq!(run.result.verdict(), leasesim::run::Verdict::Held);
     let notes: Vec<&Event> = run
         .result
         .trace
@@ -215,7 +215,7 @@ fn a_lost_lease_cancels_the_tool_call() {
     let run = engines::run(Engine::shell(), &s, 0).expect("runs");
     let stats = run.stats.expect("a shell run");
     assert!(stats.cancelled_lease_lost > 0, "{stats:?}");
-    assert_eq!(run.result.verdict(), leasesim_scenarios::run::Verdict::Held);
+    assert_eq!(run.result.verdict(), leasesim::run::Verdict::Held);
     // A tool that hangs: the stage deadline ends the wait, not the lease.
     let run = engines::run(
         Engine::shell(),
@@ -244,7 +244,7 @@ fn a_re_sent_tool_request_does_not_stall_the_worker() {
     .expect("runs");
     assert_eq!(
         run.result.verdict(),
-        leasesim_scenarios::run::Verdict::Held,
+        leasesim::run::Verdict::Held,
         "{:?}",
         run.result.end
     );
@@ -348,7 +348,8 @@ fn agree_command_reports_and_exits_0_when_the_engines_agree() {
 fn bench_child_prints_figures() {
     let (code, out, err) = cli(&["bench", "--child", "sim", "--seeds", "20", "--jobs", "1"]);
     assert_eq!(code, 0, "{err}");
-    let f: leasesim_scenarios::bench::EngineFigures = serde_json::from_str(&out).expect("figures");
+    let f: leasesim_cli::bench_engines::EngineFigures =
+        serde_json::from_str(&out).expect("figures");
     assert_eq!((f.engine.as_str(), f.seeds, f.not_held), ("sim", 20, 0));
     assert!(f.events > 20 && f.seeds_per_s > 0.0);
     let (code, out, err) = cli(&[
@@ -361,6 +362,7 @@ fn bench_child_prints_figures() {
         "1",
     ]);
     assert_eq!(code, 0, "{err}");
-    let f: leasesim_scenarios::bench::EngineFigures = serde_json::from_str(&out).expect("figures");
+    let f: leasesim_cli::bench_engines::EngineFigures =
+        serde_json::from_str(&out).expect("figures");
     assert_eq!((f.seeds, f.not_held), (5, 0));
 }

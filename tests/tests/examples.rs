@@ -25,7 +25,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 fn committed_example_reports_are_up_to_date() {
     let fresh = std::env::temp_dir().join(format!("leasesim-examples-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&fresh);
-    leasesim_scenarios::examples::write_examples(&fresh, 2).expect("examples are written");
+    leasesim_cli::examples::write_examples(&fresh, 2).expect("examples are written");
     let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap()

@@ -52,7 +52,7 @@ const GOLDEN_W1_W2_SEED_1: &str = "c285681ebd3af28f";
 fn every_scenario_variant_and_seed_keeps_its_trace() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/trace-hashes.txt");
     let mut lines = String::new();
-    for def in leasesim_scenarios::scenarios::ALL {
+    for def in leasesim::scenarios::ALL {
         for &variant in Variant::ALL {
             for seed in 0..GOLDEN_SEEDS {
                 let r = run(def.name, seed, variant);

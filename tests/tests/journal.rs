@@ -1,10 +1,10 @@
 //! The technical journal (JSON lines through `tracing`) and the per-run metrics (P18), on the
 //! first article's W1/W2 story and on a slow but healthy holder.
 
+use leasesim::run::RunResult;
+use leasesim::scenarios;
+use leasesim_cli::journal::{metrics, write_journal, write_journal_with_payload_hashes};
 use leasesim_protocol::Variant;
-use leasesim_scenarios::journal::{metrics, write_journal, write_journal_with_payload_hashes};
-use leasesim_scenarios::run::RunResult;
-use leasesim_scenarios::scenarios;
 use leasesim_sim::EventKind;
 use leasesim_tests::run;
 use serde_json::{Map, Value};

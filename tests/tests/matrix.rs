@@ -2,8 +2,8 @@
 //! caught, with a named invariant, within a fixed seed budget per scenario (at most 2,000; this
 //! test uses 150). The command each row prints reproduces the failure.
 
+use leasesim::matrix;
 use leasesim_protocol::Variant;
-use leasesim_scenarios::matrix;
 use leasesim_tests::cli;
 
 const BUDGET: u64 = 150;
@@ -86,7 +86,7 @@ fn unsafe_timing_is_refused_by_validation_with_the_formula_v12() {
         "the simulation catches it when validation is bypassed"
     );
     // The reference configuration of every scenario passes validation.
-    for def in leasesim_scenarios::scenarios::ALL {
+    for def in leasesim::scenarios::ALL {
         for seed in 0..50 {
             (def.build)(seed, Variant::Reference)
                 .validate_timing()

@@ -2,8 +2,8 @@
 //! self-contained, well-formed enough and deterministic; the simulated grid agrees with the
 //! formula where it should (no needless takeover well inside the safe region, many where H >= L).
 
-use leasesim_scenarios::advise::AdviseInput;
-use leasesim_scenarios::plot::{simulate, svg, PlotInput, SimulatedCell};
+use leasesim::advise::AdviseInput;
+use leasesim::plot::{simulate, svg, PlotInput, SimulatedCell};
 
 const S: u64 = 1_000_000_000;
 

@@ -17,18 +17,18 @@
 //! cargo run --release -- shrink <file>
 //! ```
 
+use leasesim::hazard::Hazard;
+use leasesim::plan::{Fault, MsgAction, MsgPattern, Trigger};
+use leasesim::replay::Replay;
+use leasesim::run::{run_setup, RunResult, Verdict};
+use leasesim::scenarios::story::{DRIFT_BOUND_PPM, OPS, RENEWAL_CAP_NS};
+use leasesim::setup::{ClockSpec, ReceiverSetup, Setup, TimingPolicy, WorkerSetup};
+use leasesim::world::ToolSetup;
 use leasesim_protocol::{
     ClassId, ClassSpec, Event, JobId, JobSpec, MsgKind, Nanos, OpId, OperatorAction, Plan, Step,
     ToolFaultKind, Variant, WorkerConfig, WorkerName, MILLI_NS, SECOND_NS,
 };
 use leasesim_reports::Names;
-use leasesim_scenarios::hazard::Hazard;
-use leasesim_scenarios::plan::{Fault, MsgAction, MsgPattern, Trigger};
-use leasesim_scenarios::replay::Replay;
-use leasesim_scenarios::run::{run_setup, RunResult, Verdict};
-use leasesim_scenarios::scenarios::story::{DRIFT_BOUND_PPM, OPS, RENEWAL_CAP_NS};
-use leasesim_scenarios::setup::{ClockSpec, ReceiverSetup, Setup, TimingPolicy, WorkerSetup};
-use leasesim_scenarios::world::ToolSetup;
 use leasesim_sim::{Command, DropCause, EventKind, Fate, Limits, NetConfig, NodeId};
 use proptest::collection::vec;
 use proptest::prelude::*;

@@ -2,16 +2,16 @@
 //! here on the journal: retries (P11, P12 c), handoff to a human (P15), admission and
 //! commit-time authorization (P16), stages and checkpoints (P17), the renewal cap (P7).
 
+use leasesim::run::Verdict;
 use leasesim_protocol::{
     EffectStatus, ErrorCode, Event, GrantReason, JobId, JobState, OpId, OperatorAction, Variant,
     HUMAN,
 };
-use leasesim_scenarios::run::Verdict;
 use leasesim_tests::{notes, run};
 
 const SEEDS: u64 = 60;
 
-fn all_notes(r: &leasesim_scenarios::run::RunResult) -> Vec<(u64, Event)> {
+fn all_notes(r: &leasesim::run::RunResult) -> Vec<(u64, Event)> {
     r.trace
         .iter()
         .filter_map(|e| match e.kind {

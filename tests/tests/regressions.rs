@@ -3,8 +3,8 @@
 //! end as it did when the bug was fixed: the reference entries hold and end by themselves; the
 //! known-bad entries still break the same invariants.
 
-use leasesim_scenarios::replay::Replay;
-use leasesim_scenarios::run::Verdict;
+use leasesim::replay::Replay;
+use leasesim::run::Verdict;
 use leasesim_sim::End;
 use std::path::PathBuf;
 

@@ -2,10 +2,10 @@
 //! shrinking leaves a handful of faults and the same invariant, the determinism self-check
 //! passes, and a malformed, truncated, future or mutated file is refused without a panic.
 
+use leasesim::replay::Replay;
+use leasesim::run::run_setup;
+use leasesim::{scenarios, shrink};
 use leasesim_protocol::Variant;
-use leasesim_scenarios::replay::Replay;
-use leasesim_scenarios::run::run_setup;
-use leasesim_scenarios::{scenarios, shrink};
 use leasesim_tests::cli;
 use proptest::prelude::*;
 use std::path::PathBuf;

@@ -1,11 +1,11 @@
 //! The visual reports (HTML timeline and Mermaid sequence diagram) built from real runs: a
 //! design reviewer must see the lease bug, and the page must stand alone.
 
+use leasesim::run::{RunResult, Verdict};
+use leasesim::setup::Role;
+use leasesim_cli::reproduce_command;
 use leasesim_protocol::Variant;
 use leasesim_reports::{html, mermaid, NodeKind, NodeView, RunView};
-use leasesim_scenarios::cli::reproduce_command;
-use leasesim_scenarios::run::{RunResult, Verdict};
-use leasesim_scenarios::setup::Role;
 use leasesim_tests::run;
 
 fn node_views(r: &RunResult) -> Vec<NodeView> {

@@ -1,9 +1,9 @@
 //! Every named scenario and the swarm: the reference holds, every declared hazard is reached,
 //! and the known-bad variants are caught.
 
+use leasesim::run::Verdict;
+use leasesim::scenarios;
 use leasesim_protocol::{Invariant, Variant};
-use leasesim_scenarios::run::Verdict;
-use leasesim_scenarios::scenarios;
 use leasesim_tests::{cli, run};
 
 #[test]

@@ -8,10 +8,10 @@
 //! then read the diff. With `CI=true` a missing or different snapshot fails and nothing is
 //! written. A snapshot no named scenario claims fails too (`no_snapshot_is_unreferenced`).
 
+use leasesim::run::{RunResult, Verdict};
+use leasesim::scenarios::{self, ScenarioDef};
 use leasesim_protocol::{Invariant, Variant};
 use leasesim_reports::Names;
-use leasesim_scenarios::run::{RunResult, Verdict};
-use leasesim_scenarios::scenarios::{self, ScenarioDef};
 use leasesim_tests::run;
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -194,9 +194,9 @@ fn a_replay_asking_for_every_limit_ends_with_a_verdict_within_bounded_memory() {
         w["config"]["claim_poll_ns"] = 1.into();
     }
     doc["setup"]["limits"] = serde_json::json!({
-        "event_budget": leasesim_scenarios::setup::EVENT_BUDGET_MAX,
+        "event_budget": leasesim::setup::EVENT_BUDGET_MAX,
         "horizon_ns": 1u64 << 53,
-        "queue_max": leasesim_scenarios::setup::QUEUE_MAX,
+        "queue_max": leasesim::setup::QUEUE_MAX,
     });
     doc["allow_unsafe_timing"] = true.into();
     doc.as_object_mut().unwrap().remove("expect");
@@ -217,7 +217,7 @@ fn a_replay_asking_for_every_limit_ends_with_a_verdict_within_bounded_memory() {
     assert_eq!(f.code, Some(1), "a verdict, not a crash: {}", f.err);
     let v: serde_json::Value = serde_json::from_str(&f.out).expect("a JSON verdict");
     assert!(v["verdict"]["verdict"].is_string(), "{v}");
-    assert!(v["events"].as_u64().unwrap() <= leasesim_scenarios::setup::EVENT_BUDGET_MAX);
+    assert!(v["events"].as_u64().unwrap() <= leasesim::setup::EVENT_BUDGET_MAX);
     // The same file asking for the old maximum budget (10^8 events, 8 GB) is refused.
     doc["setup"]["limits"]["event_budget"] = 100_000_000u64.into();
     std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();

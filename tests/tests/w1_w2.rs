@@ -1,9 +1,9 @@
 //! The W1/W2 test of the first article (SPEC, last section), on thousands of seeds.
 
+use leasesim::run::{RunResult, Verdict};
 use leasesim_protocol::{
     EffectOutcome, Event, Invariant, JobState, Msg, MsgKind, RefusalReason, Token, Variant,
 };
-use leasesim_scenarios::run::{RunResult, Verdict};
 use leasesim_sim::{DropCause, EventKind, Fate};
 use leasesim_tests::{notes, run, sends};
 use std::collections::BTreeMap;

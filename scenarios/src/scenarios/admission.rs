@@ -10,9 +10,9 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::hazard::Hazard;
 use crate::plan::{Fault, MsgPattern, Trigger};
 use crate::setup::{ClockSpec, ReceiverSetup, Setup};
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{ClassId, MsgKind, OpId, Plan, Step, Variant};
 
 /// The `admission-and-authorization` scenario.

@@ -18,9 +18,9 @@
 
 use super::story::{Story, DRIFT_BOUND_PPM};
 use super::ScenarioDef;
-use crate::hazard::Hazard;
 use crate::plan::{Fault, MsgPattern, Trigger};
 use crate::setup::Setup;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant, MILLI_NS, SECOND_NS};
 
 /// The `clock-skew-fast-worker` scenario.

@@ -6,9 +6,9 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::hazard::Hazard;
 use crate::plan::{Fault, MsgPattern, Trigger};
 use crate::setup::Setup;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{JobId, MsgKind, OpId, OperatorAction, Step, Variant, SECOND_NS};
 
 /// The `human-handoff` scenario.

@@ -1,8 +1,8 @@
 //! Named scenarios: each a story whose timings the seed varies, declaring the hazards it exists
 //! to reach (a sweep of 100 seeds or more that never reaches one of them fails).
 
-use crate::hazard::Hazard;
 use crate::setup::Setup;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::Variant;
 
 pub mod story;

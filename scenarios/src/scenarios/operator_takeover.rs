@@ -17,9 +17,9 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::hazard::Hazard;
 use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{
     JobId, MsgKind, OpId, OperatorAction, Step, Token, Variant, WorkerName, MILLI_NS,
 };

@@ -16,9 +16,9 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::hazard::Hazard;
 use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Token, Variant, MILLI_NS};
 
 /// The `reordered-commit` scenario.

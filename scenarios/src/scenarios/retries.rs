@@ -11,9 +11,9 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::hazard::Hazard;
 use crate::plan::Fault;
 use crate::setup::Setup;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, ToolFaultKind, Variant, MILLI_NS, SECOND_NS};
 
 /// The `retries` scenario.

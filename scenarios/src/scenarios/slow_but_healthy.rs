@@ -12,8 +12,8 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::hazard::Hazard;
 use crate::setup::Setup;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, Variant};
 
 /// The `slow-but-healthy` scenario.

@@ -12,9 +12,9 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::hazard::Hazard;
 use crate::plan::{Fault, MsgPattern, Trigger};
 use crate::setup::Setup;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant};
 
 /// The `stages-and-checkpoints` scenario.

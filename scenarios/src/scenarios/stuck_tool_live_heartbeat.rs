@@ -13,9 +13,9 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::hazard::Hazard;
 use crate::plan::Fault;
 use crate::setup::Setup;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, ToolFaultKind, Variant};
 
 /// The `stuck-tool-live-heartbeat` scenario.

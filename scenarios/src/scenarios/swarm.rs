@@ -10,10 +10,10 @@
 
 use super::story::{ms, DRIFT_BOUND_PPM, OPS, RENEWAL_CAP_NS};
 use super::ScenarioDef;
-use crate::hazard::Hazard;
 use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
 use crate::setup::{ClockSpec, ReceiverSetup, Setup, TimingPolicy, WorkerSetup};
 use crate::world::ToolSetup;
+use leasesim_checkers::Hazard;
 use leasesim_protocol::{
     coordinator::HUMAN_LEASE_NS, timing, ClassId, ClassSpec, JobId, JobSpec, MsgKind, Nanos, OpId,
     OperatorAction, Plan, Step, ToolFaultKind, Variant, WorkerConfig, WorkerName, MILLI_NS,

@@ -7,9 +7,9 @@
 //! the limits differ. The limits grow with the size, so a run always ends by itself and a row
 //! measures the simulator and the checkers, never a budget.
 
-use crate::run::{run_setup, Verdict};
-use crate::scenarios::story::Story;
-use crate::setup::{Setup, EVENT_BUDGET_MAX};
+use leasesim::run::{run_setup, Verdict};
+use leasesim::scenarios::story::Story;
+use leasesim::setup::{Setup, EVENT_BUDGET_MAX};
 use leasesim_protocol::{Nanos, OpId, Step, Variant, MILLI_NS, SECOND_NS};
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +23,7 @@ pub const DEFAULT_GRID: &[(usize, usize)] = &[
     (100, 10_000),
 ];
 
-/// The `write` operation of [`crate::scenarios::story::OPS`]: each job's one effect.
+/// The `write` operation of [`leasesim::scenarios::story::OPS`]: each job's one effect.
 const WRITE: OpId = OpId(3);
 
 /// The shortest claim poll period, per worker. Above the longest claim round trip the story's
@@ -57,7 +57,7 @@ const EVENTS_PER_WORKER: u64 = 2_000;
 /// 50-100 ms times the number of workers.
 ///
 /// Note that [`Setup::check`] bounds a setup read from a file to
-/// [`crate::setup::WORKERS_MAX`] workers: a larger table row (100 workers) runs, but would not
+/// [`leasesim::setup::WORKERS_MAX`] workers: a larger table row (100 workers) runs, but would not
 /// pass that check.
 ///
 /// # Panics
@@ -190,8 +190,8 @@ pub fn default_seeds(workers: usize, jobs: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::RunResult;
-    use crate::setup::WORKERS_MAX;
+    use leasesim::run::RunResult;
+    use leasesim::setup::WORKERS_MAX;
     use leasesim_protocol::{Event, JobState};
     use leasesim_sim::EventKind;
     use std::collections::BTreeSet;

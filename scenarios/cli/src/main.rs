@@ -42,7 +42,7 @@ impl<W: Write> Write for QuietPipe<W> {
 }
 
 fn main() -> std::process::ExitCode {
-    leasesim_scenarios::cli::interrupt::install();
+    leasesim_cli::interrupt::install();
     // Neither stream is locked for the whole run: the progress bar draws on standard error from
     // the sweep's threads, and a lock held here would deadlock it.
     let mut out = QuietPipe {
@@ -53,8 +53,8 @@ fn main() -> std::process::ExitCode {
         inner: std::io::stderr(),
         closed: false,
     };
-    let code = leasesim_scenarios::cli::main_with(std::env::args().collect(), &mut out, &mut err);
+    let code = leasesim_cli::main_with(std::env::args().collect(), &mut out, &mut err);
     let _ = out.flush();
-    leasesim_scenarios::cli::interrupt::run_cleanups();
+    leasesim_cli::interrupt::run_cleanups();
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

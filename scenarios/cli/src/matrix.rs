@@ -3,8 +3,8 @@
 use super::args::OutDir;
 use super::{io, Format, UsageError};
 use crate::examples;
-use crate::matrix;
-use crate::pool;
+use leasesim::matrix;
+use leasesim::pool;
 use leasesim_protocol::Variant;
 use serde_json::json;
 use std::io::Write;
@@ -20,7 +20,7 @@ pub(super) fn matrix_cmd(
     if seeds == 0 {
         return Err(UsageError("--seeds must be at least 1".into()));
     }
-    let pairs = (Variant::ALL.len() * crate::scenarios::ALL.len()) as u64;
+    let pairs = (Variant::ALL.len() * leasesim::scenarios::ALL.len()) as u64;
     let threads = pool::threads(jobs, pairs)?;
     // The folder is made ready before the matrix runs, so its tables always have a home.
     let dir = OutDir::prepare("--out", dir)?;
@@ -63,7 +63,7 @@ pub(super) fn examples_cmd(
     dir: &Path,
     jobs: Option<usize>,
 ) -> Result<i32, UsageError> {
-    let pairs = (Variant::ALL.len() * crate::scenarios::ALL.len()) as u64;
+    let pairs = (Variant::ALL.len() * leasesim::scenarios::ALL.len()) as u64;
     let threads = pool::threads(jobs, pairs)?;
     let dir = OutDir::prepare("--out", dir)?;
     let files = examples::write_examples(&dir.path, threads).map_err(UsageError)?;

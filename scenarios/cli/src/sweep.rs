@@ -1,4 +1,4 @@
-//! `sweep`: many seeds on every core through the library's [`crate::sweep::sweep`], with a
+//! `sweep`: many seeds on every core through the library's [`leasesim::sweep::sweep`], with a
 //! progress bar on a terminal, the failing seeds streamed to a list file as they are found, a
 //! replay file for each printed failure, the first failure shrunk, and the hazard coverage table.
 //! Ctrl-C stops it between two runs: what it found so far is printed and saved.
@@ -9,13 +9,13 @@ use super::run::shrunk_path;
 use super::{
     io, refuse_unsafe_timing, scenario_list, variant, Format, UsageError, COVERAGE_MIN_SEEDS,
 };
-use crate::hazard::Hazard;
-use crate::pool;
-use crate::replay::Replay;
-use crate::run::{reproduce_command, run_setup};
-use crate::scenarios::ScenarioDef;
-use crate::shrink;
-use crate::sweep::{self, describe_ranges, Failure, SeedRange, SweepConfig, SweepReport};
+use leasesim::hazard::Hazard;
+use leasesim::pool;
+use leasesim::replay::Replay;
+use leasesim::run::{reproduce_command, run_setup};
+use leasesim::scenarios::ScenarioDef;
+use leasesim::shrink;
+use leasesim::sweep::{self, describe_ranges, Failure, SeedRange, SweepConfig, SweepReport};
 use leasesim_protocol::Variant;
 use serde_json::json;
 use std::collections::BTreeMap;

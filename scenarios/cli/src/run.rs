@@ -4,16 +4,16 @@
 
 use super::args::{check_outputs, Outputs};
 use super::{io, scenario, variant, Format, UsageError};
-use crate::engines::{self, Engine};
 use crate::examples;
 use crate::journal;
-use crate::replay::{Replay, RunFile, TRACE_FORMAT};
-use crate::run::{check_same, reproduce_command, run_setup, RunResult, Verdict};
-use crate::scenarios;
-use crate::setup::Setup;
-use crate::shrink;
+use leasesim::replay::{Replay, RunFile, TRACE_FORMAT};
+use leasesim::run::{check_same, reproduce_command, run_setup, RunResult, Verdict};
+use leasesim::scenarios;
+use leasesim::setup::Setup;
+use leasesim::shrink;
 use leasesim_protocol::Invariant;
 use leasesim_reports::{self as reports, Names};
+use leasesim_shell::engines::{self, Engine};
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -218,7 +218,7 @@ struct EngineResult {
     result: RunResult,
     determinism: Option<Result<(), String>>,
     problems: Vec<String>,
-    stats: Option<crate::shell::ShellStats>,
+    stats: Option<leasesim_shell::ShellStats>,
 }
 
 fn run_on_engine(setup: &Setup, seed: u64, opts: &RunOpts) -> Result<EngineResult, UsageError> {
@@ -384,7 +384,7 @@ fn print_text(
     metrics: &journal::Metrics,
     reproduce: &str,
     opts: &RunOpts,
-    shell_stats: Option<crate::shell::ShellStats>,
+    shell_stats: Option<leasesim_shell::ShellStats>,
     engine_problems: &[String],
     determinism: &Option<Result<(), String>>,
 ) -> Result<(), UsageError> {

@@ -17,21 +17,22 @@
 //! The fault plan is the same [`PlanDirector`] the simulator uses; its commands are applied with
 //! the engine's own means through [`FabricControl`] (on madsim: `pause`/`resume` of a node,
 //! `kill`/`restart`, `NetSim` link clogging). The run is recorded as the same trace type and
-//! judged by the same checkers ([`crate::run::judge`]).
+//! judged by the same checkers ([`leasesim::run::judge`]).
 //!
 //! Engines: [`madsim`](self::madsim) (under `--cfg madsim`) and [`local`] (real tokio on one
 //! thread with its clock paused, for fault plans without node faults). The World holds every
 //! piece of state behind one lock that no task holds across an `.await`.
 
+pub mod engines;
 #[cfg(not(madsim))]
 pub mod local;
 #[cfg(madsim)]
 pub mod madsim;
 
-use crate::plan::PlanDirector;
-use crate::run::{judge, RunResult};
-use crate::setup::Setup;
-use crate::world::Node;
+use leasesim::plan::PlanDirector;
+use leasesim::run::{judge, RunResult};
+use leasesim::setup::Setup;
+use leasesim::world::Node;
 use leasesim_protocol::{Event, Msg};
 use leasesim_sim::{
     drive, Clock, Command, Control, Director, DropCause, End, Envelope, EventKind, Fate, Limits,

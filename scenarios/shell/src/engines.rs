@@ -3,9 +3,9 @@
 //! without process pauses or crashes). All record the same trace type and are judged by the
 //! same checkers.
 
-use crate::run::{run_setup, RunResult};
-use crate::setup::Setup;
-use crate::shell::{ShellRun, ShellStats};
+use crate::{ShellRun, ShellStats};
+use leasesim::run::{run_setup, RunResult};
+use leasesim::setup::Setup;
 use serde::Serialize;
 
 /// An engine.
@@ -68,7 +68,7 @@ impl Engine {
         self.available()?;
         match self {
             #[cfg(not(madsim))]
-            Engine::Tokio => match crate::shell::local::unsupported(setup) {
+            Engine::Tokio => match crate::local::unsupported(setup) {
                 Some(why) => Err(why),
                 None => Ok(()),
             },
@@ -112,12 +112,9 @@ pub fn run(engine: Engine, setup: &Setup, seed: u64) -> Result<EngineRun, String
             problems: Vec::new(),
         }),
         #[cfg(madsim)]
-        Engine::Madsim => Ok(EngineRun::shell(
-            engine,
-            crate::shell::madsim::run(setup, seed),
-        )),
+        Engine::Madsim => Ok(EngineRun::shell(engine, crate::madsim::run(setup, seed))),
         #[cfg(not(madsim))]
-        Engine::Tokio => crate::shell::local::run(setup, seed).map(|r| EngineRun::shell(engine, r)),
+        Engine::Tokio => crate::local::run(setup, seed).map(|r| EngineRun::shell(engine, r)),
         _ => unreachable!("availability was checked"),
     }
 }
@@ -129,7 +126,7 @@ pub fn check_determinism(engine: Engine, setup: &Setup, seed: u64) -> Result<Eng
     let first = run(engine, setup, seed)?;
     let again = match engine {
         #[cfg(madsim)]
-        Engine::Madsim => crate::shell::madsim::check_determinism(setup, seed)?,
+        Engine::Madsim => crate::madsim::check_determinism(setup, seed)?,
         _ => run(engine, setup, seed)?.result.trace_hash(),
     };
     let a = first.result.trace_hash();
@@ -216,7 +213,7 @@ fn outcome_of(
     engine: Engine,
     setup_of: &dyn Fn(u64) -> Setup,
     seeds: std::ops::Range<u64>,
-) -> Result<(Outcome, Vec<crate::run::Verdict>), String> {
+) -> Result<(Outcome, Vec<leasesim::run::Verdict>), String> {
     let mut o = Outcome::default();
     let mut verdicts = Vec::new();
     let mut invariants = std::collections::BTreeSet::new();
@@ -233,15 +230,15 @@ fn outcome_of(
         o.events += r.trace.len() as u64;
         let v = r.verdict();
         match v {
-            crate::run::Verdict::Violated => {
+            leasesim::run::Verdict::Violated => {
                 o.violated += 1;
                 o.first_violation.get_or_insert(seed);
             }
-            crate::run::Verdict::Unfinished { .. } => {
+            leasesim::run::Verdict::Unfinished { .. } => {
                 o.unfinished += 1;
                 o.first_unfinished.get_or_insert(seed);
             }
-            crate::run::Verdict::Held => {}
+            leasesim::run::Verdict::Held => {}
         }
         for f in &r.findings {
             invariants.insert(f.invariant.name().to_string());
@@ -267,8 +264,8 @@ pub fn agree(
     variant: leasesim_protocol::Variant,
     seeds: std::ops::Range<u64>,
 ) -> Result<Agreement, String> {
-    let def =
-        crate::scenarios::find(scenario).ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
+    let def = leasesim::scenarios::find(scenario)
+        .ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
     let setup_of = |seed: u64| (def.build)(seed, variant);
     let (sim, sv) = outcome_of(Engine::Sim, &setup_of, seeds.clone())?;
     let (oth, ov) = outcome_of(other, &setup_of, seeds.clone())?;

@@ -9,8 +9,8 @@
 use super::{
     client_bound_ns, conclude, node_main, supervise, Env, FabricControl, Port, Shared, ShellRun,
 };
-use crate::plan::Fault;
-use crate::setup::Setup;
+use leasesim::plan::Fault;
+use leasesim::setup::Setup;
 use leasesim_sim::{NodeId, Prng, Stream};
 use std::cell::RefCell;
 use std::collections::BTreeSet;

@@ -6,13 +6,17 @@
 //! The checkers keep their own model of the lease table, rebuilt from the coordinator's grants,
 //! renewals and revocations, and hold every commit, effect and success claim against it.
 
-use crate::hazard::{Hazard, Hazards};
-use crate::setup::{NodeInfo, Role};
+pub mod hazard;
+pub mod metrics;
+pub mod node;
+
+pub use hazard::{Hazard, Hazards};
 use leasesim_protocol::{
     EntityId, Event, Finding, GrantReason, IdemKey, Invariant, JobId, JobState, Msg,
     OperatorAction, Token, WorkerName,
 };
 use leasesim_sim::{Clock, Command, End, EventKind, Fate, NodeId, TraceEvent};
+pub use node::{NodeInfo, Role};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A run's trace.
@@ -1140,7 +1144,4 @@ impl Oracle<'_> {
     }
 }
 
-/// Formats nanoseconds as seconds with millisecond precision.
-pub fn fmt_ns(ns: u64) -> String {
-    format!("{}.{:03}s", ns / 1_000_000_000, (ns / 1_000_000) % 1000)
-}
+pub use leasesim_sim::time::secs_ms as fmt_ns;

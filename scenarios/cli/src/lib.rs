@@ -1,25 +1,30 @@
-//! The `leasesim` command line (DESIGN.md's contract): one module per command family.
+//! The `leasesim` command line (DESIGN.md's contract): one module per command family. This is
+//! the only crate with clap, indicatif and tracing-subscriber.
 //! Exit codes: 0 every invariant held, 1 a violation (or a runaway run), 2 bad input or usage,
 //! always with a one-line error and never a panic; 130 (or 128 + the signal) when a sweep was
 //! interrupted, after it printed and saved what it had found.
 
 mod args;
 mod bench;
+pub mod bench_engines;
+pub mod examples;
 pub mod interrupt;
+pub mod journal;
 mod list;
 mod matrix;
 mod run;
+pub mod scaling;
 mod sweep;
 
-use crate::scenarios::{self, ScenarioDef};
-use crate::sweep::SeedRange;
 use args::{whole, Outputs};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use leasesim::scenarios::{self, ScenarioDef};
+use leasesim::sweep::SeedRange;
 use leasesim_protocol::Variant;
 use std::io::Write;
 use std::path::PathBuf;
 
-pub use crate::run::reproduce_command;
+pub use leasesim::run::reproduce_command;
 
 /// Where failing sweeps save what they found.
 pub const FAILURES_DIR: &str = "leasesim-failures";
@@ -222,13 +227,13 @@ enum Command {
     /// Checks a lease timing against P6 (L > R*H + J with drift) and says what is safe.
     Advise {
         /// Lease length L, with a unit (`90s`, `1500ms`).
-        #[arg(long, allow_hyphen_values = true, value_parser = crate::advise::parse_duration)]
+        #[arg(long, allow_hyphen_values = true, value_parser = leasesim::advise::parse_duration)]
         lease: u64,
         /// Heartbeat period H.
-        #[arg(long, allow_hyphen_values = true, value_parser = crate::advise::parse_duration)]
+        #[arg(long, allow_hyphen_values = true, value_parser = leasesim::advise::parse_duration)]
         heartbeat: u64,
         /// Jitter reserve J: worst renewal latency.
-        #[arg(long, allow_hyphen_values = true, value_parser = crate::advise::parse_duration)]
+        #[arg(long, allow_hyphen_values = true, value_parser = leasesim::advise::parse_duration)]
         jitter: u64,
         /// R: heartbeats per lease window.
         #[arg(long, allow_hyphen_values = true, value_parser = whole::<u32>)]
@@ -237,7 +242,7 @@ enum Command {
         #[arg(long, default_value_t = 0, allow_hyphen_values = true, value_parser = whole::<u32>)]
         drift_ppm: u32,
         /// Stop margin G: the time the holder needs to stop producing effects.
-        #[arg(long, allow_hyphen_values = true, value_parser = crate::advise::parse_duration, default_value = "0s")]
+        #[arg(long, allow_hyphen_values = true, value_parser = leasesim::advise::parse_duration, default_value = "0s")]
         stop_margin: u64,
         /// Writes the safe region of L against H, with the chosen point, as SVG.
         #[arg(long)]
@@ -252,7 +257,7 @@ enum Command {
     /// Every variant against every scenario: which is caught, by what, after how many seeds.
     Matrix {
         /// Seeds per scenario at most (a variant stops at its first failing seed).
-        #[arg(long, default_value_t = crate::matrix::DEFAULT_SEEDS, allow_hyphen_values = true, value_parser = whole::<u64>)]
+        #[arg(long, default_value_t = leasesim::matrix::DEFAULT_SEEDS, allow_hyphen_values = true, value_parser = whole::<u64>)]
         seeds: u64,
         /// Worker threads (default: every core).
         #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
@@ -452,7 +457,7 @@ fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Resul
                 },
                 check_determinism,
                 allow_unsafe_timing: false,
-                engine: crate::engines::Engine::Sim,
+                engine: leasesim_shell::engines::Engine::Sim,
                 format,
             },
         ),
@@ -508,7 +513,7 @@ fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             format,
         } => list::advise_cmd(
             out,
-            &crate::advise::AdviseInput {
+            &leasesim::advise::AdviseInput {
                 lease_ns: lease,
                 heartbeat_ns: heartbeat,
                 jitter_ns: jitter,

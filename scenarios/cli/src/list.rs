@@ -1,11 +1,11 @@
 //! `list` and `advise`: what leasesim knows, and the P6 timing advisor.
 
 use super::{args, io, Format, UsageError};
-use crate::advise;
-use crate::hazard::Hazard;
-use crate::plan::FAULT_KINDS;
-use crate::plot;
-use crate::scenarios;
+use leasesim::advise;
+use leasesim::hazard::Hazard;
+use leasesim::plan::FAULT_KINDS;
+use leasesim::plot;
+use leasesim::scenarios;
 use leasesim_protocol::{Invariant, Variant};
 use serde_json::json;
 use std::io::Write;

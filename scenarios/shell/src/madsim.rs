@@ -9,7 +9,7 @@
 use super::{
     client_bound_ns, conclude, node_main, supervise, Env, FabricControl, Port, Shared, ShellRun,
 };
-use crate::setup::Setup;
+use leasesim::setup::Setup;
 use leasesim_sim::NodeId;
 use madsim::net::{Endpoint, NetSim};
 use madsim::runtime::{Handle, Runtime};

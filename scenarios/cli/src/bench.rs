@@ -2,10 +2,10 @@
 
 use super::run::engine_arg;
 use super::{io, refuse_unsafe_timing, scenario, scenario_list, variant, Format, UsageError};
-use crate::engines::{self, Engine};
-use crate::pool;
-use crate::sweep::SeedRange;
+use leasesim::pool;
+use leasesim::sweep::SeedRange;
 use leasesim_protocol::Variant;
+use leasesim_shell::engines::{self, Engine};
 use serde_json::json;
 use std::io::Write;
 
@@ -51,7 +51,7 @@ pub(super) fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, Usage
             } else {
                 a.shell_seeds
             };
-            let f = crate::bench::measure(engine, &a.scenario, v, seeds, threads)
+            let f = crate::bench_engines::measure(engine, &a.scenario, v, seeds, threads)
                 .map_err(UsageError)?;
             json!(f)
         };
@@ -81,7 +81,7 @@ pub(super) fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, Usage
         for &(w, j) in crate::scaling::DEFAULT_GRID {
             let seeds = crate::scaling::default_seeds(w, j);
             let doc: serde_json::Value =
-                crate::bench::in_child(&common(&format!("scaling:{w}:{j}:{seeds}")))
+                crate::bench_engines::in_child(&common(&format!("scaling:{w}:{j}:{seeds}")))
                     .map_err(UsageError)?;
             let row: crate::scaling::ScaleRow = serde_json::from_value(doc["row"].clone())
                 .map_err(|e| UsageError(format!("the measuring process printed no row: {e}")))?;
@@ -121,7 +121,7 @@ pub(super) fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, Usage
                 r.events_per_s,
                 r.ns_per_event,
                 r.seconds * 1000.0 / r.seeds.max(1) as f64,
-                crate::bench::mib(*peak),
+                crate::bench_engines::mib(*peak),
                 if r.held { "all held" } else { "NOT ALL HELD" }
             ))?;
         }
@@ -132,12 +132,12 @@ pub(super) fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, Usage
         });
     }
     let other = Engine::shell();
-    let sim: crate::bench::EngineFigures =
-        crate::bench::in_child(&common("sim")).map_err(UsageError)?;
-    let shell: crate::bench::EngineFigures =
-        crate::bench::in_child(&common(other.name())).map_err(UsageError)?;
-    let seeds_ratio = crate::bench::ratio(sim.seeds_per_s, shell.seeds_per_s);
-    let events_ratio = crate::bench::ratio(sim.events_per_s, shell.events_per_s);
+    let sim: crate::bench_engines::EngineFigures =
+        crate::bench_engines::in_child(&common("sim")).map_err(UsageError)?;
+    let shell: crate::bench_engines::EngineFigures =
+        crate::bench_engines::in_child(&common(other.name())).map_err(UsageError)?;
+    let seeds_ratio = crate::bench_engines::ratio(sim.seeds_per_s, shell.seeds_per_s);
+    let events_ratio = crate::bench_engines::ratio(sim.events_per_s, shell.events_per_s);
     let code = if sim.not_held == 0 && shell.not_held == 0 || v != Variant::Reference {
         0
     } else {
@@ -174,7 +174,7 @@ pub(super) fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, Usage
             f.seconds,
             f.seeds_per_s,
             f.events_per_s,
-            crate::bench::mib(f.peak_rss_kib),
+            crate::bench_engines::mib(f.peak_rss_kib),
             f.not_held
         ))?;
     }
@@ -190,7 +190,7 @@ pub(super) fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, Usage
         io(writeln!(
             out,
             "madsim: this is the normal build; `{} bench` runs the simulator beside madsim",
-            crate::engines::MADSIM_CARGO
+            leasesim_shell::engines::MADSIM_CARGO
         ))?;
     }
     Ok(code)

@@ -3,11 +3,11 @@
 //! simulator's scaling table. Figures are printed, never asserted: timing belongs to
 //! benchmarks, not to tests.
 
-use crate::engines::{self, Engine};
-use crate::pool;
-use crate::run::Verdict;
 use crate::scaling;
+use leasesim::pool;
+use leasesim::run::Verdict;
 use leasesim_protocol::Variant;
+use leasesim_shell::engines::{self, Engine};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -47,8 +47,8 @@ pub fn measure(
     seeds: u64,
     jobs: usize,
 ) -> Result<EngineFigures, String> {
-    let def =
-        crate::scenarios::find(scenario).ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
+    let def = leasesim::scenarios::find(scenario)
+        .ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
     engine.supports(&(def.build)(0, variant))?;
     let failed = AtomicBool::new(false);
     let work = pool::Chunks::new(seeds, 1, &failed);
