@@ -3,9 +3,10 @@
 //! invariants, after how many seeds, and with which command can I see it.
 
 use crate::pool;
-use crate::run::{run_setup, Verdict};
+use crate::run::Verdict;
 use crate::scenarios::{self, ScenarioDef};
-use leasesim_protocol::Variant;
+use crate::sweep::{self, SeedRange, SweepConfig};
+use leasesim_protocol::{Invariant, Variant};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicBool;
@@ -79,45 +80,44 @@ pub fn reproduce(scenario: &str, seed: u64, v: Variant) -> String {
     crate::run::reproduce_command(scenario, seed, v)
 }
 
+/// One (variant, scenario) pair: the library's sweep on one thread, in seed order, stopping at
+/// the first seed that violates an invariant (the reference runs every seed).
 fn cell(def: &'static ScenarioDef, v: Variant, seeds: u64) -> Cell {
-    let mut c = Cell {
-        scenario: def.name,
-        seeds_run: 0,
-        first_failing_seed: None,
-        failing: 0,
-        unfinished: 0,
-        invariants: Vec::new(),
-        refused_by_validation: false,
+    let config = SweepConfig {
+        threads: 1,
+        // The matrix runs V12 past validation on purpose and says that validation refuses it.
+        allow_unsafe_timing: true,
+        stop_at_first_violation: v != Variant::Reference,
+        ..SweepConfig::new(
+            vec![def],
+            SeedRange {
+                start: 0,
+                end: seeds,
+            },
+            v,
+        )
     };
-    for seed in 0..seeds {
-        let setup = (def.build)(seed, v);
-        if seed == 0 {
-            c.refused_by_validation = setup.validate_timing().is_err();
-        }
-        let r = run_setup(&setup, seed);
-        c.seeds_run += 1;
-        match r.verdict() {
-            Verdict::Held => continue,
-            // A runaway run is a failure of its own, but a variant counts as caught only when a
-            // checker names the invariant it broke.
-            Verdict::Unfinished { .. } => {
-                c.unfinished += 1;
-                continue;
-            }
-            Verdict::Violated => {}
-        }
-        c.failing += 1;
-        if c.first_failing_seed.is_none() {
-            c.first_failing_seed = Some(seed);
-            let names: BTreeSet<String> = r.findings.iter().map(|f| f.invariant.label()).collect();
-            c.invariants = names.into_iter().collect();
-        }
-        if v != Variant::Reference {
-            // A variant is caught at its first failing seed.
-            break;
-        }
+    let report = sweep::sweep(&config, &AtomicBool::new(false), &sweep::Quiet);
+    let o = &report.scenarios[0];
+    // A runaway run is a failure of its own, but a variant counts as caught only when a
+    // checker names the invariant it broke.
+    let first = o.failures.iter().find(|f| f.verdict == Verdict::Violated);
+    let labels: BTreeSet<String> = first
+        .map(|f| f.invariants.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|name| Invariant::ALL.iter().find(|i| i.name() == *name))
+        .map(|i| i.label())
+        .collect();
+    Cell {
+        scenario: def.name,
+        seeds_run: o.runs,
+        first_failing_seed: first.map(|f| f.seed),
+        failing: o.failing - o.unfinished,
+        unfinished: o.unfinished,
+        invariants: labels.into_iter().collect(),
+        refused_by_validation: (def.build)(0, v).validate_timing().is_err(),
     }
-    c
 }
 
 /// Runs the matrix on `threads` threads with `seeds` seeds per scenario at most.

@@ -75,6 +75,11 @@ impl<'a> Chunks<'a> {
 /// the system refuses to start is done without: the work goes to the others, and when none can
 /// be started the calling thread does it all. `worker` gets the thread's number.
 pub fn run<T: Send>(threads: usize, worker: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    if threads <= 1 {
+        // One thread is this one: no thread to start (the matrix runs a one-thread sweep per
+        // cell, on the pool's own threads).
+        return vec![worker(0)];
+    }
     let worker = &worker;
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads.max(1))

@@ -16,10 +16,17 @@ pub enum Verdict {
     Held,
     /// At least one invariant was violated.
     Violated,
-    /// The run hit a limit (event budget, horizon, queue bound) before it ended: a runaway.
+    /// The run hit a limit (event budget, horizon, queue bound) before it ended: a runaway; or
+    /// the engine stopped it because its own check failed.
     Unfinished {
         /// Which limit.
         end: End,
+    },
+    /// The configuration was refused before it ran: a scenario drew one that breaks P6. A
+    /// scenario that does is broken (every named one keeps its draws inside the bound).
+    Invalid {
+        /// Why, in one line.
+        reason: String,
     },
 }
 
@@ -28,7 +35,7 @@ impl Verdict {
     pub fn exit_code(&self) -> i32 {
         match self {
             Verdict::Held => 0,
-            Verdict::Violated | Verdict::Unfinished { .. } => 1,
+            Verdict::Violated | Verdict::Unfinished { .. } | Verdict::Invalid { .. } => 1,
         }
     }
 
@@ -38,7 +45,11 @@ impl Verdict {
         match self {
             Verdict::Held => "HELD".into(),
             Verdict::Violated => "VIOLATED".into(),
+            Verdict::Unfinished {
+                end: End::TimeReversed,
+            } => "ENGINE ERROR (time ran backwards)".into(),
             Verdict::Unfinished { end } => format!("UNFINISHED ({end:?} limit reached)"),
+            Verdict::Invalid { reason } => format!("INVALID CONFIGURATION ({reason})"),
         }
     }
 }

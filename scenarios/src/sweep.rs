@@ -16,7 +16,7 @@ use leasesim_protocol::Variant;
 use leasesim_reports::{self as reports, Names};
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Failing seeds kept in memory per scenario (the lowest ones); the rest are counted and
@@ -88,6 +88,29 @@ pub struct SweepConfig {
     pub threads: usize,
     /// Run every seed twice and compare the traces.
     pub check_determinism: bool,
+    /// Run configurations that break P6. Without it every seed's configuration is validated
+    /// first, and one that breaks P6 is a failure of its own ([`Verdict::Invalid`]): a scenario
+    /// must never draw one.
+    pub allow_unsafe_timing: bool,
+    /// Stop at the first seed that violates an invariant (the matrix's question: is this
+    /// variant caught, and after how many seeds?). Meant for one thread, where "first" is the
+    /// lowest seed.
+    pub stop_at_first_violation: bool,
+}
+
+impl SweepConfig {
+    /// Every seed of `scenarios`, every core, every check: what `leasesim sweep` runs.
+    pub fn new(scenarios: Vec<&'static ScenarioDef>, seeds: SeedRange, variant: Variant) -> Self {
+        SweepConfig {
+            scenarios,
+            seeds,
+            variant,
+            threads: pool::threads(None, u64::MAX).unwrap_or(1),
+            check_determinism: false,
+            allow_unsafe_timing: false,
+            stop_at_first_violation: false,
+        }
+    }
 }
 
 impl SweepConfig {
@@ -120,8 +143,10 @@ pub struct Failure {
 pub struct ScenarioOutcome {
     /// Seeds run.
     pub runs: u64,
-    /// Seeds that failed.
+    /// Seeds that failed (violated, ran away, or were refused).
     pub failing: u64,
+    /// Of those, the runs that hit a limit without a finding.
+    pub unfinished: u64,
     /// The lowest failing seeds, at most [`FAILURES_KEPT`], in seed order.
     pub failures: Vec<Failure>,
     /// Seeds that reached each hazard.
@@ -143,6 +168,8 @@ pub struct SweepReport {
     pub runs: u64,
     /// Simulator events over every run.
     pub events: u64,
+    /// Trace events recorded over every run.
+    pub trace_events: u64,
     /// Threads it ran on.
     pub threads: usize,
     /// Whether it stopped before every seed ran.
@@ -158,6 +185,30 @@ impl SweepReport {
     /// Determinism differences over every scenario.
     pub fn nondeterministic(&self) -> u64 {
         self.scenarios.iter().map(|s| s.nondeterministic).sum()
+    }
+
+    /// Declared hazards never reached by a scenario swept over at least `min_seeds` seeds (by
+    /// index in the configuration): the scenario no longer tells its story, it passes because
+    /// nothing happened. Only the reference promises its stories (a variant changes what
+    /// happens), and only a sweep that ran every seed is judged.
+    pub fn unreached(&self, config: &SweepConfig, min_seeds: u64) -> Vec<(usize, Hazard)> {
+        let mut unreached = Vec::new();
+        if self.interrupted || config.variant != Variant::Reference {
+            return unreached;
+        }
+        for (i, d) in config.scenarios.iter().enumerate() {
+            let o = &self.scenarios[i];
+            if o.runs < min_seeds {
+                continue;
+            }
+            unreached.extend(
+                d.hazards
+                    .iter()
+                    .filter(|h| !o.hazards.contains_key(h))
+                    .map(|h| (i, *h)),
+            );
+        }
+        unreached
     }
 }
 
@@ -190,7 +241,65 @@ struct Shared {
 #[derive(Default)]
 struct Local {
     events: u64,
+    trace_events: u64,
     hazards: Vec<BTreeMap<Hazard, u64>>,
+}
+
+/// One seed: refused before it runs when its configuration breaks P6 (unless allowed), else
+/// run, judged and, when asked, run again for the determinism check.
+fn one_seed(
+    config: &SweepConfig,
+    sc: usize,
+    seed: u64,
+    local: &mut Local,
+    nondet: &mut Vec<(usize, u64, String)>,
+) -> Option<Failure> {
+    let setup = (config.scenarios[sc].build)(seed, config.variant);
+    if !config.allow_unsafe_timing {
+        if let Err(reason) = setup.validate_timing() {
+            return Some(Failure {
+                scenario: sc,
+                seed,
+                first: format!("the scenario drew a configuration that breaks P6: {reason}"),
+                verdict: Verdict::Invalid { reason },
+                invariants: Vec::new(),
+            });
+        }
+    }
+    let r = run_setup(&setup, seed);
+    if config.check_determinism {
+        if let Err(e) = check_same(&r, &run_setup(&setup, seed)) {
+            nondet.push((sc, seed, e));
+        }
+    }
+    local.events += r.events;
+    local.trace_events += r.trace.len() as u64;
+    for (h, _) in r.hazards.0.iter() {
+        *local.hazards[sc].entry(*h).or_default() += 1;
+    }
+    let verdict = r.verdict();
+    if verdict == Verdict::Held {
+        return None;
+    }
+    let node_names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
+    let names = Names {
+        nodes: &node_names,
+        ops: &r.op_names,
+    };
+    let mut invariants: Vec<&'static str> = r.findings.iter().map(|f| f.invariant.name()).collect();
+    invariants.sort_unstable();
+    invariants.dedup();
+    Some(Failure {
+        scenario: sc,
+        seed,
+        first: r
+            .findings
+            .first()
+            .map(|f| reports::finding(&names, f))
+            .unwrap_or_else(|| verdict.word()),
+        verdict,
+        invariants,
+    })
 }
 
 /// Sweeps every seed of every scenario of `config`, stopping between two runs once `stop` is
@@ -206,9 +315,12 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
         kept: vec![BTreeMap::new(); n],
         done: BTreeMap::new(),
     });
+    // The first violation ends the sweep early when asked, without touching the caller's flag.
+    let violated = AtomicBool::new(false);
     let locals = pool::run(threads, |_| {
         let mut local = Local {
             events: 0,
+            trace_events: 0,
             hazards: vec![BTreeMap::new(); n],
         };
         while let Some((index, items)) = chunks.take() {
@@ -217,56 +329,32 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
             let mut nondet = Vec::new();
             let mut ran = 0;
             for i in items {
-                if chunks.stopped() {
+                if chunks.stopped() || violated.load(Ordering::Relaxed) {
                     break;
                 }
                 let (sc, seed) = ((i / per) as usize, config.seeds.start + i % per);
-                let setup = (config.scenarios[sc].build)(seed, config.variant);
-                let r = run_setup(&setup, seed);
-                if config.check_determinism {
-                    if let Err(e) = check_same(&r, &run_setup(&setup, seed)) {
-                        nondet.push((sc, seed, e));
+                if let Some(f) = one_seed(config, sc, seed, &mut local, &mut nondet) {
+                    if config.stop_at_first_violation && f.verdict == Verdict::Violated {
+                        violated.store(true, Ordering::Relaxed);
                     }
-                }
-                local.events += r.events;
-                for (h, _) in r.hazards.0.iter() {
-                    *local.hazards[sc].entry(*h).or_default() += 1;
-                }
-                let verdict = r.verdict();
-                if verdict != Verdict::Held {
-                    let node_names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
-                    let names = Names {
-                        nodes: &node_names,
-                        ops: &r.op_names,
-                    };
-                    let mut invariants: Vec<&'static str> =
-                        r.findings.iter().map(|f| f.invariant.name()).collect();
-                    invariants.sort_unstable();
-                    invariants.dedup();
-                    failures.push(Failure {
-                        scenario: sc,
-                        seed,
-                        first: r
-                            .findings
-                            .first()
-                            .map(|f| reports::finding(&names, f))
-                            .unwrap_or_else(|| verdict.word()),
-                        verdict,
-                        invariants,
-                    });
+                    failures.push(f);
                 }
                 ran += 1;
             }
             observer.chunk_done(index, ran, &failures);
             let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
             s.record(begin, ran, per, failures, nondet);
+            if violated.load(Ordering::Relaxed) {
+                break;
+            }
         }
         local
     });
     let mut shared = shared.into_inner().unwrap_or_else(|p| p.into_inner());
-    let mut events = 0;
+    let (mut events, mut trace_events) = (0, 0);
     for local in locals {
         events += local.events;
+        trace_events += local.trace_events;
         for (outcome, hazards) in shared.scenarios.iter_mut().zip(local.hazards) {
             for (h, k) in hazards {
                 *outcome.hazards.entry(h).or_default() += k;
@@ -279,8 +367,9 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
         scenarios: shared.scenarios,
         runs,
         events,
+        trace_events,
         threads,
-        interrupted: runs < total,
+        interrupted: runs < total && !violated.load(Ordering::Relaxed),
     }
 }
 
@@ -308,6 +397,9 @@ impl Shared {
         for f in failures {
             let sc = f.scenario;
             self.scenarios[sc].failing += 1;
+            if matches!(f.verdict, Verdict::Unfinished { .. }) {
+                self.scenarios[sc].unfinished += 1;
+            }
             let kept = &mut self.kept[sc];
             kept.insert(f.seed, f);
             if kept.len() > FAILURES_KEPT {
@@ -385,15 +477,15 @@ pub fn describe_ranges(ranges: &[Range<u64>]) -> String {
 mod tests {
     use super::*;
     use crate::scenarios;
-    use std::sync::atomic::Ordering;
 
     fn config(names: &[&str], seeds: SeedRange, variant: Variant) -> SweepConfig {
         SweepConfig {
-            scenarios: names.iter().map(|n| scenarios::find(n).unwrap()).collect(),
-            seeds,
-            variant,
             threads: 2,
-            check_determinism: false,
+            ..SweepConfig::new(
+                names.iter().map(|n| scenarios::find(n).unwrap()).collect(),
+                seeds,
+                variant,
+            )
         }
     }
 
@@ -428,6 +520,36 @@ mod tests {
         assert!(o.failures.windows(2).all(|w| w[0].seed < w[1].seed));
         assert_eq!(o.ran, vec![0..FAILURES_KEPT as u64 + 200]);
         assert!(!r.interrupted);
+    }
+
+    #[test]
+    fn every_drawn_configuration_is_checked_against_p6() {
+        // V12's configurations break P6 on every seed: a sweep that does not allow it refuses
+        // each one as a failure with its seed (not only the first seed, and in release builds).
+        let c = config(
+            &["w1-w2", "swarm"],
+            SeedRange { start: 0, end: 70 },
+            Variant::UnsafeTiming,
+        );
+        let r = sweep(&c, &AtomicBool::new(false), &Quiet);
+        for o in &r.scenarios {
+            assert_eq!(o.failing, 70);
+            assert!(o
+                .failures
+                .iter()
+                .all(|f| matches!(f.verdict, Verdict::Invalid { .. }) && f.first.contains("P6")));
+        }
+        assert_eq!(r.events, 0, "nothing refused was run");
+        let allowed = SweepConfig {
+            allow_unsafe_timing: true,
+            ..c
+        };
+        let r = sweep(&allowed, &AtomicBool::new(false), &Quiet);
+        assert!(r.events > 0);
+        assert!(r.scenarios[0]
+            .failures
+            .iter()
+            .all(|f| !matches!(f.verdict, Verdict::Invalid { .. })));
     }
 
     #[test]

@@ -395,12 +395,26 @@ pub enum End {
     EventBudget,
     /// Too many events queued at once (a runaway run).
     QueueBound,
+    /// The engine is broken: an event came due before the time already reached. Checked in
+    /// every build (a release sweep relies on it), never expected to happen.
+    TimeReversed,
+}
+
+/// The engine's own check failed: kept out of the event loop's hot path.
+#[cold]
+#[inline(never)]
+fn time_reversed() -> End {
+    End::TimeReversed
 }
 
 impl End {
-    /// Whether the run was cut short by a limit rather than ending by itself.
+    /// Whether the run was cut short (by a limit, or by the engine's own check) rather than
+    /// ending by itself.
     pub fn is_limit(self) -> bool {
-        matches!(self, End::Horizon | End::EventBudget | End::QueueBound)
+        matches!(
+            self,
+            End::Horizon | End::EventBudget | End::QueueBound | End::TimeReversed
+        )
     }
 }
 
@@ -601,8 +615,10 @@ impl<P: Process> Sim<P> {
             if self.events >= self.limits.event_budget {
                 return End::EventBudget;
             }
+            if ev.t < self.now {
+                return time_reversed();
+            }
             self.events += 1;
-            debug_assert!(ev.t >= self.now, "time never runs backwards");
             self.now = ev.t;
             match ev.kind {
                 EvKind::Deliver(env) => {
@@ -895,5 +911,45 @@ impl<P: Process> Sim<P> {
             Command::Alarm { .. } | Command::Release { .. } => unreachable!("handled above"),
         };
         self.record(node, EventKind::Fault { command: c });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Idle;
+    impl Process for Idle {
+        type Msg = ();
+        type Note = ();
+        fn start(&mut self, _: &mut Cx<'_, (), ()>) {}
+        fn message(&mut self, _: &mut Cx<'_, (), ()>, _: NodeId, _: ()) {}
+        fn wake(&mut self, _: &mut Cx<'_, (), ()>) {}
+        fn crash(&mut self) {}
+    }
+    struct Quiet;
+    impl Director<Idle> for Quiet {}
+
+    /// The engine's own check holds in every build: an event due before the time already
+    /// reached (which only a broken engine can queue) ends the run with its own `End`.
+    #[test]
+    fn an_event_in_the_past_ends_the_run_as_an_engine_error() {
+        let net = NetConfig {
+            latency_min_ns: 0,
+            latency_max_ns: 0,
+            drop_ppm: 0,
+            dup_ppm: 0,
+        };
+        let limits = Limits {
+            event_budget: 10,
+            horizon_ns: u64::MAX,
+            queue_max: 10,
+        };
+        let mut sim = Sim::new(1, vec![(Idle, Clock::new(0, 0))], net, limits);
+        sim.now = 100;
+        sim.push(50, EvKind::Signal { node: 0, tag: 0 });
+        assert_eq!(sim.run(&mut Quiet), End::TimeReversed);
+        assert!(End::TimeReversed.is_limit());
+        assert_eq!(sim.now(), 100, "time never went back");
     }
 }

@@ -3,8 +3,8 @@
 //! uncaught exception, a stray log), if its rendered DOM lacks the lanes, the lease bars or (for a
 //! violating run) the violation marker, or if its screenshot is as empty as a blank page.
 //!
-//! `.ci/run` installs the browser (`apt-get install chromium`); locally, install it the same way
-//! or point `LEASESIM_CHROMIUM` at a Chromium binary.
+//! `cargo xtask test` installs the browser (`apt-get install chromium`) when it is missing; a
+//! plain `cargo test` without it fails here with the command that installs it, never passes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,7 +15,7 @@ fn chromium() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
     assert!(
         path.exists(),
-        "the browser test needs Chromium at {} (apt-get install chromium; .ci/run installs it)",
+        "the browser test needs Chromium at {}: run `cargo xtask test` (it installs it), or `apt-get install chromium`, or set LEASESIM_CHROMIUM",
         path.display()
     );
     path

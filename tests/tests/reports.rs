@@ -2,34 +2,14 @@
 //! design reviewer must see the lease bug, and the page must stand alone.
 
 use leasesim::run::{RunResult, Verdict};
-use leasesim::setup::Role;
+use leasesim_cli::examples::node_views;
 use leasesim_cli::reproduce_command;
 use leasesim_protocol::Variant;
 use leasesim_reports::{html, mermaid, NodeKind, NodeView, RunView};
 use leasesim_tests::run;
 
-fn node_views(r: &RunResult) -> Vec<NodeView> {
-    r.nodes
-        .iter()
-        .map(|n| NodeView {
-            name: n.name.clone(),
-            kind: match n.role {
-                Role::Coordinator => NodeKind::Coordinator,
-                Role::Worker { .. } => NodeKind::Worker,
-                Role::Receiver { .. } => NodeKind::Receiver,
-                Role::Tool => NodeKind::Tool,
-                Role::Operator => NodeKind::Operator,
-            },
-        })
-        .collect()
-}
-
 fn verdict(r: &RunResult) -> String {
-    match r.verdict() {
-        Verdict::Held => "HELD".into(),
-        Verdict::Violated => "VIOLATED".into(),
-        Verdict::Unfinished { end } => format!("UNFINISHED ({end:?})"),
-    }
+    r.verdict().word()
 }
 
 /// Renders both reports of one run.

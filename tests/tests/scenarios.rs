@@ -3,44 +3,36 @@
 
 use leasesim::run::Verdict;
 use leasesim::scenarios;
+use leasesim::sweep::{sweep, Quiet, SeedRange, SweepConfig};
 use leasesim_protocol::{Invariant, Variant};
 use leasesim_tests::{cli, run};
+use std::sync::atomic::AtomicBool;
 
 #[test]
 fn every_scenario_holds_and_reaches_its_declared_hazards() {
-    let dir = std::env::temp_dir().join(format!("leasesim-scn-{}", std::process::id()));
-    // 150 seeds per scenario: above the 100-seed floor at which a never-reached declared hazard
-    // fails the sweep.
-    let (code, out, err) = cli(&[
-        "sweep",
-        "--seeds",
-        "150",
-        "--format",
-        "json",
-        "--failures-dir",
-        dir.to_str().unwrap(),
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
-    for s in v["scenarios"].as_array().unwrap() {
-        assert_eq!(s["failing"], 0, "{}: {}", s["name"], s["failures"]);
-        assert_eq!(
-            s["unreached_hazards"].as_array().unwrap().len(),
-            0,
-            "{} never reached {}",
-            s["name"],
-            s["unreached_hazards"]
-        );
-        assert!(
-            !s["declared_hazards"].as_array().unwrap().is_empty(),
-            "{} declares no hazard",
-            s["name"]
-        );
-    }
-    assert_eq!(
-        v["scenarios"].as_array().unwrap().len(),
-        scenarios::ALL.len()
+    // 150 seeds per scenario (above the 100-seed floor at which a never-reached declared hazard
+    // fails a sweep), through the library's sweep, as `leasesim sweep` runs it.
+    let config = SweepConfig::new(
+        scenarios::ALL.iter().collect(),
+        SeedRange { start: 0, end: 150 },
+        Variant::Reference,
     );
-    assert_eq!(code, 0);
+    let report = sweep(&config, &AtomicBool::new(false), &Quiet);
+    assert!(!report.interrupted);
+    assert_eq!(report.runs, 150 * scenarios::ALL.len() as u64);
+    for (def, o) in scenarios::ALL.iter().zip(&report.scenarios) {
+        assert_eq!(o.failing, 0, "{}: {:?}", def.name, o.failures);
+        assert!(!def.hazards.is_empty(), "{} declares no hazard", def.name);
+    }
+    let unreached = report.unreached(&config, 100);
+    assert!(
+        unreached.is_empty(),
+        "declared hazards never reached: {:?}",
+        unreached
+            .iter()
+            .map(|(i, h)| format!("{} {}", scenarios::ALL[*i].name, h.name()))
+            .collect::<Vec<_>>()
+    );
 }
 
 #[test]

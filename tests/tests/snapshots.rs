@@ -8,7 +8,7 @@
 //! then read the diff. With `CI=true` a missing or different snapshot fails and nothing is
 //! written. A snapshot no named scenario claims fails too (`no_snapshot_is_unreferenced`).
 
-use leasesim::run::{RunResult, Verdict};
+use leasesim::run::RunResult;
 use leasesim::scenarios::{self, ScenarioDef};
 use leasesim_protocol::{Invariant, Variant};
 use leasesim_reports::Names;
@@ -31,14 +31,6 @@ const TAIL: usize = 200;
 /// picks everything; its seed 1 is not a story worth pinning).
 fn named() -> impl Iterator<Item = &'static ScenarioDef> {
     scenarios::ALL.iter().filter(|s| s.name != "swarm")
-}
-
-fn verdict_word(v: &Verdict) -> String {
-    match v {
-        Verdict::Held => "HELD".into(),
-        Verdict::Violated => "VIOLATED".into(),
-        Verdict::Unfinished { end } => format!("UNFINISHED ({end:?} limit reached)"),
-    }
 }
 
 /// The timeline (cut when enormous) and the verdict lines of one run.
@@ -71,7 +63,7 @@ fn render(r: &RunResult) -> String {
     s.push('\n');
     s.push_str(&format!(
         "verdict: {} ({} invariants checked over {} events; the run ended ({:?}) at {})\n",
-        verdict_word(&r.verdict()),
+        r.verdict().word(),
         Invariant::ALL.len(),
         r.events,
         r.end,

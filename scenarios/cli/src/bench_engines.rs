@@ -6,6 +6,7 @@
 use crate::scaling;
 use leasesim::pool;
 use leasesim::run::Verdict;
+use leasesim::sweep::{self, SeedRange, SweepConfig};
 use leasesim_protocol::Variant;
 use leasesim_shell::engines::{self, Engine};
 use serde::{Deserialize, Serialize};
@@ -50,6 +51,33 @@ pub fn measure(
     let def = leasesim::scenarios::find(scenario)
         .ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
     engine.supports(&(def.build)(0, variant))?;
+    if engine == Engine::Sim {
+        // The simulator is measured through the library's sweep, the code path of the product.
+        let config = SweepConfig {
+            threads: jobs,
+            // The command validated the timing before it started this process.
+            allow_unsafe_timing: true,
+            ..SweepConfig::new(
+                vec![def],
+                SeedRange {
+                    start: 0,
+                    end: seeds,
+                },
+                variant,
+            )
+        };
+        let started = std::time::Instant::now();
+        let report = sweep::sweep(&config, &AtomicBool::new(false), &sweep::Quiet);
+        let seconds = started.elapsed().as_secs_f64();
+        return Ok(figures(
+            engine,
+            scenario,
+            variant,
+            (seeds, report.threads, seconds),
+            report.trace_events,
+            report.failing(),
+        ));
+    }
     let failed = AtomicBool::new(false);
     let work = pool::Chunks::new(seeds, 1, &failed);
     let started = std::time::Instant::now();
@@ -77,20 +105,39 @@ pub fn measure(
         events += e;
         not_held += n;
     }
+    Ok(figures(
+        engine,
+        scenario,
+        variant,
+        (seeds, jobs.max(1), seconds),
+        events,
+        not_held,
+    ))
+}
+
+/// The figures of a measurement: `(seeds, threads, seconds)`, trace events, seeds not held.
+fn figures(
+    engine: Engine,
+    scenario: &str,
+    variant: Variant,
+    (seeds, jobs, seconds): (u64, usize, f64),
+    events: u64,
+    not_held: u64,
+) -> EngineFigures {
     let per_s = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
-    Ok(EngineFigures {
+    EngineFigures {
         engine: engine.name().into(),
         scenario: scenario.into(),
         variant: variant.name().into(),
         seeds,
-        jobs: jobs.max(1),
+        jobs,
         seconds,
         events,
         seeds_per_s: per_s(seeds as f64),
         events_per_s: per_s(events as f64),
         not_held,
         peak_rss_kib: scaling::peak_rss_kib(),
-    })
+    }
 }
 
 /// Runs this program again with `args` and reads the one JSON document it prints.

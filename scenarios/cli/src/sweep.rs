@@ -148,11 +148,9 @@ pub(super) fn sweep_cmd(
     let v = variant(&a.variant)?;
     refuse_unsafe_timing(&defs, a.seeds.start, v, a.allow_unsafe_timing)?;
     let mut config = SweepConfig {
-        scenarios: defs.clone(),
-        seeds: a.seeds,
-        variant: v,
-        threads: 1,
         check_determinism: a.check_determinism,
+        allow_unsafe_timing: a.allow_unsafe_timing,
+        ..SweepConfig::new(defs.clone(), a.seeds, v)
     };
     let total = config.total()?;
     config.threads = pool::threads(a.jobs, total.div_ceil(sweep::CHUNK))?;
@@ -198,7 +196,7 @@ pub(super) fn sweep_cmd(
     if list.lines == 0 && saved.replays == 0 {
         dir.remove_if_unused();
     }
-    let unreached = unreached(&defs, v, &report);
+    let unreached = report.unreached(&config, COVERAGE_MIN_SEEDS);
     let summary = Summary {
         defs: &defs,
         variant: v,
@@ -228,32 +226,6 @@ pub(super) fn sweep_cmd(
     } else {
         0
     })
-}
-
-/// Declared hazards a whole sweep of at least [`COVERAGE_MIN_SEEDS`] seeds never reached: the
-/// scenario no longer tells its story (it passes because nothing happened). Only the reference
-/// promises its stories (a variant changes what happens), and only a sweep that ran every seed
-/// is judged.
-fn unreached(
-    defs: &[&'static ScenarioDef],
-    v: Variant,
-    report: &SweepReport,
-) -> Vec<(usize, Hazard)> {
-    let mut unreached = Vec::new();
-    if report.interrupted || v != Variant::Reference {
-        return unreached;
-    }
-    for (i, d) in defs.iter().enumerate() {
-        if report.scenarios[i].runs < COVERAGE_MIN_SEEDS {
-            continue;
-        }
-        for h in d.hazards {
-            if !report.scenarios[i].hazards.contains_key(h) {
-                unreached.push((i, *h));
-            }
-        }
-    }
-    unreached
 }
 
 /// The printed failures, in printed order: the first [`PRINT_FAILURES_MAX`] of each scenario.

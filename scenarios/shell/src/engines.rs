@@ -238,7 +238,8 @@ fn outcome_of(
                 o.unfinished += 1;
                 o.first_unfinished.get_or_insert(seed);
             }
-            leasesim::run::Verdict::Held => {}
+            // A run's own verdict is never `Invalid`: only a sweep refuses a configuration.
+            leasesim::run::Verdict::Held | leasesim::run::Verdict::Invalid { .. } => {}
         }
         for f in &r.findings {
             invariants.insert(f.invariant.name().to_string());

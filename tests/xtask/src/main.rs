@@ -1,0 +1,160 @@
+//! `cargo xtask test`: the whole test suite on any machine of this project's kind, fresh or not.
+//!
+//! It installs what a fresh machine lacks (the formatter and linter components, Debian's
+//! Chromium for the browser test) and then runs, in order and stopping at the first failure:
+//! `cargo fmt --check`, `cargo clippy -D warnings`, `cargo test --workspace`, and the madsim
+//! engine's tests in their own build. Nothing is skipped: a test that needs something this
+//! program cannot install fails and says how to install it.
+
+use std::process::{Command, ExitCode};
+
+/// The cargo that started this program (the toolchain the suite must run on).
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+/// One step: a command line, shown before it runs.
+fn run(what: &str, program: &str, args: &[&str]) -> Result<(), String> {
+    println!("xtask: {what}: {program} {}", args.join(" "));
+    let program = if program == "cargo" {
+        cargo()
+    } else {
+        program.to_string()
+    };
+    let status = Command::new(&program)
+        .args(args)
+        .status()
+        .map_err(|e| format!("{what}: cannot start {program}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({status})"))
+    }
+}
+
+/// Whether `program --version` runs.
+fn present(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether this process runs as root (package installs need it).
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Installs Debian packages with apt-get, as root or through sudo without a password.
+fn apt_install(packages: &[&str]) -> Result<(), String> {
+    let how = format!("apt-get install {}", packages.join(" "));
+    let (program, prefix): (&str, &[&str]) = if is_root() {
+        ("apt-get", &[])
+    } else if present("sudo", &["-n", "true"]) {
+        ("sudo", &["-n", "apt-get"])
+    } else {
+        return Err(format!(
+            "{} missing and this user cannot install packages: run `sudo {how}` and try again",
+            packages.join(", ")
+        ));
+    };
+    let with = |args: &[&str]| -> Vec<String> {
+        prefix.iter().chain(args).map(|s| s.to_string()).collect()
+    };
+    let update = with(&["update", "-qq"]);
+    let install: Vec<String> = with(&["install", "-y", "-qq"])
+        .into_iter()
+        .chain(packages.iter().map(|s| s.to_string()))
+        .collect();
+    for args in [update, install] {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        println!("xtask: installing: {program} {}", refs.join(" "));
+        let status = Command::new(program)
+            .args(&refs)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map_err(|e| format!("cannot run {program}: {e}; install by hand: {how}"))?;
+        if !status.success() {
+            return Err(format!("`{how}` failed ({status})"));
+        }
+    }
+    Ok(())
+}
+
+/// What the tests need that a fresh machine may lack.
+fn provision() -> Result<(), String> {
+    if !present(&cargo(), &["fmt", "--version"]) || !present(&cargo(), &["clippy", "--version"]) {
+        run(
+            "formatter and linter",
+            "rustup",
+            &["component", "add", "rustfmt", "clippy"],
+        )?;
+    }
+    // The browser test loads the example reports in Debian's Chromium, headless.
+    if std::env::var_os("LEASESIM_CHROMIUM").is_none() && !present("chromium", &["--version"]) {
+        apt_install(&["chromium"])?;
+    }
+    Ok(())
+}
+
+fn test() -> Result<(), String> {
+    provision()?;
+    run("format", "cargo", &["fmt", "--all", "--", "--check"])?;
+    run(
+        "lints",
+        "cargo",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    run("tests", "cargo", &["test", "--workspace"])?;
+    // The madsim engine: built with `--cfg madsim` in its own target directory (the normal
+    // build above is untouched), warnings refused; its tests run the scenarios on madsim.
+    run(
+        "madsim engine tests",
+        "cargo",
+        &[
+            "--config",
+            r#"build.rustflags=["--cfg", "madsim", "-D", "warnings"]"#,
+            "test",
+            "--target-dir",
+            "target/madsim",
+            "-p",
+            "leasesim-tests",
+            "--test",
+            "engines",
+        ],
+    )?;
+    println!("xtask: all tests passed");
+    Ok(())
+}
+
+const USAGE: &str = "usage: cargo xtask test   (installs what a fresh machine lacks, then runs fmt, clippy, the tests and the madsim tests)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["test"] => test(),
+        ["provision"] => provision(),
+        [] | ["help"] | ["--help"] | ["-h"] => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => Err(format!("unknown arguments {args:?}; {USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
