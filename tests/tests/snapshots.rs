@@ -1,31 +1,22 @@
-//! Snapshots (insta) of the readable timeline of every named scenario: seed 1 on the reference,
-//! the timeline as `leasesim run <scenario> --seed 1` prints it, then the verdict, the findings
-//! and the hazards reached. A change to what a scenario does, or to how a timeline reads, shows
-//! up here as a reviewable diff.
+//! Snapshots (insta) of every named scenario's story: seed 1 on the reference, as
+//! `leasesim run <scenario> --seed 1 --format story` prints it (the CLI's own code): the journal's
+//! protocol events in order with their jobs, tokens, fences, keys and reasons, without times,
+//! then the verdict, the invariants broken and the hazards reached. A change to what the protocol
+//! decides shows up here as a short, reviewable diff; a change of latency that decides nothing
+//! differently rewrites nothing.
 //!
 //! The files live in `tests/tests/snapshots/<scenario>.snap`. After an intended change:
 //! `INSTA_UPDATE=always cargo test -p leasesim-tests --test snapshots` (or `cargo insta review`),
 //! then read the diff. With `CI=true` a missing or different snapshot fails and nothing is
 //! written. A snapshot no named scenario claims fails too (`no_snapshot_is_unreferenced`).
 
-use leasesim::run::RunResult;
 use leasesim::scenarios::{self, ScenarioDef};
-use leasesim_protocol::{Invariant, Variant};
-use leasesim_reports::Names;
-use leasesim_tests::run;
+use leasesim_tests::cli;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 /// The seed every snapshot shows.
 const SEED: u64 = 1;
-
-/// A timeline longer than this many lines is cut: its snapshot keeps the first [`HEAD`] and the
-/// last [`TAIL`] lines with a marker line between. Today that is `renewal-cap` (about 3,900
-/// lines: a job renewed for the whole of its cap); every other named scenario is snapshotted
-/// whole.
-const MAX_LINES: usize = 3_000;
-const HEAD: usize = 1_500;
-const TAIL: usize = 200;
 
 /// The scenarios with a snapshot: every named one, not the swarm (whose point is that the seed
 /// picks everything; its seed 1 is not a story worth pinning).
@@ -33,66 +24,18 @@ fn named() -> impl Iterator<Item = &'static ScenarioDef> {
     scenarios::ALL.iter().filter(|s| s.name != "swarm")
 }
 
-/// The timeline (cut when enormous) and the verdict lines of one run.
-fn render(r: &RunResult) -> String {
-    let node_names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
-    let names = Names {
-        nodes: &node_names,
-        ops: &r.op_names,
-    };
-    let timeline = leasesim_reports::timeline(&names, &r.trace);
-    let lines: Vec<&str> = timeline.lines().collect();
-    let mut s = String::with_capacity(timeline.len() + 512);
-    if lines.len() > MAX_LINES {
-        for l in &lines[..HEAD] {
-            s.push_str(l);
-            s.push('\n');
-        }
-        s.push_str(&format!(
-            "[... {} of {} timeline lines not snapshotted: first {HEAD} and last {TAIL} kept ...]\n",
-            lines.len() - HEAD - TAIL,
-            lines.len()
-        ));
-        for l in &lines[lines.len() - TAIL..] {
-            s.push_str(l);
-            s.push('\n');
-        }
-    } else {
-        s.push_str(&timeline);
-    }
-    s.push('\n');
-    s.push_str(&format!(
-        "verdict: {} ({} invariants checked over {} events; the run ended ({:?}) at {})\n",
-        r.verdict().word(),
-        Invariant::ALL.len(),
-        r.events,
-        r.end,
-        leasesim_reports::secs(r.end_ns)
-    ));
-    for f in &r.findings {
-        s.push_str(&format!("  {}\n", leasesim_reports::finding(&names, f)));
-    }
-    let reached: Vec<String> = r
-        .hazards
-        .0
-        .iter()
-        .map(|(h, n)| format!("{} {n}", h.name()))
-        .collect();
-    s.push_str(&format!(
-        "hazards reached: {}\n",
-        if reached.is_empty() {
-            "none".to_string()
-        } else {
-            reached.join(", ")
-        }
-    ));
-    s
-}
-
 /// Checks one scenario against `snapshots/<name>.snap`.
 fn check(name: &str) {
     let def = scenarios::find(name).unwrap_or_else(|| panic!("{name} is not a scenario"));
-    let r = run(name, SEED, Variant::Reference);
+    let (code, story, err) = cli(&[
+        "run",
+        name,
+        "--seed",
+        &SEED.to_string(),
+        "--format",
+        "story",
+    ]);
+    assert_eq!(code, 0, "{name}: {err}");
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
@@ -100,7 +43,7 @@ fn check(name: &str) {
         "leasesim run {name} --seed {SEED} (reference): {}",
         def.story
     ));
-    settings.bind(|| insta::assert_snapshot!(name, render(&r)));
+    settings.bind(|| insta::assert_snapshot!(name, story));
 }
 
 /// One test per named scenario, so that every mismatch is reported (not only the first) and
@@ -204,4 +147,32 @@ fn no_snapshot_is_unreferenced() {
          snapshot, or a pending `.snap.new` to review with `cargo insta review`): {unreferenced:?}",
         dir.display()
     );
+}
+
+#[test]
+fn a_latency_change_that_decides_nothing_rewrites_no_story() {
+    // One microsecond more on every message: every trace changes, no story does. The old
+    // snapshots (microsecond timelines) were rewritten whole by any such change.
+    for def in named() {
+        let setup = (def.build)(SEED, leasesim_protocol::Variant::Reference);
+        let mut slower = setup.clone();
+        slower.net.latency_min_ns += 1_000;
+        slower.net.latency_max_ns += 1_000;
+        let (a, b) = (
+            leasesim::run::run_setup(&setup, SEED),
+            leasesim::run::run_setup(&slower, SEED),
+        );
+        assert_ne!(
+            a.trace_hash(),
+            b.trace_hash(),
+            "{}: the change reached the run",
+            def.name
+        );
+        assert_eq!(
+            leasesim_cli::story::story(&setup, &a).unwrap(),
+            leasesim_cli::story::story(&slower, &b).unwrap(),
+            "{}",
+            def.name
+        );
+    }
 }

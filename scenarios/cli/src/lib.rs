@@ -14,6 +14,7 @@ mod list;
 mod matrix;
 mod run;
 pub mod scaling;
+pub mod story;
 mod sweep;
 
 use args::{whole, Outputs};
@@ -46,6 +47,18 @@ struct Cli {
 enum Format {
     Text,
     Json,
+}
+
+/// How `run` and `replay` show a run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum RunFormat {
+    /// The timeline with true and local times, the verdict, the metrics.
+    Text,
+    /// One JSON document: verdict, findings, hazards, metrics, trace hash.
+    Json,
+    /// The journal's protocol events in order without their times, the verdict and the
+    /// hazards: what a reviewer diffs.
+    Story,
 }
 
 #[derive(Subcommand, Debug)]
@@ -92,8 +105,8 @@ enum Command {
         #[arg(long, default_value = "sim")]
         engine: String,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+        format: RunFormat,
     },
     /// Re-runs a saved replay file exactly.
     Replay {
@@ -112,8 +125,8 @@ enum Command {
         #[arg(long)]
         check_determinism: bool,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+        format: RunFormat,
     },
     /// Minimises a failing replay while the same invariant still fails.
     Shrink {

@@ -3,9 +3,10 @@
 //! reads is bounded and checked as a replay file is.
 
 use super::args::{check_outputs, Outputs};
-use super::{io, scenario, variant, Format, UsageError};
+use super::{io, scenario, variant, Format, RunFormat, UsageError};
 use crate::examples;
 use crate::journal;
+use crate::story;
 use leasesim::replay::{Replay, RunFile, TRACE_FORMAT};
 use leasesim::run::{check_same, reproduce_command, run_setup, RunResult, Verdict};
 use leasesim::scenarios;
@@ -24,7 +25,7 @@ pub(super) struct RunOpts {
     pub check_determinism: bool,
     pub allow_unsafe_timing: bool,
     pub engine: Engine,
-    pub format: Format,
+    pub format: RunFormat,
 }
 
 pub(super) fn engine_arg(name: &str) -> Result<Engine, UsageError> {
@@ -112,7 +113,7 @@ pub(super) fn replay_cmd(
         &replay_reproduce(&replay, file),
         &opts,
     )?;
-    if opts.format == Format::Text {
+    if opts.format != RunFormat::Json {
         let hash = format!("{:016x}", r.trace_hash());
         let line = match (&replay.expect, replay.matches(&r)) {
             (None, _) => format!(
@@ -288,7 +289,13 @@ fn present(
     } else {
         1
     };
-    if opts.format == Format::Json {
+    if opts.format == RunFormat::Story {
+        io(writeln!(out, "{header}"))?;
+        io(out.write_all(story::story(setup, &r)?.as_bytes()))?;
+        if verdict != Verdict::Held {
+            io(writeln!(out, "reproduce: {reproduce}"))?;
+        }
+    } else if opts.format == RunFormat::Json {
         let doc = json!({
             "scenario": setup.scenario,
             "variant": setup.variant.name(),
