@@ -11,11 +11,11 @@
 //! safe value down, a smallest safe value up); the JSON also carries exact nanoseconds.
 
 use leasesim_protocol::timing;
+use leasesim_sim::time::{secs_rounded as seconds, Round};
 use serde_json::{json, Value};
 
 const PPM: u128 = 1_000_000;
 const NS_PER_S: u128 = 1_000_000_000;
-const NS_PER_MS: u128 = 1_000_000;
 
 /// The duration units [`parse_duration`] accepts, with their length in nanoseconds.
 const UNITS: &[(&str, u64)] = &[
@@ -238,24 +238,7 @@ pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
     })
 }
 
-/// Which way a value is rounded to the millisecond for display.
-#[derive(Copy, Clone)]
-enum Round {
-    Nearest,
-    Down,
-    Up,
-}
-
-/// Seconds with millisecond precision: `35.000s`.
-fn seconds(ns: u128, round: Round) -> String {
-    let ms = match round {
-        Round::Nearest => (ns + NS_PER_MS / 2) / NS_PER_MS,
-        Round::Down => ns / NS_PER_MS,
-        Round::Up => ns.div_ceil(NS_PER_MS),
-    };
-    format!("{}.{:03}s", ms / 1000, ms % 1000)
-}
-
+/// Seconds with millisecond precision, rounded to the nearest.
 fn secs(ns: u64) -> String {
     seconds(ns as u128, Round::Nearest)
 }

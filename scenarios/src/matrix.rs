@@ -52,7 +52,7 @@ pub struct Row {
     pub best_scenario: Option<&'static str>,
     /// Its first failing seed.
     pub first_failing_seed: Option<u64>,
-    /// Seeds run before detection in that scenario (first failing seed - start + 1).
+    /// Seeds run until detection in that scenario: the first failing seed + 1 (seeds start at 0).
     pub seeds_to_detection: Option<u64>,
     /// The command that reproduces it.
     pub reproduce: Option<String>,

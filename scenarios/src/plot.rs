@@ -24,6 +24,7 @@ use crate::scenarios::story::Story;
 use crate::setup::{Setup, TimingPolicy};
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{Invariant, Step, Variant, MILLI_NS};
+use leasesim_sim::time::{secs_exact, secs_rounded, Round};
 use leasesim_sim::Limits;
 use std::fmt::Write as _;
 
@@ -301,42 +302,18 @@ fn n(x: f64) -> String {
     }
 }
 
-/// Exact seconds, with at least millisecond precision: `35.000s`, `0.00025s`, `16.666666666s`.
+/// Exact seconds, with at least millisecond precision: `35.000s`, `0.00025s`.
 fn secs(ns: u64) -> String {
     secs_exact(ns as u128)
-}
-
-fn secs_exact(ns: u128) -> String {
-    let (whole, frac) = (ns / NS_PER_S as u128, ns % NS_PER_S as u128);
-    let digits = format!("{frac:09}");
-    let trimmed = digits.trim_end_matches('0');
-    let shown = if trimmed.len() < 3 {
-        &digits[..3]
-    } else {
-        trimmed
-    };
-    format!("{whole}.{shown}s")
-}
-
-/// Which way [`secs_ms`] rounds.
-#[derive(Copy, Clone)]
-enum Round {
-    Nearest,
-    Down,
 }
 
 /// Seconds with millisecond precision, rounded as asked (a largest safe value down, as the
 /// advisor's text does); exact below a millisecond.
 fn secs_ms(ns: u128, round: Round) -> String {
-    const NS_PER_MS: u128 = 1_000_000;
-    if ns < NS_PER_MS {
+    if ns < 1_000_000 {
         return secs_exact(ns);
     }
-    let ms = match round {
-        Round::Nearest => (ns + NS_PER_MS / 2) / NS_PER_MS,
-        Round::Down => ns / NS_PER_MS,
-    };
-    format!("{}.{:03}s", ms / 1000, ms % 1000)
+    secs_rounded(ns, round)
 }
 
 /// A tick label in seconds, with as many decimals as the step needs.

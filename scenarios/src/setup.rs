@@ -13,7 +13,7 @@ fn yes() -> bool {
 }
 
 fn fmt_s(ns: Nanos) -> String {
-    format!("{:.3}s", ns as f64 / 1e9)
+    leasesim_sim::time::secs_rounded(ns.into(), leasesim_sim::time::Round::Nearest)
 }
 pub use leasesim_checkers::{NodeInfo, Role};
 use leasesim_sim::{Clock, Limits, NetConfig, NodeId, Prng, Stream};

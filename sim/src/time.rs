@@ -11,6 +11,44 @@ pub fn secs_ms(ns: u64) -> String {
     format!("{}.{:03}s", ns / 1_000_000_000, (ns / 1_000_000) % 1000)
 }
 
+/// Which way a value is rounded to the millisecond for display: a largest safe value is shown
+/// rounded down, a smallest safe value up, anything else to the nearest.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Round {
+    /// To the nearest millisecond.
+    Nearest,
+    /// Down.
+    Down,
+    /// Up.
+    Up,
+}
+
+/// Seconds with millisecond precision, rounded as asked: `35.000s`. Takes 128 bits so a bound
+/// beyond 64 bits of nanoseconds (an unsafe `R*H`) still prints.
+pub fn secs_rounded(ns: u128, round: Round) -> String {
+    const NS_PER_MS: u128 = 1_000_000;
+    let ms = match round {
+        Round::Nearest => (ns + NS_PER_MS / 2) / NS_PER_MS,
+        Round::Down => ns / NS_PER_MS,
+        Round::Up => ns.div_ceil(NS_PER_MS),
+    };
+    format!("{}.{:03}s", ms / 1000, ms % 1000)
+}
+
+/// Exact seconds, with at least millisecond precision: `35.000s`, `0.00025s`, `16.666666666s`.
+pub fn secs_exact(ns: u128) -> String {
+    const NS_PER_S: u128 = 1_000_000_000;
+    let (whole, frac) = (ns / NS_PER_S, ns % NS_PER_S);
+    let digits = format!("{frac:09}");
+    let trimmed = digits.trim_end_matches('0');
+    let shown = if trimmed.len() < 3 {
+        &digits[..3]
+    } else {
+        trimmed
+    };
+    format!("{whole}.{shown}s")
+}
+
 /// A duration in the unit that reads best: `1.500s`, `12.000ms`, `40us`.
 pub fn dur(ns: u64) -> String {
     if ns >= 1_000_000_000 {
@@ -49,5 +87,10 @@ mod tests {
         assert_eq!(dur(40_000), "40us");
         assert_eq!(signed_dur(-1_500_000_000), "-1.500s");
         assert_eq!(opt_dur(None), "-");
+        assert_eq!(secs_rounded(69_999_999_999, Round::Down), "69.999s");
+        assert_eq!(secs_rounded(16_666_666_666, Round::Nearest), "16.667s");
+        assert_eq!(secs_rounded(16_666_666_666, Round::Up), "16.667s");
+        assert_eq!(secs_exact(250_000), "0.00025s");
+        assert_eq!(secs_exact(35_000_000_000), "35.000s");
     }
 }

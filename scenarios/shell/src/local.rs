@@ -67,7 +67,7 @@ impl Net {
 struct Control(Arc<Net>);
 
 impl FabricControl for Control {
-    // Refused before the run (see `unsupported`): nothing reaches these three.
+    // Refused before the run (see `unsupported`): nothing reaches these four.
     fn pause(&self, _: NodeId) {}
     fn resume(&self, _: NodeId) {}
     fn kill(&self, _: NodeId) {}
