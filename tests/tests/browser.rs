@@ -53,11 +53,11 @@ fn pages() -> Vec<PathBuf> {
 
 /// Runs headless Chromium on a page; returns (DOM, console lines).
 fn load(page: &Path, extra: &[String]) -> (String, Vec<String>) {
-    let profile = std::env::temp_dir().join(format!(
-        "leasesim-chromium-{}-{}",
-        std::process::id(),
+    let tmp = leasesim_tests::TempDir::new(&format!(
+        "chromium-{}",
         page.file_stem().unwrap().to_string_lossy()
     ));
+    let profile = tmp.join("profile");
     let out = Command::new(chromium())
         .args([
             "--headless",
@@ -76,7 +76,6 @@ fn load(page: &Path, extra: &[String]) -> (String, Vec<String>) {
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("Chromium runs");
-    let _ = std::fs::remove_dir_all(&profile);
     let console = String::from_utf8_lossy(&out.stderr)
         .lines()
         .filter(|l| l.contains(":CONSOLE"))
@@ -86,8 +85,8 @@ fn load(page: &Path, extra: &[String]) -> (String, Vec<String>) {
 }
 
 fn screenshot_size(page: &Path, name: &str) -> u64 {
-    let shot =
-        std::env::temp_dir().join(format!("leasesim-shot-{}-{name}.png", std::process::id()));
+    let tmp = leasesim_tests::TempDir::new(&format!("shot-{name}"));
+    let shot = tmp.join("shot.png");
     let _ = load(
         page,
         &[
@@ -95,22 +94,20 @@ fn screenshot_size(page: &Path, name: &str) -> u64 {
             "--window-size=1400,1000".into(),
         ],
     );
-    let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
-    let _ = std::fs::remove_file(&shot);
-    size
+    std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0)
 }
 
 #[test]
 fn a_page_that_throws_is_caught() {
     // The check must be able to fail: a page with an uncaught error and a console message.
-    let page = std::env::temp_dir().join(format!("leasesim-throws-{}.html", std::process::id()));
+    let tmp = leasesim_tests::TempDir::new("throws");
+    let page = tmp.join("throws.html");
     std::fs::write(
         &page,
         "<!DOCTYPE html><html><body><p>x</p><script>console.log('noise');throw new Error('boom')</script></body></html>",
     )
     .unwrap();
     let (_, console) = load(&page, &["--dump-dom".into()]);
-    let _ = std::fs::remove_file(&page);
     assert!(console.iter().any(|l| l.contains("boom")), "{console:?}");
     assert!(console.iter().any(|l| l.contains("noise")), "{console:?}");
 }
@@ -161,10 +158,10 @@ fn every_example_page_renders_cleanly_with_its_marks() {
 
 #[test]
 fn example_timelines_are_not_blank() {
-    let blank = std::env::temp_dir().join(format!("leasesim-blank-{}.html", std::process::id()));
+    let tmp = leasesim_tests::TempDir::new("blank");
+    let blank = tmp.join("blank.html");
     std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
     let empty = screenshot_size(&blank, "blank");
-    let _ = std::fs::remove_file(&blank);
     assert!(empty > 0, "Chromium took no screenshot");
     for page in pages()
         .iter()

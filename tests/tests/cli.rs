@@ -86,8 +86,7 @@ fn an_unwritable_trace_path_is_bad_input() {
 
 #[test]
 fn run_json_and_trace_file_agree() {
-    let dir = std::env::temp_dir().join(format!("leasesim-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = leasesim_tests::TempDir::new("run-json");
     let path = dir.join("t.json");
     let (code, out, _) = cli(&[
         "run",
@@ -107,7 +106,6 @@ fn run_json_and_trace_file_agree() {
     assert_eq!(summary["trace_hash"], trace["trace_hash"]);
     assert_eq!(trace["seed"], 7);
     assert!(trace["events"].as_array().unwrap().len() > 20);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -120,7 +118,8 @@ fn sweep_json_reports_throughput_and_failures_with_reproduce_commands() {
     assert!(v["seeds_per_s"].as_f64().unwrap() > 0.0);
     assert!(v["events_per_s"].as_f64().unwrap() > 0.0);
 
-    let dir = std::env::temp_dir().join(format!("leasesim-sweep-{}", std::process::id()));
+    let tmp = leasesim_tests::TempDir::new("sweep-json");
+    let dir = tmp.join("f");
     let (code, out, _) = cli(&[
         "sweep",
         "w1-w2",
@@ -138,7 +137,6 @@ fn sweep_json_reports_throughput_and_failures_with_reproduce_commands() {
     let list = std::fs::read_to_string(dir.join("sweep-receiver-ignores-fence.txt")).unwrap();
     assert_eq!(list.matches("cargo run --release -- run w1-w2").count(), 3);
     assert!(dir.join("w1-w2-receiver-ignores-fence-seed0.json").exists());
-    std::fs::remove_dir_all(&dir).unwrap();
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let failures = v["scenarios"][0]["failures"].as_array().unwrap();
     assert_eq!(failures.len(), 3);

@@ -23,8 +23,8 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn committed_example_reports_are_up_to_date() {
-    let fresh = std::env::temp_dir().join(format!("leasesim-examples-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&fresh);
+    let tmp = leasesim_tests::TempDir::new("examples");
+    let fresh = tmp.0.clone();
     leasesim_cli::examples::write_examples(&fresh, 2).expect("examples are written");
     let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -57,5 +57,4 @@ fn committed_example_reports_are_up_to_date() {
             "reports/{name} is no longer generated: remove it"
         );
     }
-    std::fs::remove_dir_all(&fresh).unwrap();
 }
