@@ -33,104 +33,131 @@ pub(super) fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, Usage
     refuse_unsafe_timing(&[def], 0, v, a.allow_unsafe_timing)?;
     let threads = pool::threads(a.jobs, a.seeds.max(a.shell_seeds))?;
     if let Some(child) = &a.child {
-        // A measuring process: one engine (or one scaling row), figures as one JSON document.
-        let doc = if let Some(row) = child.strip_prefix("scaling:") {
-            let n: Vec<Option<u64>> = row.split(':').map(|x| x.parse().ok()).collect();
-            let [Some(w @ 1..=1_000), Some(j @ 1..=100_000), Some(s @ 1..=1_000_000)] = n[..]
-            else {
-                return Err(UsageError(format!(
-                    "bad --child {child:?}: expected scaling:WORKERS:JOBS:SEEDS with 1-1000 workers, 1-100000 jobs, 1-1000000 seeds"
-                )));
-            };
-            let r = crate::scaling::measure(w as usize, j as usize, s);
-            json!({"row": r, "peak_rss_kib": crate::scaling::peak_rss_kib()})
-        } else {
-            let engine = engine_arg(child)?;
-            let seeds = if engine == Engine::Sim {
-                a.seeds
-            } else {
-                a.shell_seeds
-            };
-            let f = crate::bench_engines::measure(engine, &a.scenario, v, seeds, threads)
-                .map_err(UsageError)?;
-            json!(f)
-        };
-        io(writeln!(out, "{doc}"))?;
-        return Ok(0);
+        return measure_here(out, a, v, threads, child);
     }
-    let common = |engine: &str| {
-        vec![
-            "bench".to_string(),
-            "--scenario".into(),
-            a.scenario.clone(),
-            "--variant".into(),
-            a.variant.clone(),
-            "--seeds".into(),
-            a.seeds.to_string(),
-            "--shell-seeds".into(),
-            a.shell_seeds.to_string(),
-            "--jobs".into(),
-            threads.to_string(),
-            "--allow-unsafe-timing".into(),
-            "--child".into(),
-            engine.to_string(),
-        ]
-    };
     if a.scaling {
-        let mut rows = Vec::new();
-        for &(w, j) in crate::scaling::DEFAULT_GRID {
-            let seeds = crate::scaling::default_seeds(w, j);
-            let doc: serde_json::Value =
-                crate::bench_engines::in_child(&common(&format!("scaling:{w}:{j}:{seeds}")))
-                    .map_err(UsageError)?;
-            let row: crate::scaling::ScaleRow = serde_json::from_value(doc["row"].clone())
-                .map_err(|e| UsageError(format!("the measuring process printed no row: {e}")))?;
-            rows.push((row, doc["peak_rss_kib"].as_u64()));
-        }
-        if a.format == Format::Json {
-            let v: Vec<_> = rows
-                .iter()
-                .map(|(r, p)| json!({"row": r, "peak_rss_kib": p}))
-                .collect();
-            io(writeln!(out, "{:#}", json!(v)))?;
-            return Ok(0);
-        }
-        io(writeln!(out, "simulator scaling (reference protocol, no faults; each row in its own process, one thread):"))?;
+        return scaling_table(out, a, threads);
+    }
+    engines_table(out, a, v, threads)
+}
+
+/// The arguments of a measuring process: this benchmark, measuring `what` only.
+fn child_args(a: &BenchArgs, threads: usize, what: &str) -> Vec<String> {
+    vec![
+        "bench".to_string(),
+        "--scenario".into(),
+        a.scenario.clone(),
+        "--variant".into(),
+        a.variant.clone(),
+        "--seeds".into(),
+        a.seeds.to_string(),
+        "--shell-seeds".into(),
+        a.shell_seeds.to_string(),
+        "--jobs".into(),
+        threads.to_string(),
+        "--allow-unsafe-timing".into(),
+        "--child".into(),
+        what.to_string(),
+    ]
+}
+
+/// A measuring process: one engine (or one scaling row), figures as one JSON document.
+fn measure_here(
+    out: &mut dyn Write,
+    a: &BenchArgs,
+    v: Variant,
+    threads: usize,
+    child: &str,
+) -> Result<i32, UsageError> {
+    let doc = if let Some(row) = child.strip_prefix("scaling:") {
+        let n: Vec<Option<u64>> = row.split(':').map(|x| x.parse().ok()).collect();
+        let [Some(w @ 1..=1_000), Some(j @ 1..=100_000), Some(s @ 1..=1_000_000)] = n[..] else {
+            return Err(UsageError(format!(
+                "bad --child {child:?}: expected scaling:WORKERS:JOBS:SEEDS with 1-1000 workers, 1-100000 jobs, 1-1000000 seeds"
+            )));
+        };
+        let r = crate::scaling::measure(w as usize, j as usize, s);
+        json!({"row": r, "peak_rss_kib": crate::scaling::peak_rss_kib()})
+    } else {
+        let engine = engine_arg(child)?;
+        let seeds = if engine == Engine::Sim {
+            a.seeds
+        } else {
+            a.shell_seeds
+        };
+        let f = crate::bench_engines::measure(engine, &a.scenario, v, seeds, threads)
+            .map_err(UsageError)?;
+        json!(f)
+    };
+    io(writeln!(out, "{doc}"))?;
+    Ok(0)
+}
+
+/// The simulator's scaling table, each row measured in a process of its own.
+fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i32, UsageError> {
+    let mut rows = Vec::new();
+    for &(w, j) in crate::scaling::DEFAULT_GRID {
+        let seeds = crate::scaling::default_seeds(w, j);
+        let doc: serde_json::Value = crate::bench_engines::in_child(&child_args(
+            a,
+            threads,
+            &format!("scaling:{w}:{j}:{seeds}"),
+        ))
+        .map_err(UsageError)?;
+        let row: crate::scaling::ScaleRow = serde_json::from_value(doc["row"].clone())
+            .map_err(|e| UsageError(format!("the measuring process printed no row: {e}")))?;
+        rows.push((row, doc["peak_rss_kib"].as_u64()));
+    }
+    let code = i32::from(!rows.iter().all(|(r, _)| r.held));
+    if a.format == Format::Json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(r, p)| json!({"row": r, "peak_rss_kib": p}))
+            .collect();
+        io(writeln!(out, "{:#}", json!(v)))?;
+        return Ok(code);
+    }
+    io(writeln!(out, "simulator scaling (reference protocol, no faults; each row in its own process, one thread):"))?;
+    io(writeln!(
+        out,
+        "{:>8} {:>7} {:>6} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10}  verdicts",
+        "workers",
+        "jobs",
+        "seeds",
+        "seconds",
+        "events",
+        "events/s",
+        "ns/event",
+        "ms/seed",
+        "peak RSS"
+    ))?;
+    for (r, peak) in &rows {
         io(writeln!(
             out,
-            "{:>8} {:>7} {:>6} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10}  verdicts",
-            "workers",
-            "jobs",
-            "seeds",
-            "seconds",
-            "events",
-            "events/s",
-            "ns/event",
-            "ms/seed",
-            "peak RSS"
+            "{:>8} {:>7} {:>6} {:>9.3} {:>10} {:>12.0} {:>11.0} {:>9.3} {:>10}  {}",
+            r.workers,
+            r.jobs,
+            r.seeds,
+            r.seconds,
+            r.events,
+            r.events_per_s,
+            r.ns_per_event,
+            r.seconds * 1000.0 / r.seeds.max(1) as f64,
+            crate::bench_engines::mib(*peak),
+            if r.held { "all held" } else { "NOT ALL HELD" }
         ))?;
-        for (r, peak) in &rows {
-            io(writeln!(
-                out,
-                "{:>8} {:>7} {:>6} {:>9.3} {:>10} {:>12.0} {:>11.0} {:>9.3} {:>10}  {}",
-                r.workers,
-                r.jobs,
-                r.seeds,
-                r.seconds,
-                r.events,
-                r.events_per_s,
-                r.ns_per_event,
-                r.seconds * 1000.0 / r.seeds.max(1) as f64,
-                crate::bench_engines::mib(*peak),
-                if r.held { "all held" } else { "NOT ALL HELD" }
-            ))?;
-        }
-        return Ok(if rows.iter().all(|(r, _)| r.held) {
-            0
-        } else {
-            1
-        });
     }
+    Ok(code)
+}
+
+/// The simulator beside the async-shell engine, each measured in a process of its own.
+fn engines_table(
+    out: &mut dyn Write,
+    a: &BenchArgs,
+    v: Variant,
+    threads: usize,
+) -> Result<i32, UsageError> {
+    let common = |what: &str| child_args(a, threads, what);
     let other = Engine::shell();
     let sim: crate::bench_engines::EngineFigures =
         crate::bench_engines::in_child(&common("sim")).map_err(UsageError)?;
@@ -214,25 +241,7 @@ pub(super) fn agree_cmd(
         names.to_vec()
     };
     let defs = scenario_list(&names)?;
-    let vs: Vec<Variant> = match variants {
-        Some(list) => list
-            .split(',')
-            .map(|s| variant(s.trim()))
-            .collect::<Result<_, _>>()?,
-        None => engines::AGREE_VARIANTS
-            .iter()
-            .map(|s| variant(s))
-            .collect::<Result<_, _>>()?,
-    };
-    for (i, v) in vs.iter().enumerate() {
-        if vs[..i].contains(v) {
-            return Err(UsageError(format!(
-                "variant '{}' is named twice in --variants",
-                v.name()
-            )));
-        }
-        refuse_unsafe_timing(&defs, seeds.start, *v, allow_unsafe_timing)?;
-    }
+    let vs = agree_variants(variants, &defs, seeds, allow_unsafe_timing)?;
     let range = seeds.start..seeds.end;
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
@@ -270,8 +279,51 @@ pub(super) fn agree_cmd(
             "{:#}",
             json!({"engine": other.name(), "rows": rows, "skipped": skipped, "disagreements": disagreements})
         ))?;
-        return Ok(i32::from(disagreements > 0));
+    } else {
+        print_agreement(out, other, &range, &rows, &skipped)?;
     }
+    Ok(i32::from(disagreements > 0))
+}
+
+/// The variants `--variants` names (or the default set), each once, each valid by P6 unless
+/// the bypass was given.
+fn agree_variants(
+    variants: Option<&str>,
+    defs: &[&'static leasesim::scenarios::ScenarioDef],
+    seeds: SeedRange,
+    allow_unsafe_timing: bool,
+) -> Result<Vec<Variant>, UsageError> {
+    let vs: Vec<Variant> = match variants {
+        Some(list) => list
+            .split(',')
+            .map(|s| variant(s.trim()))
+            .collect::<Result<_, _>>()?,
+        None => engines::AGREE_VARIANTS
+            .iter()
+            .map(|s| variant(s))
+            .collect::<Result<_, _>>()?,
+    };
+    for (i, v) in vs.iter().enumerate() {
+        if vs[..i].contains(v) {
+            return Err(UsageError(format!(
+                "variant '{}' is named twice in --variants",
+                v.name()
+            )));
+        }
+        refuse_unsafe_timing(defs, seeds.start, *v, allow_unsafe_timing)?;
+    }
+    Ok(vs)
+}
+
+/// The agreement table, the disagreements with both seeds, what was left out.
+fn print_agreement(
+    out: &mut dyn Write,
+    other: Engine,
+    range: &std::ops::Range<u64>,
+    rows: &[engines::Agreement],
+    skipped: &[String],
+) -> Result<(), UsageError> {
+    let disagreements = rows.iter().filter(|r| r.disagreement.is_some()).count();
     io(writeln!(
         out,
         "sim vs {} over seeds {}..{}:",
@@ -299,7 +351,7 @@ pub(super) fn agree_cmd(
             format!("held {}/{}", o.seeds, o.seeds)
         }
     };
-    for r in &rows {
+    for r in rows {
         io(writeln!(
             out,
             "  {:<22} {:<24} sim: {:<48} {}: {:<48} same verdict on {}/{} seeds{}",
@@ -317,7 +369,7 @@ pub(super) fn agree_cmd(
             }
         ))?;
     }
-    for r in &rows {
+    for r in rows {
         if let Some(d) = &r.disagreement {
             io(writeln!(
                 out,
@@ -326,7 +378,7 @@ pub(super) fn agree_cmd(
             ))?;
         }
     }
-    for s in &skipped {
+    for s in skipped {
         io(writeln!(out, "skipped: {s}"))?;
     }
     let left_out: u64 = rows.iter().map(|r| r.sim.skipped).sum();
@@ -343,5 +395,5 @@ pub(super) fn agree_cmd(
         rows.len(),
         disagreements
     ))?;
-    Ok(i32::from(disagreements > 0))
+    Ok(())
 }
