@@ -401,19 +401,18 @@ pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
     let faults_before = setup.faults.len();
     // Rounds until nothing changes (bounded by the run budget and a round limit).
     for _ in 0..8 {
-        let before = serde_json::to_string(&setup).unwrap_or_default();
+        let before = setup.clone();
         sh.ddmin_faults(&mut setup);
         sh.drop_workers(&mut setup);
         sh.drop_jobs(&mut setup);
         sh.simplify_faults(&mut setup);
         sh.quiet_network(&mut setup);
-        if serde_json::to_string(&setup).unwrap_or_default() == before || sh.spent() {
+        if setup == before || sh.spent() {
             break;
         }
     }
     let result = run_setup(&setup, replay.seed);
     let mut shrunk = Replay::record(&setup, replay.seed, replay.allow_unsafe_timing, &result);
-    shrunk.scenario = replay.scenario.clone();
     shrunk.note = replay.note.clone();
     Ok(Shrunk {
         replay: shrunk,
@@ -423,7 +422,7 @@ pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
     })
 }
 
-/// A fault in one readable line.
+/// A fault in one readable line: as a replay file writes it.
 pub fn describe(f: &Fault) -> String {
-    serde_json::to_string(f).unwrap_or_else(|_| format!("{f:?}"))
+    crate::replay::fault_line(f)
 }

@@ -5,31 +5,24 @@
 
 use leasesim_protocol::{JobId, Msg, MsgKind, OpId, OperatorAction, Token, ToolFaultKind};
 use leasesim_sim::NodeId;
-use serde::{Deserialize, Serialize};
 
 mod director;
 pub use director::PlanDirector;
 
 /// Which messages a trigger or a message fault matches. Unset fields match anything.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct MsgPattern {
     /// Sender.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<NodeId>,
     /// Receiver.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<NodeId>,
     /// Kind of message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<MsgKind>,
     /// Token or fence carried.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<Token>,
     /// Operation of an effect.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<OpId>,
     /// Plan step of a tool request or response.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u8>,
 }
 
@@ -54,8 +47,7 @@ impl MsgPattern {
 }
 
 /// When a fault starts or ends.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "on", rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Trigger {
     /// At a true time.
     At {
@@ -122,8 +114,7 @@ impl Trigger {
 }
 
 /// What a message fault does to each message it catches (F3).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "do", rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum MsgAction {
     /// Lose it.
     Drop,
@@ -145,8 +136,7 @@ pub enum MsgAction {
 }
 
 /// One explicit fault of the catalogue.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "fault", rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// F1: cut the link `a -> b` (and `b -> a` unless one-way) from `start` until `end`.
     Partition {
