@@ -2,7 +2,7 @@
 //! and the explicit fault plan. A run is a pure function of this and the seed. Files hold it in
 //! types of their own (`replay`), so nothing here is a file format.
 
-use crate::plan::Fault;
+use crate::plan::{Fault, FaultKind};
 use crate::world::{Addrs, Node, ToolFaultRule, ToolNode, ToolSetup};
 use leasesim_protocol::{
     timing, ClassSpec, Coordinator, JobSpec, Nanos, Plan, Receiver, Tool, Variant, Worker,
@@ -284,11 +284,23 @@ impl Setup {
             if let Some(node) = bad {
                 return err(format!("fault {i} names node {node}; there are {nodes}"));
             }
-            match *f {
-                Fault::Drift { drift_ppm, .. } if drift_ppm.unsigned_abs() >= 500_000 => {
+            let tool = matches!(f.kind, FaultKind::Tool { .. });
+            if f.start.is_some() == tool {
+                return err(format!(
+                    "fault {i} {} a start trigger; every fault has one but a tool fault",
+                    if tool { "has" } else { "lacks" }
+                ));
+            }
+            if f.end.is_some() && !f.kind.ends_by_trigger() {
+                return err(format!(
+                    "fault {i} has an end trigger, but only a partition, an isolation, slowness or a message fault ends by one"
+                ));
+            }
+            match f.kind {
+                FaultKind::Drift { drift_ppm, .. } if drift_ppm.unsigned_abs() >= 500_000 => {
                     return err(format!("fault {i} sets a drift of 50% or more"));
                 }
-                Fault::Operator { job, .. } if job.0 as usize >= self.jobs.len() => {
+                FaultKind::Operator { job, .. } if job.0 as usize >= self.jobs.len() => {
                     return err(format!("fault {i} names unknown {job}"));
                 }
                 _ => {}
@@ -454,8 +466,8 @@ impl Setup {
         let faults: Vec<ToolFaultRule> = self
             .faults
             .iter()
-            .filter_map(|f| match *f {
-                Fault::Tool {
+            .filter_map(|f| match f.kind {
+                FaultKind::Tool {
                     worker,
                     step,
                     nth,
@@ -485,8 +497,8 @@ impl Setup {
         let actions = self
             .faults
             .iter()
-            .map(|f| match *f {
-                Fault::Operator { job, action, .. } => Some((job, action)),
+            .map(|f| match f.kind {
+                FaultKind::Operator { job, action } => Some((job, action)),
                 _ => None,
             })
             .collect();

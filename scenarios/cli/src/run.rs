@@ -344,7 +344,7 @@ fn write_outputs(
             "variant": setup.variant.name(),
             "seed": seed,
             "allow_unsafe_timing": opts.allow_unsafe_timing,
-            "setup": replay::setup_json(setup),
+            "setup": replay::setup_json(setup).map_err(UsageError)?,
             "nodes": r.nodes,
             "verdict": r.verdict(),
             "findings": findings_json(r),

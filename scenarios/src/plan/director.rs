@@ -2,7 +2,7 @@
 //! fault at its triggers, catches the messages a message fault names, runs the heal phase, and
 //! says when the run is over. It never changes the plan it was given.
 
-use super::{Fault, MsgAction, MsgPattern, Trigger};
+use super::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::world::{Node, SIGNAL_HEAL};
 use leasesim_protocol::{Event, Msg};
 use leasesim_sim::{Command, Control, Director, DropCause, Envelope, Fate, NodeId};
@@ -26,8 +26,8 @@ impl Edge {
     /// The fault's trigger for this edge, if it states one.
     fn of(self, fault: &Fault) -> Option<Trigger> {
         match self {
-            Edge::Start => fault.start(),
-            Edge::End => fault.end(),
+            Edge::Start => fault.start,
+            Edge::End => fault.end,
             Edge::Release => fault.release(),
         }
     }
@@ -280,20 +280,20 @@ impl PlanDirector {
             st.phase = Phase::Done;
             return;
         }
-        let fault = self.faults[i];
-        st.phase = if fault.lasts() {
+        let kind = self.faults[i].kind;
+        st.phase = if kind.lasts() {
             Phase::Active
         } else {
             Phase::Done
         };
-        match fault {
-            Fault::Partition { a, b, one_way, .. } => Self::cut(ctl, a, b, one_way, false),
-            Fault::Isolate { node, .. } => {
+        match kind {
+            FaultKind::Partition { a, b, one_way } => Self::cut(ctl, a, b, one_way, false),
+            FaultKind::Isolate { node } => {
                 for other in (0..nodes).filter(|o| *o != node) {
                     Self::cut(ctl, node, other, false, false);
                 }
             }
-            Fault::Pause {
+            FaultKind::Pause {
                 node,
                 frozen,
                 duration_ns,
@@ -305,10 +305,9 @@ impl PlanDirector {
                     tag: Alarm::Resume { fault: i }.encode(),
                 });
             }
-            Fault::Crash {
+            FaultKind::Crash {
                 node,
                 restart_after_ns,
-                ..
             } => {
                 ctl.push(Command::Crash { node });
                 if let Some(d) = restart_after_ns {
@@ -318,25 +317,22 @@ impl PlanDirector {
                     });
                 }
             }
-            Fault::ClockStep {
+            FaultKind::ClockStep {
                 node,
                 delta_ns,
                 wall,
-                ..
             } => ctl.push(if wall {
                 Command::WallStep { node, delta_ns }
             } else {
                 Command::ClockStep { node, delta_ns }
             }),
-            Fault::Drift {
-                node, drift_ppm, ..
-            } => ctl.push(Command::SetDrift { node, drift_ppm }),
-            Fault::Operator { .. } => ctl.push(Command::Signal {
+            FaultKind::Drift { node, drift_ppm } => ctl.push(Command::SetDrift { node, drift_ppm }),
+            FaultKind::Operator { .. } => ctl.push(Command::Signal {
                 node: self.operator,
                 tag: i as u64,
             }),
-            Fault::Slow { node, extra_ns, .. } => ctl.push(Command::SetSlow { node, extra_ns }),
-            Fault::Message { .. } | Fault::Tool { .. } => {}
+            FaultKind::Slow { node, extra_ns } => ctl.push(Command::SetSlow { node, extra_ns }),
+            FaultKind::Message { .. } | FaultKind::Tool { .. } => {}
         }
     }
 
@@ -349,22 +345,22 @@ impl PlanDirector {
         if st.phase != Phase::Active {
             return;
         }
-        match self.faults[i] {
-            Fault::Partition { a, b, one_way, .. } => {
+        match self.faults[i].kind {
+            FaultKind::Partition { a, b, one_way } => {
                 st.phase = Phase::Done;
                 Self::cut(ctl, a, b, one_way, true);
             }
-            Fault::Isolate { node, .. } => {
+            FaultKind::Isolate { node } => {
                 st.phase = Phase::Done;
                 for other in (0..nodes).filter(|o| *o != node) {
                     Self::cut(ctl, node, other, false, true);
                 }
             }
             // Disarmed; a hold still owes its release.
-            Fault::Message { .. } if st.held.is_empty() || st.released => {
+            FaultKind::Message { .. } if st.held.is_empty() || st.released => {
                 st.phase = Phase::Done;
             }
-            Fault::Slow { node, .. } => {
+            FaultKind::Slow { node, .. } => {
                 st.phase = Phase::Done;
                 ctl.push(Command::SetSlow { node, extra_ns: 0 });
             }
@@ -381,14 +377,14 @@ impl PlanDirector {
         if st.phase == Phase::Active && st.matched.end {
             st.phase = Phase::Done;
         }
-        if self.faults[i].end().is_none() && st.phase == Phase::Active {
+        if self.faults[i].end.is_none() && st.phase == Phase::Active {
             // A hold without an end trigger is done once released.
             st.phase = Phase::Done;
         }
     }
 
     fn resume(&mut self, ctl: &mut Control, i: usize) {
-        if let Fault::Pause { node, .. } = self.faults[i] {
+        if let FaultKind::Pause { node, .. } = self.faults[i].kind {
             if self.state[i].phase == Phase::Active {
                 self.state[i].phase = Phase::Done;
                 ctl.push(Command::Resume { node });
@@ -401,7 +397,7 @@ impl PlanDirector {
     }
 
     fn restart(&mut self, ctl: &mut Control, i: usize) {
-        if let Fault::Crash { node, .. } = self.faults[i] {
+        if let FaultKind::Crash { node, .. } = self.faults[i].kind {
             if self.state[i].phase == Phase::Active {
                 self.state[i].phase = Phase::Done;
                 ctl.push(Command::Restart { node });
@@ -413,18 +409,16 @@ impl PlanDirector {
     fn heal(&mut self, ctl: &mut Control, nodes: u32) {
         self.healed = true;
         for i in 0..self.faults.len() {
-            match self.faults[i] {
-                Fault::Pause { .. } => self.resume(ctl, i),
-                Fault::Crash { .. } => self.restart(ctl, i),
-                Fault::Drift {
-                    node, drift_ppm, ..
-                } => {
+            match self.faults[i].kind {
+                FaultKind::Pause { .. } => self.resume(ctl, i),
+                FaultKind::Crash { .. } => self.restart(ctl, i),
+                FaultKind::Drift { node, drift_ppm } => {
                     if self.state[i].phase == Phase::Done && drift_ppm != 0 {
                         // Clocks back within their bound.
                         ctl.push(Command::SetDrift { node, drift_ppm: 0 });
                     }
                 }
-                Fault::Message { .. } => {
+                FaultKind::Message { .. } => {
                     self.release(ctl, i);
                     self.state[i].phase = Phase::Done;
                 }
@@ -477,11 +471,11 @@ impl PlanDirector {
             st.matched.set(edge);
             let will_start = st.phase == Phase::Armed && !self.healed;
             if edge == Edge::Start && sent && delay_ns == 0 && will_start {
-                if let Fault::Pause {
+                if let FaultKind::Pause {
                     node,
                     hold_anchor: true,
                     ..
-                } = self.faults[i]
+                } = self.faults[i].kind
                 {
                     if node == env.from {
                         self.anchored.insert(i, vec![env.id]);
@@ -525,12 +519,11 @@ impl Director<Node> for PlanDirector {
             if st.phase != Phase::Active {
                 continue;
             }
-            match self.faults[i] {
-                Fault::Message {
+            match self.faults[i].kind {
+                FaultKind::Message {
                     pattern,
                     count,
                     action,
-                    ..
                 } if pattern.matches(env.from, env.to, &env.msg) => {
                     if count != 0 && st.caught >= count {
                         continue;
@@ -597,13 +590,13 @@ impl Director<Node> for PlanDirector {
         // A fault whose anchor never occurred is not waited for; one that started and will end
         // by itself (a healing cut, a pause, a restart, a held message) is, so that it cannot
         // hide the end of the story.
-        let pending = |i: usize| match self.faults[i] {
-            Fault::Partition { end, .. } | Fault::Isolate { end, .. } => end.is_some(),
-            Fault::Pause { .. } => true,
-            Fault::Crash {
+        let pending = |i: usize| match self.faults[i].kind {
+            FaultKind::Partition { .. } | FaultKind::Isolate { .. } => self.faults[i].end.is_some(),
+            FaultKind::Pause { .. } => true,
+            FaultKind::Crash {
                 restart_after_ns, ..
             } => restart_after_ns.is_some(),
-            Fault::Message { .. } => !self.state[i].held.is_empty(),
+            FaultKind::Message { .. } => !self.state[i].held.is_empty(),
             _ => false,
         };
         let settled =

@@ -135,10 +135,32 @@ pub enum MsgAction {
     },
 }
 
-/// One explicit fault of the catalogue.
+/// One explicit fault of the catalogue: what goes wrong (its [`FaultKind`]) and when.
+///
+/// The timing every kind shares lives here once: the trigger that starts the fault and the one
+/// that ends it. Timing that truly differs stays in the kind: a pause and a crash last for a
+/// duration counted from the moment they began, whatever began them (the director times the
+/// resume and the restart itself, and the shrinker halves the duration), and a hold names the
+/// trigger that releases what it holds. So `end` is stated only by the kinds that last until
+/// something ends them ([`FaultKind::ends_by_trigger`]: a partition, an isolation, slowness, an
+/// armed message fault; `None` leaves them to the heal phase); every other kind has `end: None`.
+/// A tool fault has no start either: the tool applies it to the calls it matches from the run's
+/// beginning until the heal phase. `Setup::check` refuses any other combination, so a plan
+/// cannot state a trigger nothing would act on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Fault {
-    /// F1: cut the link `a -> b` (and `b -> a` unless one-way) from `start` until `end`.
+pub struct Fault {
+    /// When it starts; `None` for a tool fault, and only for one.
+    pub start: Option<Trigger>,
+    /// When a lasting fault ends (at the heal phase, if `None`); `None` for every other kind.
+    pub end: Option<Trigger>,
+    /// What goes wrong.
+    pub kind: FaultKind,
+}
+
+/// What a fault does.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// F1: cut the link `a -> b` (and `b -> a` unless one-way) from the start until the end.
     Partition {
         /// One side.
         a: NodeId,
@@ -146,44 +168,30 @@ pub enum Fault {
         b: NodeId,
         /// Only `a -> b` is cut.
         one_way: bool,
-        /// When the cut starts.
-        start: Trigger,
-        /// When it heals (at the heal phase, if `None`).
-        end: Option<Trigger>,
     },
     /// F1 full partition / F6 outage: cut every link of `node`, both ways.
     Isolate {
         /// The node (the coordinator for an outage).
         node: NodeId,
-        /// When it starts.
-        start: Trigger,
-        /// When it ends (at the heal phase, if `None`).
-        end: Option<Trigger>,
     },
     /// F2: the node runs nothing for `duration_ns`. `frozen`: its clock stops too (a VM stop);
-    /// otherwise it runs on (a GC pause). `hold_anchor`: when `start` is a send, that very
+    /// otherwise it runs on (a GC pause). `hold_anchor`: when the start is a send, that very
     /// message leaves only when the pause ends ("paused right after it checked its lease").
     Pause {
         /// The node.
         node: NodeId,
         /// Whether the clock stops.
         frozen: bool,
-        /// When the pause starts.
-        start: Trigger,
-        /// How long it lasts (true time).
+        /// How long it lasts (true time), from the moment it began.
         duration_ns: u64,
         /// Whether the anchoring message waits for the resume.
         hold_anchor: bool,
     },
-    /// F3: drop, delay, duplicate or hold messages matching `pattern`, from `start` on, at most
-    /// `count` of them (0: every one until `end`).
+    /// F3: drop, delay, duplicate or hold messages matching `pattern` while armed (from the
+    /// start until the end), at most `count` of them (0: every one).
     Message {
         /// The messages.
         pattern: MsgPattern,
-        /// When the fault is armed.
-        start: Trigger,
-        /// When it disarms (at the heal phase, if `None`).
-        end: Option<Trigger>,
         /// How many messages it catches (0: unbounded).
         count: u32,
         /// What it does to each.
@@ -198,8 +206,6 @@ pub enum Fault {
         delta_ns: i64,
         /// Wall clock only.
         wall: bool,
-        /// When.
-        start: Trigger,
     },
     /// F4: change a clock's rate.
     Drift {
@@ -207,16 +213,12 @@ pub enum Fault {
         node: NodeId,
         /// New rate error.
         drift_ppm: i32,
-        /// When.
-        start: Trigger,
     },
-    /// F5: crash the node (volatile state lost), restart it after `restart_after_ns` (never, or
-    /// at the heal phase, if `None`). A worker restarts under the same logical name.
+    /// F5: crash the node (volatile state lost), restart it `restart_after_ns` after the crash
+    /// (at the heal phase, if `None`). A worker restarts under the same logical name.
     Crash {
         /// The node.
         node: NodeId,
-        /// When it crashes.
-        start: Trigger,
         /// Down time.
         restart_after_ns: Option<u64>,
     },
@@ -226,10 +228,6 @@ pub enum Fault {
         node: NodeId,
         /// Extra flight time.
         extra_ns: u64,
-        /// When it starts.
-        start: Trigger,
-        /// When it ends (at the heal phase, if `None`).
-        end: Option<Trigger>,
     },
     /// F7: the tool misbehaves on the `nth` call (0: every call) from `worker` (any, if `None`)
     /// at plan step `step` (any, if `None`). Applied by the tool itself, until the heal phase.
@@ -251,8 +249,6 @@ pub enum Fault {
         job: JobId,
         /// The action.
         action: OperatorAction,
-        /// When.
-        start: Trigger,
     },
 }
 
@@ -314,39 +310,19 @@ impl Trigger {
             Trigger::Sent { pattern, .. } | Trigger::Delivered { pattern, .. } => Some(pattern),
         }
     }
-}
 
-impl Fault {
-    /// Every message pattern the fault names: its triggers' and the messages it acts on.
-    pub fn patterns(&self) -> Vec<MsgPattern> {
-        let mut triggers: Vec<Trigger> = Vec::new();
-        let mut patterns = Vec::new();
-        match *self {
-            Fault::Partition { start, end, .. }
-            | Fault::Isolate { start, end, .. }
-            | Fault::Slow { start, end, .. } => triggers.extend(Some(start).into_iter().chain(end)),
-            Fault::Message {
-                pattern,
-                start,
-                end,
-                action,
-                ..
-            } => {
-                patterns.push(pattern);
-                triggers.extend(Some(start).into_iter().chain(end));
-                if let MsgAction::Hold { release } = action {
-                    triggers.push(release);
-                }
-            }
-            Fault::Pause { start, .. }
-            | Fault::ClockStep { start, .. }
-            | Fault::Drift { start, .. }
-            | Fault::Crash { start, .. }
-            | Fault::Operator { start, .. } => triggers.push(start),
-            Fault::Tool { .. } => {}
-        }
-        patterns.extend(triggers.iter().filter_map(Trigger::pattern));
-        patterns
+    fn map_nodes(self, map: &mut impl FnMut(NodeId) -> Option<NodeId>) -> Option<Trigger> {
+        Some(match self {
+            Trigger::At { .. } => self,
+            Trigger::Sent { pattern, delay_ns } => Trigger::Sent {
+                pattern: pattern.map_nodes(map)?,
+                delay_ns,
+            },
+            Trigger::Delivered { pattern, delay_ns } => Trigger::Delivered {
+                pattern: pattern.map_nodes(map)?,
+                delay_ns,
+            },
+        })
     }
 }
 
@@ -363,23 +339,75 @@ impl MsgPattern {
     }
 }
 
-impl Trigger {
-    fn map_nodes(self, map: &mut impl FnMut(NodeId) -> Option<NodeId>) -> Option<Trigger> {
-        Some(match self {
-            Trigger::At { .. } => self,
-            Trigger::Sent { pattern, delay_ns } => Trigger::Sent {
-                pattern: pattern.map_nodes(map)?,
-                delay_ns,
-            },
-            Trigger::Delivered { pattern, delay_ns } => Trigger::Delivered {
-                pattern: pattern.map_nodes(map)?,
-                delay_ns,
-            },
-        })
+/// `t` with its nodes mapped: `Some(None)` for no trigger, `None` when a node maps to nothing.
+fn map_trigger(
+    t: Option<Trigger>,
+    map: &mut impl FnMut(NodeId) -> Option<NodeId>,
+) -> Option<Option<Trigger>> {
+    match t {
+        None => Some(None),
+        Some(t) => t.map_nodes(map).map(Some),
     }
 }
 
 impl Fault {
+    /// A fault of `kind` from `start` on; one that lasts ends at the heal phase unless given an
+    /// end with [`Fault::until`].
+    pub fn new(start: Trigger, kind: FaultKind) -> Fault {
+        Fault {
+            start: Some(start),
+            end: None,
+            kind,
+        }
+    }
+
+    /// A fault without triggers: a tool fault, which the tool applies from the run's beginning
+    /// until the heal phase.
+    pub fn untriggered(kind: FaultKind) -> Fault {
+        Fault {
+            start: None,
+            end: None,
+            kind,
+        }
+    }
+
+    /// The same fault, ending at `end`.
+    pub fn until(self, end: Trigger) -> Fault {
+        Fault {
+            end: Some(end),
+            ..self
+        }
+    }
+
+    /// The same timing, with another kind.
+    pub fn with_kind(self, kind: FaultKind) -> Fault {
+        Fault { kind, ..self }
+    }
+
+    /// The trigger that releases what a hold holds, if the fault is a hold.
+    pub fn release(&self) -> Option<Trigger> {
+        match self.kind {
+            FaultKind::Message {
+                action: MsgAction::Hold { release },
+                ..
+            } => Some(release),
+            _ => None,
+        }
+    }
+
+    /// Every message pattern the fault names: the messages it acts on, then its triggers'.
+    pub fn patterns(&self) -> Vec<MsgPattern> {
+        let acts_on = match self.kind {
+            FaultKind::Message { pattern, .. } => Some(pattern),
+            _ => None,
+        };
+        let triggers = [self.start, self.end, self.release()].into_iter().flatten();
+        acts_on
+            .into_iter()
+            .chain(triggers.filter_map(|t| t.pattern()))
+            .collect()
+    }
+
     /// Calls `f` with every node the fault names (directly, in patterns, in triggers).
     pub fn for_each_node(&self, mut f: impl FnMut(NodeId)) {
         let _ = self.map_nodes(|n| {
@@ -391,173 +419,163 @@ impl Fault {
     /// The same fault with every node id mapped; `None` when a named node maps to nothing.
     pub fn map_nodes(&self, mut map: impl FnMut(NodeId) -> Option<NodeId>) -> Option<Fault> {
         let m = &mut map;
-        let opt = |t: Option<Trigger>,
-                   m: &mut dyn FnMut(NodeId) -> Option<NodeId>|
-         -> Option<Option<Trigger>> {
-            match t {
-                None => Some(None),
-                Some(t) => Some(Some(t.map_nodes(&mut |n| m(n))?)),
-            }
-        };
-        Some(match *self {
-            Fault::Partition {
-                a,
-                b,
-                one_way,
-                start,
-                end,
-            } => Fault::Partition {
-                a: m(a)?,
-                b: m(b)?,
-                one_way,
-                start: start.map_nodes(m)?,
-                end: opt(end, m)?,
-            },
-            Fault::Isolate { node, start, end } => Fault::Isolate {
-                node: m(node)?,
-                start: start.map_nodes(m)?,
-                end: opt(end, m)?,
-            },
-            Fault::Pause {
-                node,
-                frozen,
-                start,
-                duration_ns,
-                hold_anchor,
-            } => Fault::Pause {
-                node: m(node)?,
-                frozen,
-                start: start.map_nodes(m)?,
-                duration_ns,
-                hold_anchor,
-            },
-            Fault::Message {
-                pattern,
-                start,
-                end,
-                count,
-                action,
-            } => Fault::Message {
-                pattern: pattern.map_nodes(m)?,
-                start: start.map_nodes(m)?,
-                end: opt(end, m)?,
-                count,
-                action: match action {
-                    MsgAction::Hold { release } => MsgAction::Hold {
-                        release: release.map_nodes(m)?,
-                    },
-                    other => other,
-                },
-            },
-            Fault::ClockStep {
-                node,
-                delta_ns,
-                wall,
-                start,
-            } => Fault::ClockStep {
-                node: m(node)?,
-                delta_ns,
-                wall,
-                start: start.map_nodes(m)?,
-            },
-            Fault::Drift {
-                node,
-                drift_ppm,
-                start,
-            } => Fault::Drift {
-                node: m(node)?,
-                drift_ppm,
-                start: start.map_nodes(m)?,
-            },
-            Fault::Crash {
-                node,
-                start,
-                restart_after_ns,
-            } => Fault::Crash {
-                node: m(node)?,
-                start: start.map_nodes(m)?,
-                restart_after_ns,
-            },
-            Fault::Slow {
-                node,
-                extra_ns,
-                start,
-                end,
-            } => Fault::Slow {
-                node: m(node)?,
-                extra_ns,
-                start: start.map_nodes(m)?,
-                end: opt(end, m)?,
-            },
-            Fault::Tool {
-                worker,
-                step,
-                nth,
-                kind,
-                late_ns,
-            } => Fault::Tool {
-                worker: match worker {
-                    Some(w) => Some(m(w)?),
-                    None => None,
-                },
-                step,
-                nth,
-                kind,
-                late_ns,
-            },
-            Fault::Operator { job, action, start } => Fault::Operator {
-                job,
-                action,
-                start: start.map_nodes(m)?,
-            },
-        })
-    }
-
-    fn start(&self) -> Option<Trigger> {
-        match *self {
-            Fault::Partition { start, .. }
-            | Fault::Isolate { start, .. }
-            | Fault::Pause { start, .. }
-            | Fault::Message { start, .. }
-            | Fault::ClockStep { start, .. }
-            | Fault::Drift { start, .. }
-            | Fault::Crash { start, .. }
-            | Fault::Slow { start, .. }
-            | Fault::Operator { start, .. } => Some(start),
-            Fault::Tool { .. } => None,
+        let mut kind = self.kind.map_nodes(m)?;
+        let start = map_trigger(self.start, m)?;
+        let end = map_trigger(self.end, m)?;
+        if let FaultKind::Message {
+            action: MsgAction::Hold { release },
+            ..
+        } = &mut kind
+        {
+            *release = release.map_nodes(m)?;
         }
+        Some(Fault { start, end, kind })
     }
+}
 
-    fn end(&self) -> Option<Trigger> {
-        match *self {
-            Fault::Partition { end, .. }
-            | Fault::Isolate { end, .. }
-            | Fault::Message { end, .. }
-            | Fault::Slow { end, .. } => end,
-            _ => None,
-        }
-    }
-
-    fn release(&self) -> Option<Trigger> {
-        match *self {
-            Fault::Message {
-                action: MsgAction::Hold { release },
-                ..
-            } => Some(release),
-            _ => None,
-        }
-    }
-
-    /// Whether the fault lasts until something ends it (and so must end by the heal phase).
-    fn lasts(&self) -> bool {
+impl FaultKind {
+    /// Whether the fault lasts once started, until something ends it (and so must end by the
+    /// heal phase): an instant fault (a clock step, a drift change, an operator action) is done
+    /// as it starts.
+    pub fn lasts(&self) -> bool {
         matches!(
             self,
-            Fault::Partition { .. }
-                | Fault::Isolate { .. }
-                | Fault::Pause { .. }
-                | Fault::Message { .. }
-                | Fault::Crash { .. }
-                | Fault::Slow { .. }
+            FaultKind::Partition { .. }
+                | FaultKind::Isolate { .. }
+                | FaultKind::Pause { .. }
+                | FaultKind::Message { .. }
+                | FaultKind::Crash { .. }
+                | FaultKind::Slow { .. }
         )
+    }
+
+    /// Whether a trigger may end it. A pause and a crash end by their own duration.
+    pub fn ends_by_trigger(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::Partition { .. }
+                | FaultKind::Isolate { .. }
+                | FaultKind::Message { .. }
+                | FaultKind::Slow { .. }
+        )
+    }
+
+    /// The same kind with the nodes it names directly (and a message fault's pattern) mapped;
+    /// `None` when one maps to nothing. A hold's release is a trigger: [`Fault::map_nodes`]
+    /// maps it.
+    fn map_nodes(self, m: &mut impl FnMut(NodeId) -> Option<NodeId>) -> Option<FaultKind> {
+        let mut kind = self;
+        match &mut kind {
+            FaultKind::Partition { a, b, .. } => {
+                *a = m(*a)?;
+                *b = m(*b)?;
+            }
+            FaultKind::Isolate { node }
+            | FaultKind::Pause { node, .. }
+            | FaultKind::ClockStep { node, .. }
+            | FaultKind::Drift { node, .. }
+            | FaultKind::Crash { node, .. }
+            | FaultKind::Slow { node, .. } => *node = m(*node)?,
+            FaultKind::Message { pattern, .. } => *pattern = pattern.map_nodes(m)?,
+            FaultKind::Tool { worker, .. } => {
+                if let Some(w) = worker {
+                    *w = m(*w)?;
+                }
+            }
+            FaultKind::Operator { .. } => {}
+        }
+        Some(kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios;
+
+    /// Cut `a -> b` from `a`'s next send until `b` gets an answer from `tool`.
+    fn cut(a: NodeId, b: NodeId, tool: NodeId) -> Fault {
+        let answer = MsgPattern {
+            from: Some(tool),
+            to: Some(b),
+            ..MsgPattern::default()
+        };
+        let sends = MsgPattern {
+            from: Some(a),
+            ..MsgPattern::default()
+        };
+        let partition = FaultKind::Partition {
+            a,
+            b,
+            one_way: true,
+        };
+        Fault::new(Trigger::sent(sends), partition).until(Trigger::delivered(answer))
+    }
+
+    #[test]
+    fn map_nodes_maps_the_kind_and_every_trigger() {
+        let mut seen = Vec::new();
+        cut(1, 0, 4).for_each_node(|n| seen.push(n));
+        // The kind's nodes, then the start's pattern, then the end's.
+        assert_eq!(seen, [1, 0, 1, 4, 0]);
+        let renumbered = cut(2, 0, 4).map_nodes(|n| Some(n.saturating_sub(1)));
+        assert_eq!(renumbered, Some(cut(1, 0, 3)));
+        assert_eq!(cut(2, 0, 4).map_nodes(|n| (n != 4).then_some(n)), None);
+    }
+
+    #[test]
+    fn a_hold_names_its_release_pattern_and_maps_its_nodes() {
+        let release = Trigger::sent(MsgPattern {
+            from: Some(3),
+            ..MsgPattern::default()
+        });
+        let hold = Fault::new(
+            Trigger::at(0),
+            FaultKind::Message {
+                pattern: MsgPattern {
+                    to: Some(1),
+                    ..MsgPattern::default()
+                },
+                count: 1,
+                action: MsgAction::Hold { release },
+            },
+        );
+        assert_eq!(hold.release(), Some(release));
+        assert_eq!(hold.patterns().len(), 2);
+        assert_eq!(hold.map_nodes(|n| (n != 3).then_some(n)), None);
+    }
+
+    #[test]
+    fn a_trigger_the_kind_has_no_use_for_is_refused() {
+        let base =
+            (scenarios::find("w1-w2").unwrap().build)(1, leasesim_protocol::Variant::Reference);
+        let check = |f: Fault| {
+            let mut s = base.clone();
+            s.faults.push(f);
+            s.check()
+        };
+        let tool = FaultKind::Tool {
+            worker: None,
+            step: None,
+            nth: 0,
+            kind: ToolFaultKind::Hang,
+            late_ns: 0,
+        };
+        let pause = FaultKind::Pause {
+            node: 1,
+            frozen: false,
+            duration_ns: 1,
+            hold_anchor: false,
+        };
+        assert_eq!(check(Fault::untriggered(tool)), Ok(()));
+        assert_eq!(check(Fault::new(Trigger::at(5), pause)), Ok(()));
+        let refused = [
+            Fault::new(Trigger::at(5), tool),
+            Fault::untriggered(pause),
+            Fault::new(Trigger::at(5), pause).until(Trigger::at(9)),
+        ];
+        for f in refused {
+            assert!(check(f).is_err(), "{f:?}");
+        }
     }
 }

@@ -34,19 +34,29 @@ pub const VERSION: u32 = 1;
 /// longer than this is reported from its replay file instead (`run --save`).
 pub const MAX_BYTES: u64 = 64 << 20;
 
-/// A run's setup as files hold it (replay format 1's shape), for documents that embed one.
-pub fn setup_json(setup: &Setup) -> serde_json::Value {
-    serde_json::to_value(v1::Setup::from(setup)).unwrap_or_default()
+/// A run's setup as files hold it (replay format 1's shape), for documents that embed one. Fails
+/// for a fault plan the format cannot state, which [`Setup::check`] refuses as well.
+pub fn setup_json(setup: &Setup) -> Result<serde_json::Value, String> {
+    let file = v1::Setup::try_from(setup).map_err(|e| format!("cannot encode a setup: {e}"))?;
+    serde_json::to_value(file).map_err(|e| format!("cannot encode a setup: {e}"))
 }
 
-/// One fault as files hold it, for documents that show a plan.
+/// One fault as files hold it, for documents that show a plan (its debug form if no file could
+/// hold it).
 pub fn fault_json(fault: &Fault) -> serde_json::Value {
-    serde_json::to_value(v1::Fault::from(fault)).unwrap_or_default()
+    v1::Fault::try_from(fault)
+        .ok()
+        .and_then(|f| serde_json::to_value(f).ok())
+        .unwrap_or_else(|| format!("{fault:?}").into())
 }
 
-/// One fault as files hold it, on one line with its fields in the file's order.
+/// One fault as files hold it, on one line with its fields in the file's order (its debug form
+/// if no file could hold it).
 pub fn fault_line(fault: &Fault) -> String {
-    serde_json::to_string(&v1::Fault::from(fault)).unwrap_or_else(|_| format!("{fault:?}"))
+    v1::Fault::try_from(fault)
+        .ok()
+        .and_then(|f| serde_json::to_string(&f).ok())
+        .unwrap_or_else(|| format!("{fault:?}"))
 }
 
 /// Reads a run's setup out of a document's `setup` field and checks it as a replay's: numbers in
@@ -166,7 +176,9 @@ impl Replay {
 
     /// The file's text: pretty JSON of format [`VERSION`], ending in a newline.
     pub fn encode(&self) -> Result<String, String> {
-        let text = serde_json::to_string_pretty(&v1::Replay::from(self))
+        let file =
+            v1::Replay::try_from(self).map_err(|e| format!("cannot encode a replay: {e}"))?;
+        let text = serde_json::to_string_pretty(&file)
             .map_err(|e| format!("cannot encode a replay: {e}"))?;
         Ok(text + "\n")
     }
@@ -231,9 +243,11 @@ impl Replay {
     }
 }
 
-impl From<&Replay> for v1::Replay {
-    fn from(r: &Replay) -> Self {
-        v1::Replay {
+impl TryFrom<&Replay> for v1::Replay {
+    type Error = String;
+
+    fn try_from(r: &Replay) -> Result<Self, String> {
+        Ok(v1::Replay {
             format: FORMAT.into(),
             version: 1,
             leasesim: r.leasesim.clone(),
@@ -241,7 +255,7 @@ impl From<&Replay> for v1::Replay {
             variant: r.setup.variant.into(),
             seed: r.seed,
             allow_unsafe_timing: r.allow_unsafe_timing,
-            setup: (&r.setup).into(),
+            setup: (&r.setup).try_into()?,
             expect: r.expect.as_ref().map(|e| v1::Expect {
                 verdict: (&e.verdict).into(),
                 invariants: e.invariants.clone(),
@@ -249,7 +263,7 @@ impl From<&Replay> for v1::Replay {
                 events: e.events,
             }),
             note: r.note.clone(),
-        }
+        })
     }
 }
 

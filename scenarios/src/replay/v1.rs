@@ -404,9 +404,18 @@ impl From<&run::Verdict> for Verdict {
     }
 }
 
-impl From<&setup::Setup> for Setup {
-    fn from(s: &setup::Setup) -> Self {
-        Setup {
+impl TryFrom<&setup::Setup> for Setup {
+    type Error = String;
+
+    /// Fails only for a fault plan this version cannot state (see [`Fault`]'s conversion).
+    fn try_from(s: &setup::Setup) -> Result<Self, String> {
+        let faults = s
+            .faults
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Fault::try_from(f).map_err(|e| format!("fault {i}: {e}")))
+            .collect::<Result<_, _>>()?;
+        Ok(Setup {
             scenario: s.scenario.clone(),
             variant: s.variant.into(),
             classes: s.classes.iter().map(Into::into).collect(),
@@ -420,11 +429,11 @@ impl From<&setup::Setup> for Setup {
             tool_clock: s.tool_clock.into(),
             net: s.net.into(),
             limits: s.limits.into(),
-            faults: s.faults.iter().map(Into::into).collect(),
+            faults,
             heal_at_ns: s.heal_at_ns,
             liveness_bound_ns: s.liveness_bound_ns,
             timing: s.timing.into(),
-        }
+        })
     }
 }
 
@@ -624,100 +633,93 @@ impl From<protocol::OperatorAction> for OperatorAction {
     }
 }
 
-impl From<&plan::Fault> for Fault {
-    fn from(f: &plan::Fault) -> Self {
-        let t = Trigger::from;
-        let end = |e: Option<plan::Trigger>| e.map(Trigger::from);
-        match *f {
-            plan::Fault::Partition {
+impl TryFrom<&plan::Fault> for Fault {
+    type Error = String;
+
+    /// Fails for a fault this version cannot state: a start missing or given where the kind
+    /// has none, an end on a kind that has none (`Setup::check` refuses the same).
+    fn try_from(f: &plan::Fault) -> Result<Self, String> {
+        use plan::FaultKind as K;
+        if f.start.is_some() && matches!(f.kind, K::Tool { .. }) {
+            return Err("a tool fault with a start trigger cannot be written".into());
+        }
+        if f.end.is_some() && !f.kind.ends_by_trigger() {
+            return Err(
+                "a fault with an end trigger its kind has no use for cannot be written".into(),
+            );
+        }
+        let start = || {
+            f.start
+                .map(Trigger::from)
+                .ok_or_else(|| "a fault without a start trigger cannot be written".to_string())
+        };
+        let end = f.end.map(Trigger::from);
+        Ok(match f.kind {
+            K::Partition { a, b, one_way } => Fault::Partition {
                 a,
                 b,
                 one_way,
-                start,
-                end: e,
-            } => Fault::Partition {
-                a,
-                b,
-                one_way,
-                start: t(start),
-                end: end(e),
+                start: start()?,
+                end,
             },
-            plan::Fault::Isolate {
+            K::Isolate { node } => Fault::Isolate {
                 node,
-                start,
-                end: e,
-            } => Fault::Isolate {
-                node,
-                start: t(start),
-                end: end(e),
+                start: start()?,
+                end,
             },
-            plan::Fault::Pause {
+            K::Pause {
                 node,
                 frozen,
-                start,
                 duration_ns,
                 hold_anchor,
             } => Fault::Pause {
                 node,
                 frozen,
-                start: t(start),
+                start: start()?,
                 duration_ns,
                 hold_anchor,
             },
-            plan::Fault::Message {
+            K::Message {
                 pattern,
-                start,
-                end: e,
                 count,
                 action,
             } => Fault::Message {
                 pattern: pattern.into(),
-                start: t(start),
-                end: end(e),
+                start: start()?,
+                end,
                 count,
                 action: action.into(),
             },
-            plan::Fault::ClockStep {
+            K::ClockStep {
                 node,
                 delta_ns,
                 wall,
-                start,
             } => Fault::ClockStep {
                 node,
                 delta_ns,
                 wall,
-                start: t(start),
+                start: start()?,
             },
-            plan::Fault::Drift {
+            K::Drift { node, drift_ppm } => Fault::Drift {
                 node,
                 drift_ppm,
-                start,
-            } => Fault::Drift {
-                node,
-                drift_ppm,
-                start: t(start),
+                start: start()?,
             },
-            plan::Fault::Crash {
+            K::Crash {
                 node,
-                start,
                 restart_after_ns,
             } => Fault::Crash {
                 node,
-                start: t(start),
+                start: start()?,
                 restart_after_ns,
             },
-            plan::Fault::Slow {
+            K::Slow { node, extra_ns } => Fault::Slow {
                 node,
                 extra_ns,
-                start,
-                end: e,
-            } => Fault::Slow {
-                node,
-                extra_ns,
-                start: t(start),
-                end: end(e),
+                start: start()?,
+                end,
             },
-            plan::Fault::Tool {
+            K::Tool {
                 worker,
                 step,
                 nth,
@@ -730,12 +732,12 @@ impl From<&plan::Fault> for Fault {
                 kind: kind.into(),
                 late_ns,
             },
-            plan::Fault::Operator { job, action, start } => Fault::Operator {
+            K::Operator { job, action } => Fault::Operator {
                 job: job.0,
                 action: action.into(),
-                start: t(start),
+                start: start()?,
             },
-        }
+        })
     }
 }
 
@@ -978,115 +980,110 @@ impl From<OperatorAction> for protocol::OperatorAction {
 
 impl From<Fault> for plan::Fault {
     fn from(f: Fault) -> Self {
-        let t = plan::Trigger::from;
-        let end = |e: Option<Trigger>| e.map(plan::Trigger::from);
+        use plan::FaultKind as K;
+        let timed = |start: Trigger, end: Option<Trigger>, kind| plan::Fault {
+            start: Some(start.into()),
+            end: end.map(Into::into),
+            kind,
+        };
         match f {
             Fault::Partition {
                 a,
                 b,
                 one_way,
                 start,
-                end: e,
-            } => plan::Fault::Partition {
-                a,
-                b,
-                one_way,
-                start: t(start),
-                end: end(e),
-            },
-            Fault::Isolate {
-                node,
-                start,
-                end: e,
-            } => plan::Fault::Isolate {
-                node,
-                start: t(start),
-                end: end(e),
-            },
+                end,
+            } => timed(start, end, K::Partition { a, b, one_way }),
+            Fault::Isolate { node, start, end } => timed(start, end, K::Isolate { node }),
             Fault::Pause {
                 node,
                 frozen,
                 start,
                 duration_ns,
                 hold_anchor,
-            } => plan::Fault::Pause {
-                node,
-                frozen,
-                start: t(start),
-                duration_ns,
-                hold_anchor,
-            },
+            } => timed(
+                start,
+                None,
+                K::Pause {
+                    node,
+                    frozen,
+                    duration_ns,
+                    hold_anchor,
+                },
+            ),
             Fault::Message {
                 pattern,
                 start,
-                end: e,
+                end,
                 count,
                 action,
-            } => plan::Fault::Message {
-                pattern: pattern.into(),
-                start: t(start),
-                end: end(e),
-                count,
-                action: action.into(),
-            },
+            } => timed(
+                start,
+                end,
+                K::Message {
+                    pattern: pattern.into(),
+                    count,
+                    action: action.into(),
+                },
+            ),
             Fault::ClockStep {
                 node,
                 delta_ns,
                 wall,
                 start,
-            } => plan::Fault::ClockStep {
-                node,
-                delta_ns,
-                wall,
-                start: t(start),
-            },
+            } => timed(
+                start,
+                None,
+                K::ClockStep {
+                    node,
+                    delta_ns,
+                    wall,
+                },
+            ),
             Fault::Drift {
                 node,
                 drift_ppm,
                 start,
-            } => plan::Fault::Drift {
-                node,
-                drift_ppm,
-                start: t(start),
-            },
+            } => timed(start, None, K::Drift { node, drift_ppm }),
             Fault::Crash {
                 node,
                 start,
                 restart_after_ns,
-            } => plan::Fault::Crash {
-                node,
-                start: t(start),
-                restart_after_ns,
-            },
+            } => timed(
+                start,
+                None,
+                K::Crash {
+                    node,
+                    restart_after_ns,
+                },
+            ),
             Fault::Slow {
                 node,
                 extra_ns,
                 start,
-                end: e,
-            } => plan::Fault::Slow {
-                node,
-                extra_ns,
-                start: t(start),
-                end: end(e),
-            },
+                end,
+            } => timed(start, end, K::Slow { node, extra_ns }),
             Fault::Tool {
                 worker,
                 step,
                 nth,
                 kind,
                 late_ns,
-            } => plan::Fault::Tool {
+            } => plan::Fault::untriggered(K::Tool {
                 worker,
                 step,
                 nth,
                 kind: kind.into(),
                 late_ns,
-            },
-            Fault::Operator { job, action, start } => plan::Fault::Operator {
-                job: protocol::JobId(job),
-                action: action.into(),
-                start: t(start),
-            },
+            }),
+            Fault::Operator { job, action, start } => timed(
+                start,
+                None,
+                K::Operator {
+                    job: protocol::JobId(job),
+                    action: action.into(),
+                },
+            ),
         }
     }
 }
