@@ -10,13 +10,14 @@ use std::collections::BTreeMap;
 
 /// One of the three triggers a plan may state for a fault.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(u8)]
 enum Edge {
     /// The fault begins.
-    Start,
+    Start = 0,
     /// A lasting fault ends.
-    End,
+    End = 1,
     /// A hold lets its messages go.
-    Release,
+    Release = 2,
 }
 
 impl Edge {
@@ -58,18 +59,8 @@ impl Alarm {
     fn encode(self) -> u64 {
         let (fault, slot) = match self {
             Alarm::Heal => return Self::HEAL_TAG,
-            Alarm::Edge {
-                fault,
-                edge: Edge::Start,
-            } => (fault, 0),
-            Alarm::Edge {
-                fault,
-                edge: Edge::End,
-            } => (fault, 1),
-            Alarm::Edge {
-                fault,
-                edge: Edge::Release,
-            } => (fault, 2),
+            // The edges take the first three slots, by their values.
+            Alarm::Edge { fault, edge } => (fault, edge as u64),
             Alarm::Resume { fault } => (fault, 3),
             Alarm::Restart { fault } => (fault, 4),
         };
@@ -104,29 +95,18 @@ enum Phase {
     Done,
 }
 
-/// Which of a fault's message-anchored triggers already matched: each matches once.
+/// Which of a fault's message-anchored triggers already matched (each matches once), indexed
+/// by edge: the check runs for every anchor on every message, so it is one load.
 #[derive(Copy, Clone, Debug, Default)]
-struct Matched {
-    start: bool,
-    end: bool,
-    release: bool,
-}
+struct Matched([bool; Edge::ALL.len()]);
 
 impl Matched {
     fn get(self, edge: Edge) -> bool {
-        match edge {
-            Edge::Start => self.start,
-            Edge::End => self.end,
-            Edge::Release => self.release,
-        }
+        self.0[edge as usize]
     }
 
     fn set(&mut self, edge: Edge) {
-        match edge {
-            Edge::Start => self.start = true,
-            Edge::End => self.end = true,
-            Edge::Release => self.release = true,
-        }
+        self.0[edge as usize] = true;
     }
 }
 
@@ -148,11 +128,7 @@ struct FaultState {
 impl FaultState {
     const ARMED: FaultState = FaultState {
         phase: Phase::Armed,
-        matched: Matched {
-            start: false,
-            end: false,
-            release: false,
-        },
+        matched: Matched([false; Edge::ALL.len()]),
         caught: 0,
         held: Vec::new(),
         released: false,
@@ -374,7 +350,7 @@ impl PlanDirector {
         for id in std::mem::take(&mut st.held) {
             ctl.push(Command::Release { id });
         }
-        if st.phase == Phase::Active && st.matched.end {
+        if st.phase == Phase::Active && st.matched.get(Edge::End) {
             st.phase = Phase::Done;
         }
         if self.faults[i].end.is_none() && st.phase == Phase::Active {
@@ -462,7 +438,7 @@ impl PlanDirector {
             }
             // An end or a release only counts once the start trigger matched (the start itself
             // may still be waiting for its delay).
-            if edge != Edge::Start && st.phase == Phase::Armed && !st.matched.start {
+            if edge != Edge::Start && st.phase == Phase::Armed && !st.matched.get(Edge::Start) {
                 continue;
             }
             if !pattern.matches(env.from, env.to, &env.msg) {
