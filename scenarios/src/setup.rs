@@ -1,26 +1,22 @@
 //! A run's whole input as plain data: the configuration of every node, the network, the limits
-//! and the explicit fault plan. A run is a pure function of this and the seed.
+//! and the explicit fault plan. A run is a pure function of this and the seed. Files hold it in
+//! types of their own (`replay`), so nothing here is a file format.
 
-use crate::plan::Fault;
+use crate::plan::{Fault, FaultKind};
 use crate::world::{Addrs, Node, ToolFaultRule, ToolNode, ToolSetup};
 use leasesim_protocol::{
     timing, ClassSpec, Coordinator, JobSpec, Nanos, Plan, Receiver, Tool, Variant, Worker,
     WorkerConfig,
 };
 
-fn yes() -> bool {
-    true
-}
-
 fn fmt_s(ns: Nanos) -> String {
     leasesim_sim::time::secs_rounded(ns.into(), leasesim_sim::time::Round::Nearest)
 }
 pub use leasesim_checkers::{NodeInfo, Role};
 use leasesim_sim::{Clock, Limits, NetConfig, NodeId, Prng, Stream};
-use serde::{Deserialize, Serialize};
 
 /// A clock's initial setting.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ClockSpec {
     /// Reading at true time 0.
     pub offset_ns: u64,
@@ -36,7 +32,7 @@ impl ClockSpec {
 }
 
 /// A worker's configuration and clock.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerSetup {
     /// Protocol configuration.
     pub config: WorkerConfig,
@@ -45,22 +41,20 @@ pub struct WorkerSetup {
 }
 
 /// A receiver's configuration.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReceiverSetup {
     /// Whether it checks fences.
     pub supports_fence: bool,
     /// Whether it answers status queries (P12 c); one that cannot answers "unknown".
-    #[serde(default = "yes")]
     pub supports_status: bool,
     /// Operations its policy refuses now (P16 commit-time authorization).
-    #[serde(default)]
     pub refused_ops: Vec<leasesim_protocol::OpId>,
     /// Its clock.
     pub clock: ClockSpec,
 }
 
 /// Everything a run needs besides the seed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setup {
     /// Scenario name.
     pub scenario: String,
@@ -91,11 +85,9 @@ pub struct Setup {
     /// The explicit fault plan.
     pub faults: Vec<Fault>,
     /// When the heal phase begins: every fault stops, clocks come back within their bound.
-    #[serde(default)]
     pub heal_at_ns: Option<u64>,
     /// I7: every job must be terminal this long after the heal phase began (or after true
     /// time 0 when there is no heal phase).
-    #[serde(default)]
     pub liveness_bound_ns: Option<u64>,
     /// The P6 policy the configuration is validated against.
     pub timing: TimingPolicy,
@@ -103,7 +95,7 @@ pub struct Setup {
 
 /// What the timing of a configuration must survive (P6): `R` heartbeats per window and a jitter
 /// reserve `J`, with every worker's drift bound.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct TimingPolicy {
     /// R: heartbeats per lease window (R - 1 misses tolerated).
     pub heartbeats_per_window: u32,
@@ -292,11 +284,23 @@ impl Setup {
             if let Some(node) = bad {
                 return err(format!("fault {i} names node {node}; there are {nodes}"));
             }
-            match *f {
-                Fault::Drift { drift_ppm, .. } if drift_ppm.unsigned_abs() >= 500_000 => {
+            let tool = matches!(f.kind, FaultKind::Tool { .. });
+            if f.start.is_some() == tool {
+                return err(format!(
+                    "fault {i} {} a start trigger; every fault has one but a tool fault",
+                    if tool { "has" } else { "lacks" }
+                ));
+            }
+            if f.end.is_some() && !f.kind.ends_by_trigger() {
+                return err(format!(
+                    "fault {i} has an end trigger, but only a partition, an isolation, slowness or a message fault ends by one"
+                ));
+            }
+            match f.kind {
+                FaultKind::Drift { drift_ppm, .. } if drift_ppm.unsigned_abs() >= 500_000 => {
                     return err(format!("fault {i} sets a drift of 50% or more"));
                 }
-                Fault::Operator { job, .. } if job.0 as usize >= self.jobs.len() => {
+                FaultKind::Operator { job, .. } if job.0 as usize >= self.jobs.len() => {
                     return err(format!("fault {i} names unknown {job}"));
                 }
                 _ => {}
@@ -462,8 +466,8 @@ impl Setup {
         let faults: Vec<ToolFaultRule> = self
             .faults
             .iter()
-            .filter_map(|f| match *f {
-                Fault::Tool {
+            .filter_map(|f| match f.kind {
+                FaultKind::Tool {
                     worker,
                     step,
                     nth,
@@ -493,8 +497,8 @@ impl Setup {
         let actions = self
             .faults
             .iter()
-            .map(|f| match *f {
-                Fault::Operator { job, action, .. } => Some((job, action)),
+            .map(|f| match f.kind {
+                FaultKind::Operator { job, action } => Some((job, action)),
                 _ => None,
             })
             .collect();

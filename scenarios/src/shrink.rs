@@ -3,7 +3,7 @@
 //! faults later, and quiets the network, keeping each change only if the same invariant still
 //! fails with the same seed. What is left is a handful of faults a reviewer can read.
 
-use crate::plan::{Fault, MsgAction, Trigger};
+use crate::plan::{Fault, FaultKind, MsgAction, Trigger};
 use crate::replay::Replay;
 use crate::run::run_setup;
 use crate::setup::Setup;
@@ -110,8 +110,8 @@ impl Shrinker {
             for keep in [keep, candidate.jobs.len() - 1] {
                 candidate = setup.clone();
                 candidate.jobs.truncate(keep);
-                candidate.faults.retain(|f| match f {
-                    Fault::Operator { job, .. } => (job.0 as usize) < keep,
+                candidate.faults.retain(|f| match f.kind {
+                    FaultKind::Operator { job, .. } => (job.0 as usize) < keep,
                     _ => true,
                 });
                 if self.fails(&candidate) {
@@ -161,183 +161,129 @@ impl Shrinker {
     }
 }
 
+/// A duration, delay or step this short is not worth halving further.
+const TINY_NS: u64 = 1_000_000;
+
 /// Simpler versions of a fault, most aggressive first.
 fn simpler(f: &Fault) -> Vec<Fault> {
-    let half = |x: u64| x / 2;
     let mut out = Vec::new();
-    match *f {
-        Fault::Pause {
+    let mut kind = |k: FaultKind| out.push(f.with_kind(k));
+    match f.kind {
+        FaultKind::Pause {
             node,
             frozen,
-            start,
             duration_ns,
             hold_anchor,
         } => {
-            if duration_ns > 1_000_000 {
-                out.push(Fault::Pause {
+            if duration_ns > TINY_NS {
+                kind(FaultKind::Pause {
                     node,
                     frozen,
-                    start,
-                    duration_ns: half(duration_ns),
+                    duration_ns: duration_ns / 2,
                     hold_anchor,
                 });
             }
             if frozen {
-                out.push(Fault::Pause {
+                kind(FaultKind::Pause {
                     node,
                     frozen: false,
-                    start,
                     duration_ns,
                     hold_anchor,
                 });
             }
         }
-        Fault::Crash {
+        FaultKind::Crash {
             node,
-            start,
             restart_after_ns: Some(d),
-        } if d > 1_000_000 => out.push(Fault::Crash {
+        } if d > TINY_NS => kind(FaultKind::Crash {
             node,
-            start,
-            restart_after_ns: Some(half(d)),
+            restart_after_ns: Some(d / 2),
         }),
-        Fault::Partition {
-            a,
-            b,
-            one_way,
-            start,
-            end,
-        } => {
-            for (s, e) in window(start, end) {
-                out.push(Fault::Partition {
-                    a,
-                    b,
-                    one_way,
-                    start: s,
-                    end: e,
-                });
-            }
+        FaultKind::Partition { a, b, one_way } => {
+            out.extend(shorter_windows(f));
             if !one_way {
-                out.push(Fault::Partition {
+                out.push(f.with_kind(FaultKind::Partition {
                     a,
                     b,
                     one_way: true,
-                    start,
-                    end,
-                });
+                }));
             }
         }
-        Fault::Isolate { node, start, end } => {
-            for (s, e) in window(start, end) {
-                out.push(Fault::Isolate {
+        FaultKind::Isolate { .. } => out.extend(shorter_windows(f)),
+        FaultKind::Slow { node, extra_ns } => {
+            if extra_ns > TINY_NS {
+                kind(FaultKind::Slow {
                     node,
-                    start: s,
-                    end: e,
+                    extra_ns: extra_ns / 2,
                 });
             }
+            out.extend(shorter_windows(f));
         }
-        Fault::Slow {
-            node,
-            extra_ns,
-            start,
-            end,
-        } => {
-            if extra_ns > 1_000_000 {
-                out.push(Fault::Slow {
-                    node,
-                    extra_ns: half(extra_ns),
-                    start,
-                    end,
-                });
-            }
-            for (s, e) in window(start, end) {
-                out.push(Fault::Slow {
-                    node,
-                    extra_ns,
-                    start: s,
-                    end: e,
-                });
-            }
-        }
-        Fault::Message {
+        FaultKind::Message {
             pattern,
-            start,
-            end,
             count,
             action,
         } => {
             if count != 1 {
-                out.push(Fault::Message {
+                kind(FaultKind::Message {
                     pattern,
-                    start,
-                    end,
                     count: 1,
                     action,
                 });
             }
             let smaller = match action {
-                MsgAction::Delay { extra_ns } if extra_ns > 1_000_000 => Some(MsgAction::Delay {
-                    extra_ns: half(extra_ns),
+                MsgAction::Delay { extra_ns } if extra_ns > TINY_NS => Some(MsgAction::Delay {
+                    extra_ns: extra_ns / 2,
                 }),
-                MsgAction::Duplicate { gap_ns } if gap_ns > 1_000_000 => {
-                    Some(MsgAction::Duplicate {
-                        gap_ns: half(gap_ns),
-                    })
+                MsgAction::Duplicate { gap_ns } if gap_ns > TINY_NS => {
+                    Some(MsgAction::Duplicate { gap_ns: gap_ns / 2 })
                 }
+                // A hold released at a fixed time lets go sooner.
                 MsgAction::Hold {
                     release: Trigger::At { t_ns },
-                } => match start {
-                    Trigger::At { t_ns: s } if t_ns > s + 1_000_000 => Some(MsgAction::Hold {
-                        release: Trigger::At {
-                            t_ns: s + (t_ns - s) / 2,
-                        },
+                } => match f.start {
+                    Some(Trigger::At { t_ns: s }) if t_ns > s + TINY_NS => Some(MsgAction::Hold {
+                        release: Trigger::at(s + (t_ns - s) / 2),
                     }),
                     _ => None,
                 },
                 _ => None,
             };
             if let Some(action) = smaller {
-                out.push(Fault::Message {
+                kind(FaultKind::Message {
                     pattern,
-                    start,
-                    end,
                     count,
                     action,
                 });
             }
         }
-        Fault::ClockStep {
+        FaultKind::ClockStep {
             node,
             delta_ns,
             wall,
-            start,
-        } if delta_ns.unsigned_abs() > 1_000_000 => out.push(Fault::ClockStep {
+        } if delta_ns.unsigned_abs() > TINY_NS => kind(FaultKind::ClockStep {
             node,
             delta_ns: delta_ns / 2,
             wall,
-            start,
         }),
-        Fault::Drift {
-            node,
-            drift_ppm,
-            start,
-        } if drift_ppm.unsigned_abs() > 1 => out.push(Fault::Drift {
-            node,
-            drift_ppm: drift_ppm / 2,
-            start,
-        }),
-        Fault::Tool {
+        FaultKind::Drift { node, drift_ppm } if drift_ppm.unsigned_abs() > 1 => {
+            kind(FaultKind::Drift {
+                node,
+                drift_ppm: drift_ppm / 2,
+            })
+        }
+        FaultKind::Tool {
             worker,
             step,
             nth,
-            kind,
+            kind: what,
             late_ns,
-        } if late_ns > 1_000_000 => out.push(Fault::Tool {
+        } if late_ns > TINY_NS => kind(FaultKind::Tool {
             worker,
             step,
             nth,
-            kind,
-            late_ns: half(late_ns),
+            kind: what,
+            late_ns: late_ns / 2,
         }),
         _ => {}
     }
@@ -346,13 +292,19 @@ fn simpler(f: &Fault) -> Vec<Fault> {
 
 /// Shorter windows for a fault that starts and ends at fixed times: end earlier, or start
 /// later (the fault moved later and shorter).
-fn window(start: Trigger, end: Option<Trigger>) -> Vec<(Trigger, Option<Trigger>)> {
-    match (start, end) {
-        (Trigger::At { t_ns: s }, Some(Trigger::At { t_ns: e })) if e > s + 1_000_000 => {
-            let mid = s + (e - s) / 2;
+fn shorter_windows(f: &Fault) -> Vec<Fault> {
+    match (f.start, f.end) {
+        (Some(Trigger::At { t_ns: s }), Some(Trigger::At { t_ns: e })) if e > s + TINY_NS => {
+            let mid = Trigger::at(s + (e - s) / 2);
             vec![
-                (Trigger::At { t_ns: s }, Some(Trigger::At { t_ns: mid })),
-                (Trigger::At { t_ns: mid }, Some(Trigger::At { t_ns: e })),
+                Fault {
+                    end: Some(mid),
+                    ..*f
+                },
+                Fault {
+                    start: Some(mid),
+                    ..*f
+                },
             ]
         }
         _ => Vec::new(),
@@ -401,19 +353,18 @@ pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
     let faults_before = setup.faults.len();
     // Rounds until nothing changes (bounded by the run budget and a round limit).
     for _ in 0..8 {
-        let before = serde_json::to_string(&setup).unwrap_or_default();
+        let before = setup.clone();
         sh.ddmin_faults(&mut setup);
         sh.drop_workers(&mut setup);
         sh.drop_jobs(&mut setup);
         sh.simplify_faults(&mut setup);
         sh.quiet_network(&mut setup);
-        if serde_json::to_string(&setup).unwrap_or_default() == before || sh.spent() {
+        if setup == before || sh.spent() {
             break;
         }
     }
     let result = run_setup(&setup, replay.seed);
     let mut shrunk = Replay::record(&setup, replay.seed, replay.allow_unsafe_timing, &result);
-    shrunk.scenario = replay.scenario.clone();
     shrunk.note = replay.note.clone();
     Ok(Shrunk {
         replay: shrunk,
@@ -423,7 +374,7 @@ pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
     })
 }
 
-/// A fault in one readable line.
+/// A fault in one readable line: as a replay file writes it.
 pub fn describe(f: &Fault) -> String {
-    serde_json::to_string(f).unwrap_or_else(|_| format!("{f:?}"))
+    crate::replay::fault_line(f)
 }

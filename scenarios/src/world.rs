@@ -10,10 +10,9 @@ use leasesim_protocol::{
     ToolFaultKind,
 };
 use leasesim_sim::{Cx, NodeId, Prng, Process};
-use serde::{Deserialize, Serialize};
 
 /// How the tool behaves at one step of a plan: its duration range and its answer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolStep {
     /// The plan step this applies to.
     pub step: u8,
@@ -26,7 +25,7 @@ pub struct ToolStep {
 }
 
 /// The tool's behaviour for a run; durations are drawn from the run's tool stream.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolSetup {
     /// Per-step behaviour; a step not listed answers success after `default`.
     pub steps: Vec<ToolStep>,
@@ -37,7 +36,7 @@ pub struct ToolSetup {
 }
 
 /// A tool fault as the tool applies it (from the plan's `Fault::Tool`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ToolFaultRule {
     /// Caller node (any, if `None`).
     pub worker: Option<NodeId>,

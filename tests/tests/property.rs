@@ -18,7 +18,7 @@
 //! ```
 
 use leasesim::hazard::Hazard;
-use leasesim::plan::{Fault, MsgAction, MsgPattern, Trigger};
+use leasesim::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use leasesim::replay::Replay;
 use leasesim::run::{run_setup, RunResult, Verdict};
 use leasesim::scenarios::story::{DRIFT_BOUND_PPM, OPS, RENEWAL_CAP_NS};
@@ -661,53 +661,47 @@ fn fault(s: &Setup, safety_ns: Nanos, lease_max: Nanos, g: &PlannedFault) -> Fau
     let start = Trigger::at(start_ns);
     // How long a lasting fault lasts: 100 ms up to two of the longest leases (as the swarm).
     let span = |permille: u64| scaled(100 * MILLI_NS, 2 * lease_max, permille);
-    let until = |permille: u64| Some(Trigger::at(start_ns + span(permille)));
+    let at_start = |kind| Fault::new(start, kind);
+    let lasting = |kind, len: &u64| at_start(kind).until(Trigger::at(start_ns + span(*len)));
     match &g.fault {
         FaultGen::Partition {
             worker: w,
             receiver,
             one_way,
             len,
-        } => Fault::Partition {
-            a: worker(w),
-            b: match receiver {
+        } => {
+            let b = match receiver {
                 None => coordinator,
                 Some(r) => s.receiver_node(r.index(s.receivers.len())),
-            },
-            one_way: *one_way,
-            start,
-            end: until(*len),
-        },
-        FaultGen::Isolate { worker: w, len } => Fault::Isolate {
-            node: w.as_ref().map_or(coordinator, worker),
-            start,
-            end: until(*len),
-        },
+            };
+            let kind = FaultKind::Partition {
+                a: worker(w),
+                b,
+                one_way: *one_way,
+            };
+            lasting(kind, len)
+        }
+        FaultGen::Isolate { worker: w, len } => {
+            let node = w.as_ref().map_or(coordinator, worker);
+            lasting(FaultKind::Isolate { node }, len)
+        }
         FaultGen::Pause {
             worker: w,
             frozen,
             len,
-        } => Fault::Pause {
+        } => at_start(FaultKind::Pause {
             node: worker(w),
             frozen: *frozen,
-            start,
             duration_ns: span(*len),
             hold_anchor: false,
-        },
+        }),
         FaultGen::Message {
             kind,
             count,
             action,
             len,
-        } => Fault::Message {
-            pattern: MsgPattern {
-                kind: Some(*kind),
-                ..MsgPattern::default()
-            },
-            start,
-            end: until(*len),
-            count: *count,
-            action: match action {
+        } => {
+            let action = match action {
                 ActionGen::Drop => MsgAction::Drop,
                 ActionGen::Delay { permille } => MsgAction::Delay {
                     extra_ns: scaled(10 * MILLI_NS, lease_max, *permille),
@@ -720,61 +714,68 @@ fn fault(s: &Setup, safety_ns: Nanos, lease_max: Nanos, g: &PlannedFault) -> Fau
                         start_ns + scaled(10 * MILLI_NS, 2 * lease_max, *permille),
                     ),
                 },
-            },
-        },
-        FaultGen::WallStep { node, delta_s } => Fault::ClockStep {
+            };
+            let pattern = MsgPattern {
+                kind: Some(*kind),
+                ..MsgPattern::default()
+            };
+            let kind = FaultKind::Message {
+                pattern,
+                count: *count,
+                action,
+            };
+            lasting(kind, len)
+        }
+        FaultGen::WallStep { node, delta_s } => at_start(FaultKind::ClockStep {
             // Any node but the operator: coordinator, workers, receivers, tool.
             node: node.index(s.operator_node() as usize) as NodeId,
             delta_ns: delta_s * SECOND_NS as i64,
             wall: true,
-            start,
-        },
+        }),
         FaultGen::MonotonicJump {
             worker: w,
             delta_ms,
-        } => Fault::ClockStep {
+        } => at_start(FaultKind::ClockStep {
             node: worker(w),
             delta_ns: delta_ms * MILLI_NS as i64,
             wall: false,
-            start,
-        },
+        }),
         FaultGen::Drift {
             worker: w,
             drift_ppm,
-        } => Fault::Drift {
+        } => at_start(FaultKind::Drift {
             node: worker(w),
             drift_ppm: *drift_ppm,
-            start,
-        },
-        FaultGen::Crash { worker: w, restart } => Fault::Crash {
+        }),
+        FaultGen::Crash { worker: w, restart } => at_start(FaultKind::Crash {
             node: worker(w),
-            start,
             restart_after_ns: restart.map(span),
-        },
+        }),
         FaultGen::Slow {
             worker: w,
             extra_ms,
             len,
-        } => Fault::Slow {
-            node: w.as_ref().map_or(coordinator, worker),
-            extra_ns: ms(*extra_ms),
-            start,
-            end: until(*len),
-        },
+        } => {
+            let kind = FaultKind::Slow {
+                node: w.as_ref().map_or(coordinator, worker),
+                extra_ns: ms(*extra_ms),
+            };
+            lasting(kind, len)
+        }
         FaultGen::Tool {
             worker: w,
             step,
             nth,
             kind,
             late,
-        } => Fault::Tool {
+        } => Fault::untriggered(FaultKind::Tool {
             worker: w.as_ref().map(worker),
             step: *step,
             nth: *nth,
             kind: *kind,
             late_ns: scaled(SECOND_NS, 2 * lease_max, *late),
-        },
-        FaultGen::Operator { job, action } => Fault::Operator {
+        }),
+        FaultGen::Operator { job, action } => at_start(FaultKind::Operator {
             job: JobId(job.index(s.jobs.len()) as u32),
             action: match action {
                 OperatorGen::Revoke => OperatorAction::Revoke,
@@ -783,8 +784,7 @@ fn fault(s: &Setup, safety_ns: Nanos, lease_max: Nanos, g: &PlannedFault) -> Fau
                     to: s.workers[to.index(s.workers.len())].config.name,
                 },
             },
-            start,
-        },
+        }),
     }
 }
 
@@ -855,33 +855,33 @@ proptest! {
 
 /// The sub-kind of a fault, for coverage.
 fn label(f: &Fault) -> &'static str {
-    match *f {
-        Fault::Partition { .. } => "partition",
-        Fault::Isolate { node: 0, .. } => "isolate-coordinator",
-        Fault::Isolate { .. } => "isolate-worker",
-        Fault::Pause { frozen: false, .. } => "pause-gc",
-        Fault::Pause { frozen: true, .. } => "pause-frozen",
-        Fault::Message { action, .. } => match action {
+    match f.kind {
+        FaultKind::Partition { .. } => "partition",
+        FaultKind::Isolate { node: 0 } => "isolate-coordinator",
+        FaultKind::Isolate { .. } => "isolate-worker",
+        FaultKind::Pause { frozen: false, .. } => "pause-gc",
+        FaultKind::Pause { frozen: true, .. } => "pause-frozen",
+        FaultKind::Message { action, .. } => match action {
             MsgAction::Drop => "message-drop",
             MsgAction::Delay { .. } => "message-delay",
             MsgAction::Duplicate { .. } => "message-duplicate",
             MsgAction::Hold { .. } => "message-hold",
         },
-        Fault::ClockStep { wall: true, .. } => "clock-step-wall",
-        Fault::ClockStep { wall: false, .. } => "clock-step-monotonic",
-        Fault::Drift { drift_ppm, .. } if drift_ppm.unsigned_abs() <= DRIFT_BOUND_PPM => {
+        FaultKind::ClockStep { wall: true, .. } => "clock-step-wall",
+        FaultKind::ClockStep { wall: false, .. } => "clock-step-monotonic",
+        FaultKind::Drift { drift_ppm, .. } if drift_ppm.unsigned_abs() <= DRIFT_BOUND_PPM => {
             "drift-within-bound"
         }
-        Fault::Drift { .. } => "drift-beyond-bound",
-        Fault::Crash {
+        FaultKind::Drift { .. } => "drift-beyond-bound",
+        FaultKind::Crash {
             restart_after_ns: Some(_),
             ..
         } => "crash-restart",
-        Fault::Crash { .. } => "crash-restart-at-heal",
-        Fault::Slow { node: 0, .. } => "slow-coordinator",
-        Fault::Slow { .. } => "slow-worker",
-        Fault::Tool { .. } => "tool",
-        Fault::Operator { action, .. } => match action {
+        FaultKind::Crash { .. } => "crash-restart-at-heal",
+        FaultKind::Slow { node: 0, .. } => "slow-coordinator",
+        FaultKind::Slow { .. } => "slow-worker",
+        FaultKind::Tool { .. } => "tool",
+        FaultKind::Operator { action, .. } => match action {
             OperatorAction::Revoke => "operator-revoke",
             OperatorAction::Takeover { .. } => "operator-takeover",
             OperatorAction::Cancel => "operator-cancel",
@@ -892,21 +892,11 @@ fn label(f: &Fault) -> &'static str {
     }
 }
 
+/// When a fault starts, if at a fixed time (every generated fault but a tool fault).
 fn start_ns(f: &Fault) -> Option<u64> {
-    match *f {
-        Fault::Partition { start, .. }
-        | Fault::Isolate { start, .. }
-        | Fault::Pause { start, .. }
-        | Fault::Message { start, .. }
-        | Fault::ClockStep { start, .. }
-        | Fault::Drift { start, .. }
-        | Fault::Crash { start, .. }
-        | Fault::Slow { start, .. }
-        | Fault::Operator { start, .. } => match start {
-            Trigger::At { t_ns } => Some(t_ns),
-            _ => None,
-        },
-        Fault::Tool { .. } => None,
+    match f.start {
+        Some(Trigger::At { t_ns }) => Some(t_ns),
+        _ => None,
     }
 }
 

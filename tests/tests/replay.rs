@@ -19,7 +19,10 @@ fn tmp(name: &str) -> PathBuf {
 fn valid_bytes() -> Vec<u8> {
     let setup = (scenarios::find("w1-w2").unwrap().build)(1, Variant::UnconditionalCommit);
     let r = run_setup(&setup, 1);
-    serde_json::to_vec_pretty(&Replay::record(&setup, 1, false, &r)).unwrap()
+    Replay::record(&setup, 1, false, &r)
+        .encode()
+        .unwrap()
+        .into_bytes()
 }
 
 #[test]
@@ -116,6 +119,25 @@ fn shrink_command_writes_a_failing_replay_and_exits_1() {
     assert_eq!(code, 1, "{err}");
     assert!(out.contains("no-double-effect (I2) still fails"), "{out}");
     assert!(out.contains("minimal plan:"));
+    // Each fault of the plan is shown as the shrunk file holds it, in the file's field order.
+    let shown: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "minimal plan:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  {"))
+        .map(str::trim)
+        .collect();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    let faults = doc["setup"]["faults"].as_array().unwrap();
+    assert_eq!(shown.len(), faults.len(), "{out}");
+    for (line, fault) in shown.iter().zip(faults) {
+        assert!(line.starts_with("{\"fault\":"), "{line}");
+        assert_eq!(
+            &serde_json::from_str::<serde_json::Value>(line).unwrap(),
+            fault
+        );
+    }
     let (code, _, _) = cli(&["replay", out_path.to_str().unwrap()]);
     assert_eq!(code, 1);
     // A run that holds has nothing to shrink: bad input.
@@ -186,6 +208,134 @@ fn bad_replay_files_exit_2_with_one_line() {
     let (code, _, err) = cli(&["replay", "/no/such/file.json"]);
     assert_eq!(code, 2);
     assert!(err.contains("cannot read"));
+}
+
+fn committed(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+// A file saved by `leasesim run w1-w2 --seed 1 --variant unconditional-commit --save` before
+// replay files had types of their own: format 1 must keep loading, keep running the same run,
+// and be written back byte for byte.
+#[test]
+fn a_version_1_file_loads_reproduces_its_run_and_is_written_back_unchanged() {
+    let path = committed("fixtures/replay-v1.json");
+    let replay = Replay::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(replay.setup.scenario, "w1-w2");
+    assert_eq!(replay.setup.variant, Variant::UnconditionalCommit);
+    assert_eq!(replay.seed, 1);
+    let r = replay.run();
+    assert_eq!(
+        replay.matches(&r),
+        Some(true),
+        "trace hash {:016x}, verdict {:?}",
+        r.trace_hash(),
+        r.verdict()
+    );
+    let bytes = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(replay.encode().unwrap(), bytes);
+    // Today's run writes the same file.
+    let setup = (scenarios::find("w1-w2").unwrap().build)(1, Variant::UnconditionalCommit);
+    let again = Replay::record(&setup, 1, false, &run_setup(&setup, 1));
+    assert_eq!(again.encode().unwrap(), bytes);
+}
+
+/// Whether everything `old` says, `new` says the same way (`new` may add fields that `old`
+/// left to their defaults).
+fn says_all_of(old: &serde_json::Value, new: &serde_json::Value) -> bool {
+    use serde_json::Value::{Array, Object};
+    match (old, new) {
+        (Object(o), Object(n)) => o
+            .iter()
+            .all(|(k, v)| n.get(k).is_some_and(|m| says_all_of(v, m))),
+        (Array(o), Array(n)) => {
+            o.len() == n.len() && o.iter().zip(n).all(|(a, b)| says_all_of(a, b))
+        }
+        _ => old == new,
+    }
+}
+
+/// Today's trace hash of each regression replay. Their `expect` is what the run that found the
+/// bug saw, and several runs have changed since on purpose (the regressions test checks their
+/// verdicts and invariants); these pin the runs themselves, as the committed files make them.
+const REGRESSION_RUNS: &[(&str, &str)] = &[
+    (
+        "duplicate-commit-journaled-as-refused.json",
+        "5c61374ced173a32",
+    ),
+    ("gc-pause-stale-write-in-flight.json", "9901106511411e00"),
+    ("swarm-anchored-pause-after-heal.json", "b33a4eed7a0aa085"),
+    (
+        "swarm-checkpoint-refusal-after-accepted-commit.json",
+        "b7c6151ff0b7b2bd",
+    ),
+    (
+        "swarm-commit-retry-timer-taken-by-checkpoint.json",
+        "b86156477213e7f8",
+    ),
+    (
+        "swarm-operator-takeover-of-queued-job.json",
+        "8a525d93fa3f68e6",
+    ),
+    (
+        "swarm-retried-commit-after-lost-ack.json",
+        "3cc7c199fba40ad5",
+    ),
+    (
+        "swarm-second-commit-of-one-attempt.json",
+        "96eb93c1b625c800",
+    ),
+    ("w1-w2-stale-commit.shrunk.json", "3c9195123d9e4973"),
+];
+
+#[test]
+fn every_committed_replay_makes_its_run_and_is_written_back_saying_the_same() {
+    let mut files = Vec::new();
+    for dir in ["regressions", "../reports/counterexamples", "fixtures"] {
+        for e in std::fs::read_dir(committed(dir)).unwrap().flatten() {
+            if e.path().extension().is_some_and(|x| x == "json") {
+                files.push(e.path());
+            }
+        }
+    }
+    assert!(files.len() >= 20, "{files:?}");
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let replay = Replay::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let written = replay.encode().unwrap();
+        let old: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let new: serde_json::Value = serde_json::from_str(&written).unwrap();
+        assert!(says_all_of(&old, &new), "{}", path.display());
+        assert_eq!(Replay::parse(written.as_bytes()).unwrap(), replay);
+        let r = replay.run();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        match REGRESSION_RUNS.iter().find(|(file, _)| *file == name) {
+            Some((_, hash)) => assert_eq!(&format!("{:016x}", r.trace_hash()), hash, "{name}"),
+            None => assert_eq!(replay.matches(&r), Some(true), "{name}"),
+        }
+    }
+}
+
+#[test]
+fn a_trace_file_holds_its_setup_as_a_replay_file_does() {
+    let (trace, saved) = (tmp("setup-trace.json"), tmp("setup-replay.json"));
+    let (code, _, err) = cli(&[
+        "run",
+        "late-tool-answer",
+        "--seed",
+        "3",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--save",
+        saved.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let read = |p: &PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let (t, r) = (read(&trace), read(&saved));
+    assert_eq!(t["format"], "leasesim-trace");
+    assert_eq!(t["setup"], r["setup"]);
 }
 
 proptest! {

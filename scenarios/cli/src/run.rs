@@ -7,7 +7,7 @@ use super::{io, scenario, variant, Format, RunFormat, UsageError};
 use crate::examples;
 use crate::journal;
 use crate::story;
-use leasesim::replay::{Replay, RunFile, TRACE_FORMAT};
+use leasesim::replay::{self, Replay, RunFile, TRACE_FORMAT, TRACE_VERSION};
 use leasesim::run::{check_same, reproduce_command, run_setup, RunResult, Verdict};
 use leasesim::scenarios;
 use leasesim::setup::Setup;
@@ -95,9 +95,9 @@ pub(super) fn replay_cmd(
     let header = format!(
         "leasesim replay {}: {} seed {} variant {} (recorded by leasesim {})",
         file.display(),
-        replay.scenario,
+        replay.setup.scenario,
         replay.seed,
-        replay.variant.name(),
+        replay.setup.variant.name(),
         replay.leasesim
     );
     let opts = RunOpts {
@@ -144,7 +144,7 @@ fn pristine(setup: &Setup, seed: u64) -> bool {
 /// scenario builds for that seed, `replay <file>` otherwise (a shrunk plan, an edited one).
 fn replay_reproduce(replay: &Replay, file: &Path) -> String {
     if pristine(&replay.setup, replay.seed) {
-        reproduce_command(&replay.scenario, replay.seed, replay.variant)
+        reproduce_command(&replay.setup.scenario, replay.seed, replay.setup.variant)
     } else {
         format!("cargo run --release -- replay {}", file.display())
     }
@@ -345,13 +345,13 @@ fn write_outputs(
     if let Some(path) = &o.trace {
         let doc = json!({
             "format": TRACE_FORMAT,
-            "version": 1,
+            "version": TRACE_VERSION,
             "leasesim": env!("CARGO_PKG_VERSION"),
             "scenario": setup.scenario,
             "variant": setup.variant.name(),
             "seed": seed,
             "allow_unsafe_timing": opts.allow_unsafe_timing,
-            "setup": setup,
+            "setup": replay::setup_json(setup).map_err(UsageError)?,
             "nodes": r.nodes,
             "verdict": r.verdict(),
             "findings": findings_json(r),
@@ -494,7 +494,7 @@ pub(super) fn shrink_cmd(
             "faults_after": shrunk.replay.setup.faults.len(),
             "workers": shrunk.replay.setup.workers.len(),
             "jobs": shrunk.replay.setup.jobs.len(),
-            "faults": shrunk.replay.setup.faults,
+            "faults": shrunk.replay.setup.faults.iter().map(replay::fault_json).collect::<Vec<_>>(),
             "runs": shrunk.runs,
             "elapsed_s": elapsed,
             "shrunk": dest.display().to_string(),
@@ -507,9 +507,9 @@ pub(super) fn shrink_cmd(
         out,
         "shrunk {} ({} seed {} variant {}) in {elapsed:.3}s over {} runs: {} fault(s) -> {}, {} worker(s), {} job(s); {} still fails",
         file.display(),
-        replay.scenario,
+        replay.setup.scenario,
         replay.seed,
-        replay.variant.name(),
+        replay.setup.variant.name(),
         shrunk.runs,
         shrunk.faults_before,
         shrunk.replay.setup.faults.len(),

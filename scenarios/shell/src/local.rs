@@ -9,7 +9,7 @@
 use super::{
     client_bound_ns, conclude, node_main, supervise, Env, FabricControl, Port, Shared, ShellRun,
 };
-use leasesim::plan::Fault;
+use leasesim::plan::FaultKind;
 use leasesim::setup::Setup;
 use leasesim_sim::{NodeId, Prng, Stream};
 use std::cell::RefCell;
@@ -20,8 +20,8 @@ use tokio::time::Duration;
 
 /// Why a setup cannot run on real tokio, if it cannot.
 pub fn unsupported(setup: &Setup) -> Option<String> {
-    setup.faults.iter().find_map(|f| match f {
-        Fault::Pause { .. } | Fault::Crash { .. } => Some(format!(
+    setup.faults.iter().find_map(|f| match f.kind {
+        FaultKind::Pause { .. } | FaultKind::Crash { .. } => Some(format!(
             "scenario {} pauses or crashes a process, which real tokio cannot do; run it on the madsim engine",
             setup.scenario
         )),

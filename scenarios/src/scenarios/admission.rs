@@ -10,7 +10,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::{ClockSpec, ReceiverSetup, Setup};
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{ClassId, MsgKind, OpId, Plan, Step, Variant};
@@ -81,23 +81,16 @@ fn build(seed: u64, variant: Variant) -> Setup {
     // again: its next heartbeat is refused (a lease refusal, told apart from the other two).
     s.tool_step(1, 2 * l, 2 * l + l / 2);
     let (w3, coord) = (s.worker(0), s.coordinator());
-    s.fault(Fault::Partition {
+    let tool_call = Trigger::sent(MsgPattern {
+        from: Some(w3),
+        kind: Some(MsgKind::ToolRequest),
+        ..MsgPattern::default()
+    });
+    let partition = FaultKind::Partition {
         a: w3,
         b: coord,
         one_way: false,
-        start: Trigger::sent(MsgPattern {
-            from: Some(w3),
-            kind: Some(MsgKind::ToolRequest),
-            ..MsgPattern::default()
-        }),
-        end: Some(
-            Trigger::sent(MsgPattern {
-                from: Some(w3),
-                kind: Some(MsgKind::ToolRequest),
-                ..MsgPattern::default()
-            })
-            .after(cut),
-        ),
-    });
+    };
+    s.fault(Fault::new(tool_call, partition).until(tool_call.after(cut)));
     s.finish()
 }

@@ -15,7 +15,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant, MILLI_NS, SECOND_NS};
@@ -87,12 +87,14 @@ fn build(seed: u64, variant: Variant) -> Setup {
         let t1 = s.ms(0, lease_ms);
         let t2 = t1 + s.ms(0, lease_ms);
         for (t, delta_ns) in [(t1, a), (t2, b)] {
-            s.fault(Fault::ClockStep {
-                node,
-                delta_ns,
-                wall: true,
-                start: Trigger::at(t),
-            });
+            s.fault(Fault::new(
+                Trigger::at(t),
+                FaultKind::ClockStep {
+                    node,
+                    delta_ns,
+                    wall: true,
+                },
+            ));
         }
     }
     // One worker's monotonic clock jumps forward while it waits for its first tool call (the
@@ -107,15 +109,17 @@ fn build(seed: u64, variant: Variant) -> Setup {
     };
     let jump_after_ns = s.ms(0, 900);
     let tool = s.tool();
-    s.fault(Fault::ClockStep {
-        node: jumper,
-        delta_ns: jump_ns as i64,
-        wall: false,
-        start: Trigger::sent(MsgPattern {
-            step: Some(JUMP_STEP),
-            ..s.msgs(Some(jumper), Some(tool), MsgKind::ToolRequest)
-        })
-        .after(jump_after_ns),
+    let waiting = Trigger::sent(MsgPattern {
+        step: Some(JUMP_STEP),
+        ..s.msgs(Some(jumper), Some(tool), MsgKind::ToolRequest)
     });
+    s.fault(Fault::new(
+        waiting.after(jump_after_ns),
+        FaultKind::ClockStep {
+            node: jumper,
+            delta_ns: jump_ns as i64,
+            wall: false,
+        },
+    ));
     s.finish()
 }

@@ -18,7 +18,7 @@
 
 use super::story::{Story, DRIFT_BOUND_PPM};
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant, MILLI_NS, SECOND_NS};
@@ -87,29 +87,30 @@ fn build(seed: u64, variant: Variant) -> Setup {
     let (w1, w2, coord, tool) = (s.worker(0), s.worker(1), s.coordinator(), s.tool());
     // W1's rate swings to the other side of the bound some time into its first lease.
     let swing_ns = s.ms(0, lease_ms);
-    s.fault(Fault::Drift {
-        node: w1,
-        drift_ppm: -d1,
-        start: Trigger::at(swing_ns),
-    });
+    s.fault(Fault::new(
+        Trigger::at(swing_ns),
+        FaultKind::Drift {
+            node: w1,
+            drift_ppm: -d1,
+        },
+    ));
     // W1 is cut while it waits for one of its tool calls (the delay stays below the shortest
     // call, so it still holds the job), and gets its link back only after W2 took over.
     let cut_step = [1u8, 3, 5][s.r.index(3)];
     let cut_after_ns = s.ms(0, lease_ms / 8);
     let heal_after_ns = s.ms(500, lease_ms);
-    s.fault(Fault::Partition {
+    let tool_call = Trigger::sent(MsgPattern {
+        step: Some(cut_step),
+        ..s.msgs(Some(w1), Some(tool), MsgKind::ToolRequest)
+    });
+    let w2_granted = Trigger::sent(s.msgs(Some(coord), Some(w2), MsgKind::ClaimGranted));
+    let partition = FaultKind::Partition {
         a: w1,
         b: coord,
         one_way: false,
-        start: Trigger::sent(MsgPattern {
-            step: Some(cut_step),
-            ..s.msgs(Some(w1), Some(tool), MsgKind::ToolRequest)
-        })
-        .after(cut_after_ns),
-        end: Some(
-            Trigger::sent(s.msgs(Some(coord), Some(w2), MsgKind::ClaimGranted))
-                .after(heal_after_ns),
-        ),
-    });
+    };
+    s.fault(
+        Fault::new(tool_call.after(cut_after_ns), partition).until(w2_granted.after(heal_after_ns)),
+    );
     s.finish()
 }

@@ -14,7 +14,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, Trigger};
+use crate::plan::{Fault, FaultKind, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, Variant, MILLI_NS};
@@ -87,16 +87,16 @@ fn build(seed: u64, variant: Variant) -> Setup {
     // slowness alone can bring jeopardy.
     let extra_ns = s.ms(200, lease_ms * 6 / 10);
     let slow_ns = s.ms(lease_ms / 2, lease_ms * 2);
-    let isolate = |from: u64, len: u64| Fault::Isolate {
-        node: coord,
-        start: Trigger::at(from),
-        end: Some(Trigger::at(from + len)),
+    let window = |kind, from: u64, len: u64| {
+        Fault::new(Trigger::at(from), kind).until(Trigger::at(from + len))
     };
-    let slow = |from: u64, len: u64| Fault::Slow {
-        node: coord,
-        extra_ns,
-        start: Trigger::at(from),
-        end: Some(Trigger::at(from + len)),
+    let isolate = |from, len| window(FaultKind::Isolate { node: coord }, from, len);
+    let slow = |from, len| {
+        let kind = FaultKind::Slow {
+            node: coord,
+            extra_ns,
+        };
+        window(kind, from, len)
     };
     match mode {
         0 => s.fault(isolate(start_ns, outage_ns)),

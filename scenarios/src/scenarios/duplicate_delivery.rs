@@ -11,7 +11,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgAction, Trigger};
+use crate::plan::{Fault, FaultKind, MsgAction, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant, MILLI_NS};
@@ -77,13 +77,14 @@ fn build(seed: u64, variant: Variant) -> Setup {
         ),
     ];
     for (pattern, count, gap_ns) in plan {
-        s.fault(Fault::Message {
-            pattern,
-            start: Trigger::at(0),
-            end: None,
-            count,
-            action: MsgAction::Duplicate { gap_ns },
-        });
+        s.fault(Fault::new(
+            Trigger::at(0),
+            FaultKind::Message {
+                pattern,
+                count,
+                action: MsgAction::Duplicate { gap_ns },
+            },
+        ));
     }
     s.finish()
 }

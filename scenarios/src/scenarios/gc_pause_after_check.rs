@@ -14,7 +14,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant, MILLI_NS};
@@ -69,15 +69,18 @@ fn build(seed: u64, variant: Variant) -> Setup {
     let pause_ns = s.lease_ns() + tool_max_ns + overshoot_ns;
     let w1 = s.worker(0);
     let recv = s.receiver(0);
-    s.fault(Fault::Pause {
-        node: w1,
-        frozen: false,
-        start: Trigger::sent(MsgPattern {
-            op: Some(WRITE),
-            ..s.msgs(Some(w1), Some(recv), MsgKind::Effect)
-        }),
-        duration_ns: pause_ns,
-        hold_anchor: true,
+    let write_sent = Trigger::sent(MsgPattern {
+        op: Some(WRITE),
+        ..s.msgs(Some(w1), Some(recv), MsgKind::Effect)
     });
+    s.fault(Fault::new(
+        write_sent,
+        FaultKind::Pause {
+            node: w1,
+            frozen: false,
+            duration_ns: pause_ns,
+            hold_anchor: true,
+        },
+    ));
     s.finish()
 }

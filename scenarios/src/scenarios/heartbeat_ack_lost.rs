@@ -14,7 +14,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant, MILLI_NS};
@@ -79,14 +79,13 @@ fn build(seed: u64, variant: Variant) -> Setup {
         step: Some(LONG_STEP),
         ..s.msgs(Some(w1), Some(tool), MsgKind::ToolRequest)
     });
-    s.fault(Fault::Message {
+    let drop_acks = FaultKind::Message {
         pattern: s.msgs(Some(coord), Some(w1), MsgKind::HeartbeatOk),
-        // Start and end hang on the same message: the start must fire at the match itself
-        // (no delay), or the end would be looked for before the fault started and never seen.
-        start: request,
-        end: Some(request.after(window_ns)),
         count: 0,
         action: MsgAction::Drop,
-    });
+    };
+    // Start and end hang on the same message: the start must fire at the match itself (no
+    // delay), or the end would be looked for before the fault started and never seen.
+    s.fault(Fault::new(request, drop_acks).until(request.after(window_ns)));
     s.finish()
 }

@@ -6,7 +6,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{JobId, MsgKind, OpId, OperatorAction, Step, Variant, SECOND_NS};
@@ -39,15 +39,17 @@ fn build(seed: u64, variant: Variant) -> Setup {
         kind: Some(MsgKind::ToolRequest),
         ..MsgPattern::default()
     });
-    s.fault(Fault::Operator {
+    let operator = |action| FaultKind::Operator {
         job: JobId(0),
-        action: OperatorAction::HandToHuman,
-        start: started.after(at),
-    });
-    s.fault(Fault::Operator {
-        job: JobId(0),
-        action: OperatorAction::HumanResolves,
-        start: started.after(at + review),
-    });
+        action,
+    };
+    s.fault(Fault::new(
+        started.after(at),
+        operator(OperatorAction::HandToHuman),
+    ));
+    s.fault(Fault::new(
+        started.after(at + review),
+        operator(OperatorAction::HumanResolves),
+    ));
     s.finish()
 }

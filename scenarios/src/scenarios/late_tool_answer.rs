@@ -13,7 +13,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant, MILLI_NS};
@@ -83,23 +83,26 @@ fn build(seed: u64, variant: Variant) -> Setup {
     };
     // W1 loses the coordinator, and only it, while the tool runs; it gets the link back only
     // with the late success in hand.
-    s.fault(Fault::Partition {
+    let partition = FaultKind::Partition {
         a: w1,
         b: coord,
         one_way: false,
-        start: request.after(cut_after_ns),
-        end: Some(Trigger::delivered(answer).after(heal_after_ns)),
-    });
+    };
+    s.fault(
+        Fault::new(request.after(cut_after_ns), partition)
+            .until(Trigger::delivered(answer).after(heal_after_ns)),
+    );
     // The tool's success reaches W1 only after W2 took the job over.
-    s.fault(Fault::Message {
-        pattern: answer,
-        start: Trigger::at(0),
-        end: None,
-        count: 1,
-        action: MsgAction::Hold {
-            release: Trigger::sent(s.msgs(Some(coord), Some(w2), MsgKind::ClaimGranted))
-                .after(release_after_ns),
+    let w2_granted = Trigger::sent(s.msgs(Some(coord), Some(w2), MsgKind::ClaimGranted));
+    s.fault(Fault::new(
+        Trigger::at(0),
+        FaultKind::Message {
+            pattern: answer,
+            count: 1,
+            action: MsgAction::Hold {
+                release: w2_granted.after(release_after_ns),
+            },
         },
-    });
+    ));
     s.finish()
 }

@@ -17,7 +17,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{
@@ -74,11 +74,13 @@ fn build(seed: u64, variant: Variant) -> Setup {
     };
     let w2_granted = Trigger::delivered(s.msgs(Some(coord), Some(w2), MsgKind::ClaimGranted));
     let job1_at = w2_granted.after(s.ms(2_000, 20_000));
-    s.fault(Fault::Operator {
-        job: JobId(1),
-        action: job1_action,
-        start: job1_at,
-    });
+    s.fault(Fault::new(
+        job1_at,
+        FaultKind::Operator {
+            job: JobId(1),
+            action: job1_action,
+        },
+    ));
     let takeover = OperatorAction::Takeover { to: WorkerName(2) };
     if late_answer {
         // The operator acts as the tool answers W1; the answer reaches W1 only once W2 holds
@@ -87,32 +89,37 @@ fn build(seed: u64, variant: Variant) -> Setup {
             step: Some(SLOW_STEP),
             ..s.msgs(Some(tool), Some(w1), MsgKind::ToolResponse)
         };
-        s.fault(Fault::Operator {
-            job: JobId(0),
-            action: takeover,
-            start: Trigger::sent(w1_answer),
-        });
+        s.fault(Fault::new(
+            Trigger::sent(w1_answer),
+            FaultKind::Operator {
+                job: JobId(0),
+                action: takeover,
+            },
+        ));
         let handed = Trigger::delivered(MsgPattern {
             token: Some(Token(2)),
             ..s.msgs(Some(coord), Some(w2), MsgKind::ClaimGranted)
         });
         let release = handed.after(s.ms(25, 500));
-        s.fault(Fault::Message {
-            pattern: w1_answer,
-            start: Trigger::at(0),
-            end: None,
-            count: 1,
-            action: MsgAction::Hold { release },
-        });
+        s.fault(Fault::new(
+            Trigger::at(0),
+            FaultKind::Message {
+                pattern: w1_answer,
+                count: 1,
+                action: MsgAction::Hold { release },
+            },
+        ));
     } else {
         // The operator hands job 0 over as soon as W2 is free: before its next claim poll.
         let w2_refused = s.msgs(Some(coord), Some(w2), MsgKind::HeartbeatRejected);
         let start = Trigger::delivered(w2_refused).after(s.ms(0, 50));
-        s.fault(Fault::Operator {
-            job: JobId(0),
-            action: takeover,
+        s.fault(Fault::new(
             start,
-        });
+            FaultKind::Operator {
+                job: JobId(0),
+                action: takeover,
+            },
+        ));
     }
     s.finish()
 }

@@ -11,7 +11,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::Fault;
+use crate::plan::{Fault, FaultKind};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, ToolFaultKind, Variant, SECOND_NS};
@@ -49,13 +49,13 @@ fn build(seed: u64, variant: Variant) -> Setup {
         w.config.stage_deadline_ns = 4 * 3_600 * SECOND_NS;
         w.config.tool_timeout_ns = 4 * 3_600 * SECOND_NS;
     }
-    s.fault(Fault::Tool {
+    s.fault(Fault::untriggered(FaultKind::Tool {
         worker: None,
         step: None,
         nth: 0,
         kind: ToolFaultKind::Hang,
         late_ns: 0,
-    });
+    }));
     // The job must end within the cap plus a few leases.
     let bound = cap + 10 * s.lease_ns();
     s.setup.liveness_bound_ns = Some(bound);

@@ -16,7 +16,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Token, Variant, MILLI_NS};
@@ -64,13 +64,14 @@ fn build(seed: u64, variant: Variant) -> Setup {
             ..s.msgs(Some(coord), Some(w2), MsgKind::ClaimGranted)
         });
         let release = takeover.after(s.ms(0, 250));
-        s.fault(Fault::Message {
-            pattern: w1_commits,
-            start: Trigger::at(0),
-            end: None,
-            count: 0,
-            action: MsgAction::Hold { release },
-        });
+        s.fault(Fault::new(
+            Trigger::at(0),
+            FaultKind::Message {
+                pattern: w1_commits,
+                count: 0,
+                action: MsgAction::Hold { release },
+            },
+        ));
     } else {
         // The retry overtakes. Two jobs: W1 runs both, one after the other; W2 starts polling
         // only once W1 is past the first (its first job takes at most 1.5 H + 5.5 s < L).
@@ -81,13 +82,14 @@ fn build(seed: u64, variant: Variant) -> Setup {
         // end: W1 waits a poll period (>= 500 ms) and two tool calls (>= 300 ms) for it.
         let retry_ns = s.setup.workers[0].config.commit_retry_ns;
         let extra_ns = retry_ns + s.ms(30, 700);
-        s.fault(Fault::Message {
-            pattern: w1_commits,
-            start: Trigger::at(0),
-            end: None,
-            count: 1,
-            action: MsgAction::Delay { extra_ns },
-        });
+        s.fault(Fault::new(
+            Trigger::at(0),
+            FaultKind::Message {
+                pattern: w1_commits,
+                count: 1,
+                action: MsgAction::Delay { extra_ns },
+            },
+        ));
     }
     s.finish()
 }

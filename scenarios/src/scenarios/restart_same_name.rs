@@ -14,7 +14,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Token, Variant, MILLI_NS};
@@ -102,11 +102,13 @@ fn build(seed: u64, variant: Variant) -> Setup {
     // Down for a moment or for longer than the lease: W1' either polls until the old lease
     // expires or finds it expired at once.
     let down_ns = s.ms(500, l / MILLI_NS * 6 / 5);
-    s.fault(Fault::Crash {
-        node: w1,
-        start: crash_at,
-        restart_after_ns: Some(down_ns),
-    });
+    s.fault(Fault::new(
+        crash_at,
+        FaultKind::Crash {
+            node: w1,
+            restart_after_ns: Some(down_ns),
+        },
+    ));
     // The first life's messages stay in the network until W1' holds token 2. They arrive while
     // W1' still works (its plan takes longer than H), so the token, not the state, refuses them.
     let heartbeat_release = regranted.after(s.ms(0, 1_000));
@@ -119,13 +121,14 @@ fn build(seed: u64, variant: Variant) -> Setup {
         (first_update, update_release),
         (first_commit, commit_release),
     ] {
-        s.fault(Fault::Message {
-            pattern,
-            start: Trigger::at(0),
-            end: None,
-            count: 1,
-            action: MsgAction::Hold { release },
-        });
+        s.fault(Fault::new(
+            Trigger::at(0),
+            FaultKind::Message {
+                pattern,
+                count: 1,
+                action: MsgAction::Hold { release },
+            },
+        ));
     }
     s.finish()
 }

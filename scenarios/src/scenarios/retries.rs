@@ -11,7 +11,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::Fault;
+use crate::plan::{Fault, FaultKind};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, ToolFaultKind, Variant, MILLI_NS, SECOND_NS};
@@ -55,13 +55,13 @@ fn build(seed: u64, variant: Variant) -> Setup {
         (2, ToolFaultKind::Permanent),
         (3, ToolFaultKind::AnswerLost),
     ] {
-        s.fault(Fault::Tool {
+        s.fault(Fault::untriggered(FaultKind::Tool {
             worker: None,
             step: Some(LOOKUP),
             nth,
             kind,
             late_ns: 0,
-        });
+        }));
     }
     s.finish()
 }

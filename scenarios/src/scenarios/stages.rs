@@ -12,7 +12,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant};
@@ -60,16 +60,18 @@ fn build(seed: u64, variant: Variant) -> Setup {
     let w1 = s.worker(0);
     let after = s.ms(50, 500);
     let down = s.ms(1_000, 5_000);
-    s.fault(Fault::Crash {
-        node: w1,
-        start: Trigger::sent(MsgPattern {
-            from: Some(w1),
-            kind: Some(MsgKind::ToolRequest),
-            step: Some(LONG_CALL),
-            ..MsgPattern::default()
-        })
-        .after(after),
-        restart_after_ns: Some(down),
+    let long_call = Trigger::sent(MsgPattern {
+        from: Some(w1),
+        kind: Some(MsgKind::ToolRequest),
+        step: Some(LONG_CALL),
+        ..MsgPattern::default()
     });
+    s.fault(Fault::new(
+        long_call.after(after),
+        FaultKind::Crash {
+            node: w1,
+            restart_after_ns: Some(down),
+        },
+    ));
     s.finish()
 }

@@ -13,7 +13,7 @@
 
 use super::story::Story;
 use super::ScenarioDef;
-use crate::plan::Fault;
+use crate::plan::{Fault, FaultKind};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, ToolFaultKind, Variant};
@@ -59,12 +59,12 @@ fn build(seed: u64, variant: Variant) -> Setup {
     s.start_worker(0, 0, 100);
     s.start_worker(1, 0, 5_000);
     // F7: every call from any worker at any step hangs (never answers).
-    s.fault(Fault::Tool {
+    s.fault(Fault::untriggered(FaultKind::Tool {
         worker: None,
         step: None,
         nth: 0,
         kind: ToolFaultKind::Hang,
         late_ns: 0,
-    });
+    }));
     s.finish()
 }

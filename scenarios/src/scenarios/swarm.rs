@@ -10,7 +10,7 @@
 
 use super::story::{ms, DRIFT_BOUND_PPM, OPS, RENEWAL_CAP_NS};
 use super::ScenarioDef;
-use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::{ClockSpec, ReceiverSetup, Setup, TimingPolicy, WorkerSetup};
 use crate::world::ToolSetup;
 use leasesim_checkers::Hazard;
@@ -263,16 +263,15 @@ fn build(seed: u64, variant: Variant) -> Setup {
         let job = JobId(r.index(setup.jobs.len()) as u32);
         let at = r.range(0, safety_ns / 2);
         let review = r.range(SECOND_NS, safety_ns / 2);
-        setup.faults.push(Fault::Operator {
-            job,
-            action: OperatorAction::HandToHuman,
-            start: Trigger::at(at),
-        });
-        setup.faults.push(Fault::Operator {
-            job,
-            action: OperatorAction::HumanResolves,
-            start: Trigger::at(at + review),
-        });
+        let operator = |action| FaultKind::Operator { job, action };
+        setup.faults.push(Fault::new(
+            Trigger::at(at),
+            operator(OperatorAction::HandToHuman),
+        ));
+        setup.faults.push(Fault::new(
+            Trigger::at(at + review),
+            operator(OperatorAction::HumanResolves),
+        ));
         // A human whose resolution is lost holds the job until their lease runs out.
         bound += HUMAN_LEASE_NS;
     }
@@ -281,14 +280,16 @@ fn build(seed: u64, variant: Variant) -> Setup {
     setup
 }
 
-/// One random fault of any kind, starting inside the safety phase.
+/// One random fault of any kind, starting inside the safety phase. The draws are made in the
+/// order they always were (a seed keeps its meaning), which is why some fields are drawn into
+/// locals before the fault is built.
 fn fault(r: &mut Prng, s: &Setup, safety_ns: Nanos, lease_max: Nanos) -> Fault {
     let workers = s.workers.len();
     let worker = |r: &mut Prng| s.worker_node(r.index(workers));
     let coordinator = Setup::COORDINATOR;
     let start_ns = r.range(0, safety_ns);
     let start = Trigger::at(start_ns);
-    let until = |r: &mut Prng, hi: Nanos| Some(Trigger::at(start_ns + r.range(100 * MILLI_NS, hi)));
+    let until = |r: &mut Prng, hi: Nanos| Trigger::at(start_ns + r.range(100 * MILLI_NS, hi));
     match r.range(0, 11) {
         0 => {
             // F1: a link between a worker and the coordinator or a receiver.
@@ -298,44 +299,45 @@ fn fault(r: &mut Prng, s: &Setup, safety_ns: Nanos, lease_max: Nanos) -> Fault {
             } else {
                 s.receiver_node(r.index(s.receivers.len()))
             };
-            Fault::Partition {
-                a,
-                b,
-                one_way: r.chance(1, 3),
-                start,
-                end: until(r, 2 * lease_max),
-            }
+            let one_way = r.chance(1, 3);
+            let end = until(r, 2 * lease_max);
+            Fault::new(start, FaultKind::Partition { a, b, one_way }).until(end)
         }
-        1 => Fault::Isolate {
-            node: if r.chance(1, 2) {
+        1 => {
+            let node = if r.chance(1, 2) {
                 coordinator
             } else {
                 worker(r)
+            };
+            let end = until(r, 2 * lease_max);
+            Fault::new(start, FaultKind::Isolate { node }).until(end)
+        }
+        2 => Fault::new(
+            start,
+            FaultKind::Pause {
+                node: worker(r),
+                frozen: r.chance(1, 4),
+                duration_ns: r.range(100 * MILLI_NS, 2 * lease_max),
+                hold_anchor: false,
             },
-            start,
-            end: until(r, 2 * lease_max),
-        },
-        2 => Fault::Pause {
-            node: worker(r),
-            frozen: r.chance(1, 4),
-            start,
-            duration_ns: r.range(100 * MILLI_NS, 2 * lease_max),
-            hold_anchor: false,
-        },
+        ),
         3 => {
             // F2 anchored: paused right after checking the lease, before the effect leaves.
             let node = worker(r);
-            Fault::Pause {
-                node,
-                frozen: false,
-                start: Trigger::sent(MsgPattern {
-                    from: Some(node),
-                    kind: Some(MsgKind::Effect),
-                    ..MsgPattern::default()
-                }),
-                duration_ns: r.range(100 * MILLI_NS, 2 * lease_max),
-                hold_anchor: true,
-            }
+            let effect_sent = Trigger::sent(MsgPattern {
+                from: Some(node),
+                kind: Some(MsgKind::Effect),
+                ..MsgPattern::default()
+            });
+            Fault::new(
+                effect_sent,
+                FaultKind::Pause {
+                    node,
+                    frozen: false,
+                    duration_ns: r.range(100 * MILLI_NS, 2 * lease_max),
+                    hold_anchor: true,
+                },
+            )
         }
         4 | 5 => {
             let kind = KINDS[r.index(KINDS.len())];
@@ -351,66 +353,74 @@ fn fault(r: &mut Prng, s: &Setup, safety_ns: Nanos, lease_max: Nanos) -> Fault {
                     release: Trigger::at(start_ns + r.range(10 * MILLI_NS, 2 * lease_max)),
                 },
             };
-            Fault::Message {
-                pattern: MsgPattern {
-                    kind: Some(kind),
-                    ..MsgPattern::default()
-                },
+            let end = until(r, 2 * lease_max);
+            let pattern = MsgPattern {
+                kind: Some(kind),
+                ..MsgPattern::default()
+            };
+            let count = r.range(1, 5) as u32;
+            Fault::new(
                 start,
-                end: until(r, 2 * lease_max),
-                count: r.range(1, 5) as u32,
-                action,
-            }
+                FaultKind::Message {
+                    pattern,
+                    count,
+                    action,
+                },
+            )
+            .until(end)
         }
         6 => {
-            if r.chance(1, 4) {
+            let step = if r.chance(1, 4) {
                 // A suspend: the monotonic clock jumps forward.
-                Fault::ClockStep {
+                FaultKind::ClockStep {
                     node: worker(r),
                     delta_ns: r.range_i64(0, 10_000) * MILLI_NS as i64,
                     wall: false,
-                    start,
                 }
             } else {
                 let nodes = s.operator_node();
-                Fault::ClockStep {
+                FaultKind::ClockStep {
                     node: r.range(0, nodes as u64 - 1) as NodeId,
                     delta_ns: r.range_i64(-7_200, 7_200) * SECOND_NS as i64,
                     wall: true,
-                    start,
                 }
-            }
+            };
+            Fault::new(start, step)
         }
-        7 => Fault::Drift {
-            node: worker(r),
-            // Mostly within the bound; sometimes beyond it (then a hazard, not a violation).
-            drift_ppm: if r.chance(1, 5) {
-                r.range_i64(-20_000, 20_000) as i32
-            } else {
-                r.range_i64(-(DRIFT_BOUND_PPM as i64), DRIFT_BOUND_PPM as i64) as i32
-            },
+        7 => Fault::new(
             start,
-        },
-        8 => Fault::Crash {
-            node: worker(r),
-            start,
-            restart_after_ns: if r.chance(3, 4) {
-                Some(r.range(100 * MILLI_NS, 2 * lease_max))
-            } else {
-                None
+            FaultKind::Drift {
+                node: worker(r),
+                // Mostly within the bound; sometimes beyond it (then a hazard, not a violation).
+                drift_ppm: if r.chance(1, 5) {
+                    r.range_i64(-20_000, 20_000) as i32
+                } else {
+                    r.range_i64(-(DRIFT_BOUND_PPM as i64), DRIFT_BOUND_PPM as i64) as i32
+                },
             },
-        },
-        9 => Fault::Slow {
-            node: if r.chance(1, 2) {
+        ),
+        8 => Fault::new(
+            start,
+            FaultKind::Crash {
+                node: worker(r),
+                restart_after_ns: if r.chance(3, 4) {
+                    Some(r.range(100 * MILLI_NS, 2 * lease_max))
+                } else {
+                    None
+                },
+            },
+        ),
+        9 => {
+            let node = if r.chance(1, 2) {
                 coordinator
             } else {
                 worker(r)
-            },
-            extra_ns: r.range(MILLI_NS, 2 * SECOND_NS),
-            start,
-            end: until(r, 2 * lease_max),
-        },
-        10 => Fault::Tool {
+            };
+            let extra_ns = r.range(MILLI_NS, 2 * SECOND_NS);
+            let end = until(r, 2 * lease_max);
+            Fault::new(start, FaultKind::Slow { node, extra_ns }).until(end)
+        }
+        10 => Fault::untriggered(FaultKind::Tool {
             worker: if r.chance(1, 2) {
                 Some(worker(r))
             } else {
@@ -426,17 +436,19 @@ fn fault(r: &mut Prng, s: &Setup, safety_ns: Nanos, lease_max: Nanos) -> Fault {
                 _ => ToolFaultKind::AnswerLost,
             },
             late_ns: r.range(SECOND_NS, 2 * lease_max),
-        },
-        _ => Fault::Operator {
-            job: JobId(r.index(s.jobs.len()) as u32),
-            action: match r.range(0, 2) {
-                0 => OperatorAction::Revoke,
-                1 => OperatorAction::Cancel,
-                _ => OperatorAction::Takeover {
-                    to: s.workers[r.index(workers)].config.name,
+        }),
+        _ => Fault::new(
+            start,
+            FaultKind::Operator {
+                job: JobId(r.index(s.jobs.len()) as u32),
+                action: match r.range(0, 2) {
+                    0 => OperatorAction::Revoke,
+                    1 => OperatorAction::Cancel,
+                    _ => OperatorAction::Takeover {
+                        to: s.workers[r.index(workers)].config.name,
+                    },
                 },
             },
-            start,
-        },
+        ),
     }
 }

@@ -10,7 +10,7 @@
 //! rejected result is journaled.
 
 use super::story::Story;
-use crate::plan::{Fault, MsgAction, MsgPattern, Trigger};
+use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_protocol::{MsgKind, OpId, Step, Token, Variant, MILLI_NS, SECOND_NS};
 
@@ -53,78 +53,75 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
     let coord = Setup::COORDINATOR;
     setup.faults = vec![
         // W1 loses the coordinator, and only it, as it starts the long external request.
-        Fault::Partition {
-            a: w1_node,
-            b: coord,
-            one_way: false,
-            start: Trigger::Sent {
+        Fault::new(
+            Trigger::sent(MsgPattern {
+                from: Some(w1_node),
+                kind: Some(MsgKind::ToolRequest),
+                step: Some(FETCH_STEP),
+                ..MsgPattern::default()
+            }),
+            FaultKind::Partition {
+                a: w1_node,
+                b: coord,
+                one_way: false,
+            },
+        )
+        // W1 gets its network back only with the late success in hand.
+        .until(
+            Trigger::delivered(MsgPattern {
+                to: Some(w1_node),
+                kind: Some(MsgKind::ToolResponse),
+                step: Some(FETCH_STEP),
+                ..MsgPattern::default()
+            })
+            .after(heal_after_ns),
+        ),
+        // W1's `update_case` reaches the receiver only after W2's first effect did.
+        Fault::new(
+            Trigger::at(0),
+            FaultKind::Message {
                 pattern: MsgPattern {
                     from: Some(w1_node),
-                    kind: Some(MsgKind::ToolRequest),
-                    step: Some(FETCH_STEP),
+                    to: Some(recv),
+                    kind: Some(MsgKind::Effect),
+                    op: Some(UPDATE_CASE),
                     ..MsgPattern::default()
                 },
-                delay_ns: 0,
+                count: 1,
+                action: MsgAction::Hold {
+                    release: Trigger::delivered(MsgPattern {
+                        to: Some(recv),
+                        kind: Some(MsgKind::Effect),
+                        token: Some(Token(2)),
+                        ..MsgPattern::default()
+                    })
+                    .after(fence_release_ns),
+                },
             },
-            // W1 gets its network back only with the late success in hand.
-            end: Some(Trigger::Delivered {
+        ),
+        // The tool's success reaches W1 only after W2 has completed.
+        Fault::new(
+            Trigger::at(0),
+            FaultKind::Message {
                 pattern: MsgPattern {
+                    from: Some(tool),
                     to: Some(w1_node),
                     kind: Some(MsgKind::ToolResponse),
                     step: Some(FETCH_STEP),
                     ..MsgPattern::default()
                 },
-                delay_ns: heal_after_ns,
-            }),
-        },
-        // W1's `update_case` reaches the receiver only after W2's first effect did.
-        Fault::Message {
-            pattern: MsgPattern {
-                from: Some(w1_node),
-                to: Some(recv),
-                kind: Some(MsgKind::Effect),
-                op: Some(UPDATE_CASE),
-                ..MsgPattern::default()
-            },
-            start: Trigger::At { t_ns: 0 },
-            end: None,
-            count: 1,
-            action: MsgAction::Hold {
-                release: Trigger::Delivered {
-                    pattern: MsgPattern {
-                        to: Some(recv),
-                        kind: Some(MsgKind::Effect),
-                        token: Some(Token(2)),
-                        ..MsgPattern::default()
-                    },
-                    delay_ns: fence_release_ns,
-                },
-            },
-        },
-        // The tool's success reaches W1 only after W2 has completed.
-        Fault::Message {
-            pattern: MsgPattern {
-                from: Some(tool),
-                to: Some(w1_node),
-                kind: Some(MsgKind::ToolResponse),
-                step: Some(FETCH_STEP),
-                ..MsgPattern::default()
-            },
-            start: Trigger::At { t_ns: 0 },
-            end: None,
-            count: 1,
-            action: MsgAction::Hold {
-                release: Trigger::Sent {
-                    pattern: MsgPattern {
+                count: 1,
+                action: MsgAction::Hold {
+                    release: Trigger::sent(MsgPattern {
                         from: Some(coord),
                         to: Some(w2_node),
                         kind: Some(MsgKind::CommitAccepted),
                         ..MsgPattern::default()
-                    },
-                    delay_ns: answer_release_ns,
+                    })
+                    .after(answer_release_ns),
                 },
             },
-        },
+        ),
     ];
     setup
 }

@@ -4,135 +4,59 @@
 //! explicit, a replay stays meaningful when unrelated code changes: the seed drives only what
 //! the plan leaves open (latencies, tool durations).
 //!
+//! The file has types of its own, one module per format version (`v1` today), converted to and
+//! from the run's types field by field. [`Setup`] and the fault plan derive no serde at all, and
+//! the protocol's configuration types they hold are copied field by field too, so no internal
+//! rename can change what a file says. Trace files (`run --trace`) hold their setup in the same
+//! types.
+//!
 //! Reading one never panics: a malformed, truncated, future-version or inconsistent file is an
 //! error with one line of explanation.
 
+mod json;
+mod v1;
+
+use crate::plan::Fault;
 use crate::run::{run_setup, RunResult, Verdict};
 use crate::scenarios;
 use crate::setup::Setup;
-use leasesim_protocol::{Invariant, Variant};
-use serde::de::{Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize};
+pub use json::read_bounded;
+use json::{parse_json, too_large};
+use leasesim_protocol::Invariant;
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::Path;
 
 /// The `format` field of every replay file.
 pub const FORMAT: &str = "leasesim-replay";
-/// The format version this build writes and reads.
+/// The format version this build writes; it reads this one and none older (there is none).
 pub const VERSION: u32 = 1;
 /// Largest replay or trace file read (bytes): a bound, like every input. A trace file of a run
 /// longer than this is reported from its replay file instead (`run --save`).
 pub const MAX_BYTES: u64 = 64 << 20;
 
-/// Every number in a replay is at most 2^53 in magnitude (104 days in nanoseconds), so no sum
-/// of a few of them can overflow: the first one that is not.
-fn too_large(v: &serde_json::Value) -> Option<String> {
-    const LIMIT: u64 = 1 << 53;
-    match v {
-        serde_json::Value::Number(n) => {
-            let ok = n
-                .as_u64()
-                .map(|x| x <= LIMIT)
-                .or(n.as_i64().map(|x| x.unsigned_abs() <= LIMIT));
-            (!ok.unwrap_or(false)).then(|| n.to_string())
-        }
-        serde_json::Value::Array(a) => a.iter().find_map(too_large),
-        serde_json::Value::Object(o) => o
-            .iter()
-            .filter(|(k, _)| {
-                k.as_str() != "seed" && k.as_str() != "payload_hash" && k.as_str() != "result"
-            })
-            .find_map(|(_, v)| too_large(v)),
-        _ => None,
-    }
+/// A run's setup as files hold it (replay format 1's shape), for documents that embed one. Fails
+/// for a fault plan the format cannot state, which [`Setup::check`] refuses as well.
+pub fn setup_json(setup: &Setup) -> Result<serde_json::Value, String> {
+    let file = v1::Setup::try_from(setup).map_err(|e| format!("cannot encode a setup: {e}"))?;
+    serde_json::to_value(file).map_err(|e| format!("cannot encode a setup: {e}"))
 }
 
-/// Reads a file of at most `max` bytes, counting the bytes actually read (a special file such as
-/// `/dev/zero` reports a length of 0 and never ends). Only regular files are read: a FIFO, a
-/// device or a directory is refused before it is opened, so nothing blocks.
-pub fn read_bounded(path: &Path, max: u64, what: &str) -> Result<Vec<u8>, String> {
-    let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "cannot read {shown}: not a regular file (a {what} is a regular file)"
-        ));
-    }
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let mut bytes = Vec::new();
-    file.take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if bytes.len() as u64 > max {
-        return Err(format!(
-            "{shown} is larger than {max} bytes, the most a {what} may be"
-        ));
-    }
-    Ok(bytes)
+/// One fault as files hold it, for documents that show a plan (its debug form if no file could
+/// hold it).
+pub fn fault_json(fault: &Fault) -> serde_json::Value {
+    v1::Fault::try_from(fault)
+        .ok()
+        .and_then(|f| serde_json::to_value(f).ok())
+        .unwrap_or_else(|| format!("{fault:?}").into())
 }
 
-/// A JSON document walked only to refuse a key that appears twice in one object: serde_json
-/// keeps the last of them silently, so an edited file could say two things at once.
-struct NoDuplicateKeys;
-
-impl<'de> Deserialize<'de> for NoDuplicateKeys {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NoDuplicateKeys)
-    }
-}
-
-impl<'de> Visitor<'de> for NoDuplicateKeys {
-    type Value = NoDuplicateKeys;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut seen = BTreeSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if !seen.insert(key.clone()) {
-                return Err(A::Error::custom(format!(
-                    "the key \"{key}\" appears twice in one object"
-                )));
-            }
-            map.next_value::<NoDuplicateKeys>()?;
-        }
-        Ok(NoDuplicateKeys)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
-        Ok(NoDuplicateKeys)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(NoDuplicateKeys)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(NoDuplicateKeys)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(NoDuplicateKeys)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(NoDuplicateKeys)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(NoDuplicateKeys)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(NoDuplicateKeys)
-    }
-}
-
-/// Parses JSON text, refusing a key repeated within one object.
-fn parse_json(bytes: &[u8], what: &str) -> Result<serde_json::Value, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| format!("not a {what}: not UTF-8 text"))?;
-    serde_json::from_str::<NoDuplicateKeys>(text)
-        .map_err(|e| format!("not a {what}: malformed JSON ({e})"))?;
-    serde_json::from_str(text).map_err(|e| format!("not a {what}: malformed JSON ({e})"))
+/// One fault as files hold it, on one line with its fields in the file's order (its debug form
+/// if no file could hold it).
+pub fn fault_line(fault: &Fault) -> String {
+    v1::Fault::try_from(fault)
+        .ok()
+        .and_then(|f| serde_json::to_string(&f).ok())
+        .unwrap_or_else(|| format!("{fault:?}"))
 }
 
 /// Reads a run's setup out of a document's `setup` field and checks it as a replay's: numbers in
@@ -147,8 +71,9 @@ fn setup_of(doc: &serde_json::Value, what: &str) -> Result<Setup, String> {
             "malformed {what}: the number {n} in \"setup\" is out of range (at most 2^53 in magnitude)"
         ));
     }
-    let setup: Setup = serde_json::from_value(value.clone())
-        .map_err(|e| format!("malformed {what}: \"setup\": {e}"))?;
+    let setup: Setup = serde_json::from_value::<v1::Setup>(value.clone())
+        .map_err(|e| format!("malformed {what}: \"setup\": {e}"))?
+        .into();
     setup
         .check()
         .map_err(|e| format!("inconsistent {what}: \"setup\": {e}"))?;
@@ -182,8 +107,7 @@ fn setup_of(doc: &serde_json::Value, what: &str) -> Result<Setup, String> {
 }
 
 /// What the run that wrote the file saw.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expect {
     /// Its verdict.
     pub verdict: Verdict,
@@ -195,32 +119,23 @@ pub struct Expect {
     pub events: u64,
 }
 
-/// A replay file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A replay: what a replay file holds, read and checked. The scenario and the variant are the
+/// setup's; a file states them a second time at its top, and reading refuses a file whose two
+/// copies differ.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Replay {
-    /// Always [`FORMAT`].
-    pub format: String,
-    /// The format version.
-    pub version: u32,
     /// The leasesim version that wrote it.
     pub leasesim: String,
-    /// Scenario name (informational; the setup is what runs).
-    pub scenario: String,
-    /// The protocol variant.
-    pub variant: Variant,
     /// The seed.
     pub seed: u64,
     /// Whether the configuration was run past a failed P6 validation.
-    #[serde(default)]
     pub allow_unsafe_timing: bool,
     /// The whole configuration and explicit fault plan.
     pub setup: Setup,
     /// What the recorded run saw; a hand-written file may leave it out, and is then run and
     /// judged without a comparison.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<Expect>,
     /// One line on the bug this run exposed (regression files).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
@@ -240,11 +155,7 @@ impl Replay {
             }
         }
         Replay {
-            format: FORMAT.into(),
-            version: VERSION,
             leasesim: env!("CARGO_PKG_VERSION").into(),
-            scenario: setup.scenario.clone(),
-            variant: setup.variant,
             seed,
             allow_unsafe_timing,
             setup: setup.clone(),
@@ -263,11 +174,18 @@ impl Replay {
         run_setup(&self.setup, self.seed)
     }
 
+    /// The file's text: pretty JSON of format [`VERSION`], ending in a newline.
+    pub fn encode(&self) -> Result<String, String> {
+        let file =
+            v1::Replay::try_from(self).map_err(|e| format!("cannot encode a replay: {e}"))?;
+        let text = serde_json::to_string_pretty(&file)
+            .map_err(|e| format!("cannot encode a replay: {e}"))?;
+        Ok(text + "\n")
+    }
+
     /// Writes it as pretty JSON.
     pub fn save(&self, path: &Path) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(self)
-            .map_err(|e| format!("cannot encode a replay: {e}"))?;
-        std::fs::write(path, text + "\n")
+        std::fs::write(path, self.encode()?)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 
@@ -304,9 +222,11 @@ impl Replay {
                 "malformed replay file: the number {n} is out of range (at most 2^53 in magnitude)"
             ));
         }
+        // The setup alone first, so that a contradiction is named by its field.
         setup_of(&value, "replay file")?;
-        let replay: Replay =
+        let file: v1::Replay =
             serde_json::from_value(value).map_err(|e| format!("malformed replay file: {e}"))?;
+        let replay = Replay::from(file);
         if let Some(expect) = &replay.expect {
             expect
                 .check()
@@ -320,6 +240,50 @@ impl Replay {
         self.expect.as_ref().map(|e| {
             e.trace_hash == format!("{:016x}", result.trace_hash()) && e.verdict == result.verdict()
         })
+    }
+}
+
+impl TryFrom<&Replay> for v1::Replay {
+    type Error = String;
+
+    fn try_from(r: &Replay) -> Result<Self, String> {
+        Ok(v1::Replay {
+            format: FORMAT.into(),
+            version: 1,
+            leasesim: r.leasesim.clone(),
+            scenario: r.setup.scenario.clone(),
+            variant: r.setup.variant.into(),
+            seed: r.seed,
+            allow_unsafe_timing: r.allow_unsafe_timing,
+            setup: (&r.setup).try_into()?,
+            expect: r.expect.as_ref().map(|e| v1::Expect {
+                verdict: (&e.verdict).into(),
+                invariants: e.invariants.clone(),
+                trace_hash: e.trace_hash.clone(),
+                events: e.events,
+            }),
+            note: r.note.clone(),
+        })
+    }
+}
+
+/// The top-level `scenario` and `variant` are dropped here: [`setup_of`] has already refused a
+/// file where they differ from the setup's.
+impl From<v1::Replay> for Replay {
+    fn from(f: v1::Replay) -> Self {
+        Replay {
+            leasesim: f.leasesim,
+            seed: f.seed,
+            allow_unsafe_timing: f.allow_unsafe_timing,
+            setup: f.setup.into(),
+            expect: f.expect.map(|e| Expect {
+                verdict: e.verdict.into(),
+                invariants: e.invariants,
+                trace_hash: e.trace_hash,
+                events: e.events,
+            }),
+            note: f.note,
+        }
     }
 }
 
@@ -379,6 +343,8 @@ pub enum RunFile {
 
 /// The `format` field of a trace file.
 pub const TRACE_FORMAT: &str = "leasesim-trace";
+/// The trace file version this build writes and reads; its `setup` has replay format 1's shape.
+pub const TRACE_VERSION: u32 = 1;
 
 impl RunFile {
     /// Reads a replay or trace file with the same checks `replay` makes.
@@ -393,9 +359,9 @@ impl RunFile {
                 .map_err(|e| format!("{shown}: {e}")),
             Some(TRACE_FORMAT) => {
                 let version = value.get("version").and_then(|v| v.as_u64());
-                if version != Some(1) {
+                if version != Some(TRACE_VERSION as u64) {
                     return Err(format!(
-                        "{shown}: trace format {} is not read by this build (it reads 1)",
+                        "{shown}: trace format {} is not read by this build (it reads {TRACE_VERSION})",
                         version.map_or_else(|| "(none)".to_string(), |v| v.to_string())
                     ));
                 }
