@@ -8,12 +8,13 @@
 //! Never payload text: the protocol carries only hashes (P18). Tracing's own wall-clock
 //! timestamp is left out, so the same run always gives the same bytes.
 //!
-//! The metrics are computed from the trace alone: renewal health on the coordinator's clock,
-//! expired leases, failed renewals, re-claimed jobs, jeopardy, rejected results, and tool calls
-//! per job class and tool provider.
+//! What the journal events do not carry themselves (each job's class, which node served a tool
+//! request, how long a call took) comes from the run's lease history, as do the metrics:
+//! renewal health on the coordinator's clock, expired leases, failed renewals, re-claimed jobs,
+//! jeopardy, rejected results, and tool calls per job class and tool provider.
 
 use leasesim::run::RunResult;
-use leasesim_checkers::metrics::Index;
+use leasesim_checkers::history::History;
 pub use leasesim_checkers::metrics::{Metrics, ToolMetrics};
 use leasesim_protocol::{
     EffectOutcome, ErrorCode, Event, GrantReason, IdemKey, JobId, OperatorAction, Outcome,
@@ -22,7 +23,6 @@ use leasesim_protocol::{
 use leasesim_reports::Names;
 use leasesim_sim::{EventKind, NodeId};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tracing_subscriber::fmt::MakeWriter;
@@ -276,11 +276,6 @@ fn ids(l: &mut Line<'_>, job: JobId, token: Token) {
     l.token = Some(token.0);
 }
 
-/// A number field of an event's serde form, for events this module does not know by name.
-fn number(v: &serde_json::Value, field: &str) -> Option<u64> {
-    v.get(field).and_then(serde_json::Value::as_u64)
-}
-
 /// Writes the run's journal as JSON lines to `out`: one line per journal event of every node,
 /// in trace order, through `tracing`'s JSON formatter under a subscriber scoped to this call.
 ///
@@ -314,7 +309,7 @@ pub fn write_journal_with_payload_hashes(
     let len = || buffer.bytes().len();
     let io = |e: std::io::Error| format!("cannot write the journal: {e}");
 
-    let mut lines = Lines::new(result, payload_hashes);
+    let lines = Lines::new(result, payload_hashes);
     tracing::subscriber::with_default(subscriber, || -> Result<(), String> {
         for (i, e) in result.trace.iter().enumerate() {
             let EventKind::Note { note } = &e.kind else {
@@ -339,24 +334,21 @@ pub fn write_journal_with_payload_hashes(
     out.flush().map_err(io)
 }
 
-/// Turns journal events into lines, remembering when each tool request started.
+/// Turns journal events into lines, with what the run's history knows of them.
 struct Lines<'a> {
     result: &'a RunResult,
-    index: Index,
+    history: History,
     node_names: Vec<String>,
     payload_hashes: &'a [u64],
-    /// (worker node, request) -> the worker's clock when it started the request.
-    started: BTreeMap<(NodeId, u64), u64>,
 }
 
 impl<'a> Lines<'a> {
     fn new(result: &'a RunResult, payload_hashes: &'a [u64]) -> Self {
         Lines {
             result,
-            index: Index::new(&result.trace),
+            history: History::new(&result.trace),
             node_names: result.nodes.iter().map(|n| n.name.clone()).collect(),
             payload_hashes,
-            started: BTreeMap::new(),
         }
     }
 
@@ -373,11 +365,19 @@ impl<'a> Lines<'a> {
     }
 
     fn class(&self, job: JobId) -> Option<u64> {
-        self.index.class(job).map(|c| c.0.into())
+        self.history.class(job).map(|c| c.0.into())
+    }
+
+    /// How long worker `node`'s `request` had run at trace event `i`, on its clock.
+    fn duration(&self, node: NodeId, request: u64, i: usize) -> Option<u64> {
+        let local = self.result.trace[i].local;
+        self.history
+            .started_before(node, request, i)
+            .map(|s| local.saturating_sub(s))
     }
 
     /// The line of trace event `i`, a journal event, and its callsite.
-    fn line(&mut self, i: usize, note: &Event) -> (Line<'a>, Site) {
+    fn line(&self, i: usize, note: &Event) -> (Line<'a>, Site) {
         let result = self.result;
         let e = &result.trace[i];
         let mut l = Line {
@@ -387,9 +387,9 @@ impl<'a> Lines<'a> {
             node: node_name(result, e.node),
             ..Line::default()
         };
-        let index = &self.index;
+        let history = &self.history;
         let provider = |request: u64| {
-            index
+            history
                 .provider(e.node, request)
                 .map(|p| node_name(result, p))
         };
@@ -573,7 +573,6 @@ impl<'a> Lines<'a> {
                 request,
                 step,
             } => {
-                self.started.insert((e.node, request), e.local);
                 ids(&mut l, job, token);
                 l.request = Some(request);
                 l.step = Some(step.into());
@@ -591,10 +590,7 @@ impl<'a> Lines<'a> {
                 l.class = self.class(job);
                 l.provider = provider(request);
                 l.success = Some(success);
-                l.duration_ns = self
-                    .started
-                    .get(&(e.node, request))
-                    .map(|&s| e.local.saturating_sub(s));
+                l.duration_ns = self.duration(e.node, request, i);
             }
             Event::ToolTimedOut {
                 job,
@@ -605,10 +601,7 @@ impl<'a> Lines<'a> {
                 l.request = Some(request);
                 l.class = self.class(job);
                 l.provider = provider(request);
-                l.duration_ns = self
-                    .started
-                    .get(&(e.node, request))
-                    .map(|&s| e.local.saturating_sub(s));
+                l.duration_ns = self.duration(e.node, request, i);
                 l.error = code(&ErrorCode::ToolTimeout);
             }
             Event::ToolStatusQueried {
@@ -735,17 +728,6 @@ impl<'a> Lines<'a> {
                 l.fence = Some(fence.0);
                 l.mark = Some(mark.0);
                 l.reason = code(&EffectOutcome::StaleFence { mark });
-            }
-            // An event added to the protocol after this module: its name, times, node and the
-            // ids its serde form carries, so that it is never missing from the journal (I6).
-            #[allow(unreachable_patterns)]
-            _ => {
-                site = Site::Other;
-                let v = serde_json::to_value(note).unwrap_or_default();
-                l.job = number(&v, "job");
-                l.token = number(&v, "token");
-                l.request = number(&v, "request");
-                l.step = number(&v, "step");
             }
         }
         (l, site)
