@@ -221,7 +221,13 @@ impl Counter {
 
     /// A delivery: claims close together, or a tool's answer after the holder's lease ended.
     #[inline]
-    pub(crate) fn delivered(&mut self, cx: &Cx<'_>, e: &Ev, msg: &Msg, out: &mut Judgement) {
+    pub(crate) fn delivered<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        e: &Ev,
+        msg: &Msg,
+        out: &mut Judgement,
+    ) {
         match *msg {
             Msg::Claim { .. } => {
                 if self.last_claim_t.is_some_and(|t| e.t - t <= 5_000_000) {
@@ -230,6 +236,7 @@ impl Counter {
                 self.last_claim_t = Some(e.t);
             }
             Msg::ToolResponse { job, .. } => {
+                let cx = cx();
                 if let Some((j, token)) = cx.history.running(e.node, cx.i) {
                     if j == job && cx.lease_over(job, token, e.t) {
                         out.hit(Hazard::LateAnswerAfterExpiry);

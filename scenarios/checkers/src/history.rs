@@ -295,8 +295,8 @@ pub struct ToolRecord {
 // ---------------------------------------------------------------------------------------------
 // Storage. Every record of a kind lives in one vector for the whole run, and the records of
 // one lease (or attempt, or job) are threaded through it by index, in trace order: a run's
-// history costs a handful of allocations however many leases it has (the checkers build one
-// for every simulated run).
+// history costs a handful of allocations however many leases it has, and none at all when it
+// is cleared and reused (the checkers keep one per thread for every simulated run).
 
 const NONE: u32 = u32::MAX;
 
@@ -705,19 +705,77 @@ impl History {
         h
     }
 
+    /// An empty history whose every vector has room for `bytes` of records, for a history
+    /// reused run after run (see [`History::clear`]).
+    pub(crate) fn with_room(bytes: usize) -> History {
+        fn room<T>(v: &mut Vec<T>, bytes: usize) {
+            v.reserve_exact(bytes / std::mem::size_of::<T>().max(1) + 1);
+        }
+        let mut h = History::default();
+        room(&mut h.jobs, bytes);
+        room(&mut h.job_near, bytes);
+        room(&mut h.leases.items, bytes);
+        room(&mut h.attempts.items, bytes);
+        room(&mut h.issues.items, bytes);
+        room(&mut h.refusals.items, bytes);
+        room(&mut h.revocations.items, bytes);
+        room(&mut h.marks.items, bytes);
+        room(&mut h.decisions.items, bytes);
+        room(&mut h.commits.items, bytes);
+        room(&mut h.told.items, bytes);
+        room(&mut h.effects.items, bytes);
+        room(&mut h.answers.items, bytes);
+        room(&mut h.receipts.items, bytes);
+        room(&mut h.stated.items, bytes);
+        room(&mut h.spans.items, bytes);
+        room(&mut h.tools, bytes);
+        room(&mut h.providers, bytes);
+        room(&mut h.claims, bytes);
+        room(&mut h.claimants, bytes);
+        h
+    }
+
+    /// Empties the history and keeps its storage.
+    pub(crate) fn clear(&mut self) {
+        self.jobs.clear();
+        self.job_near.clear();
+        self.job_far.clear();
+        self.leases.items.clear();
+        self.attempts.items.clear();
+        self.issues.items.clear();
+        self.refusals.items.clear();
+        self.revocations.items.clear();
+        self.marks.items.clear();
+        self.decisions.items.clear();
+        self.commits.items.clear();
+        self.told.items.clear();
+        self.effects.items.clear();
+        self.answers.items.clear();
+        self.receipts.items.clear();
+        self.stated.items.clear();
+        self.spans.items.clear();
+        self.tools.clear();
+        self.providers.clear();
+        self.claims.clear();
+        self.claimants.clear();
+        self.last = None;
+    }
+
     /// Files trace event `i` into the history. Events are recorded in trace order, each
     /// once; the checkers call this as they walk the trace, so that at each event they read
     /// the history of everything up to it (every query they make is about what came before).
     #[inline]
     pub(crate) fn record(&mut self, trace: &Trace, i: usize) {
         let e = &trace[i];
-        let at = At {
-            index: i,
-            t_ns: e.t,
-            local_ns: e.local,
-        };
         match &e.kind {
-            EventKind::Note { note } => self.note(trace, at, e.node, note),
+            EventKind::Note { note } => {
+                let at = At {
+                    index: i,
+                    t_ns: e.t,
+                    local_ns: e.local,
+                };
+                self.note(trace, at, e.node, note);
+            }
             EventKind::Send { to, msg, .. } => self.sent(e.node, *to, msg),
             EventKind::Fault {
                 command: Command::Crash { node },

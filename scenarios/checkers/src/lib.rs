@@ -32,6 +32,7 @@ use leasesim_protocol::{
 };
 use leasesim_sim::{Clock, Command, End, EventKind, NodeId, TraceEvent};
 pub use node::{NodeInfo, Role};
+use std::cell::RefCell;
 use table::Table;
 
 /// A run's trace.
@@ -155,36 +156,56 @@ struct Models {
     faults: Faults,
 }
 
+thread_local! {
+    /// The history the checkers build for every run, kept per thread and reused: its storage
+    /// is reserved once, large enough that each vector is a block of its own outside the
+    /// small-object heap (where the simulator grows its own buffers run after run), so that
+    /// judging a run allocates almost nothing and leaves that heap as it found it.
+    static HISTORY: RefCell<History> = RefCell::new(History::with_room(HISTORY_ROOM_BYTES));
+}
+
+/// Room reserved for each kind of record of the per-thread history: above the usual threshold
+/// (128 KiB) at which an allocator gives a block pages of its own.
+const HISTORY_ROOM_BYTES: usize = 256 * 1024;
+
 /// Checks every invariant over a trace and counts the hazards reached.
 pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
+    HISTORY.with_borrow_mut(|history| {
+        history.clear();
+        judge(world, trace, history)
+    })
+}
+
+fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
     let coordinator = world
         .nodes
         .iter()
         .position(|n| n.role == Role::Coordinator)
         .unwrap_or(0) as NodeId;
-    let mut history = History::default();
     let mut checkers = Checkers::default();
     let mut models = Models::default();
     let mut out = Judgement::default();
     for (i, e) in trace.iter().enumerate() {
         // The history grows with the walk; what the checkers ask of it is what came before.
         history.record(trace, i);
-        let cx = Cx {
+        // Most events are routine sends and deliveries that no checker reads the models for: the
+        // context is made only where one does.
+        let cx = || Cx {
             world,
             trace,
-            history: &history,
+            history,
             table: &models.table,
             faults: &models.faults,
             coordinator,
             i,
         };
-        checkers.event(&cx, e, &mut out);
+        checkers.event(cx, coordinator, e, &mut out);
         models.event(world, coordinator, e, &mut out.hazards);
     }
     let cx = Cx {
         world,
         trace,
-        history: &history,
+        history,
         table: &models.table,
         faults: &models.faults,
         coordinator,
@@ -197,30 +218,37 @@ pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
 }
 
 impl Checkers {
-    /// Judges one trace event against the history and the models as they stood before it.
-    fn event(&mut self, cx: &Cx<'_>, e: &Ev, out: &mut Judgement) {
+    /// Judges one trace event against the history and the models as they stood before it
+    /// (`cx` makes the context to read them through).
+    fn event<'a>(
+        &mut self,
+        cx: impl Fn() -> Cx<'a>,
+        coordinator: NodeId,
+        e: &Ev,
+        out: &mut Judgement,
+    ) {
         match &e.kind {
             EventKind::Note { note } => {
                 if let Some(h) = hazard::of_note(note) {
                     out.hit(h);
                 }
-                self.note(cx, e, note, out);
+                self.note(&cx(), e, note, out);
             }
             EventKind::Fault { command } => {
-                self.counter.command(cx, command, e.t, out);
+                self.counter.command(&cx(), command, e.t, out);
                 if let Command::Crash { node } = *command {
                     self.lost.crashed(node);
                 }
             }
             EventKind::Send { msg, .. } => {
-                if e.node == cx.coordinator {
+                if e.node == coordinator {
                     self.counter.answered(msg, out);
                     lost::coordinator_sent(cx, e, msg, out);
                 }
             }
             EventKind::Deliver { msg, .. } => {
-                self.lost.delivered(cx, e, msg, out);
-                self.counter.delivered(cx, e, msg, out);
+                self.lost.delivered(&cx, e, msg, out);
+                self.counter.delivered(&cx, e, msg, out);
             }
             EventKind::Release { .. } | EventKind::Lost { .. } => {}
         }

@@ -20,14 +20,20 @@ impl Lost {
     /// A message reached `e.node`: a debt it still owes is a finding; a refusal of the attempt
     /// it runs is a new debt.
     #[inline]
-    pub(crate) fn delivered(&mut self, cx: &Cx<'_>, e: &Ev, msg: &Msg, out: &mut Judgement) {
+    pub(crate) fn delivered<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        e: &Ev,
+        msg: &Msg,
+        out: &mut Judgement,
+    ) {
         // Nearly always nothing is owed and nothing refused: this runs at every delivery of
         // every run.
         if !self.owes_journal.is_empty() {
-            self.settle(cx, e.node, e.t, out);
+            self.settle(&cx(), e.node, e.t, out);
         }
         if let Some((job, token, heartbeat)) = refusal(msg) {
-            self.refused(cx, e, job, token, heartbeat);
+            self.refused(&cx(), e, job, token, heartbeat);
         }
     }
 
@@ -142,9 +148,14 @@ pub(crate) fn effect_applied(cx: &Cx<'_>, e: &Ev, key: IdemKey, fence: Token, ou
 
 /// I6 at a message the coordinator sent: a refusal is journaled in the same handler.
 #[inline]
-pub(crate) fn coordinator_sent(cx: &Cx<'_>, e: &Ev, msg: &Msg, out: &mut Judgement) {
+pub(crate) fn coordinator_sent<'a>(
+    cx: impl Fn() -> Cx<'a>,
+    e: &Ev,
+    msg: &Msg,
+    out: &mut Judgement,
+) {
     if let Some((job, token, heartbeat)) = refusal(msg) {
-        refusal_sent(cx, e, job, token, heartbeat, out);
+        refusal_sent(&cx(), e, job, token, heartbeat, out);
     }
 }
 

@@ -31,6 +31,8 @@ pub(crate) struct Row {
     pub state: Option<JobState>,
     /// Whether a result was ever accepted with state `succeeded`.
     pub succeeded: bool,
+    /// Renewals the reference applied to the current token.
+    pub renewals: u32,
 }
 
 /// Why the reference would refuse a renewal (I4).
@@ -45,27 +47,42 @@ pub(crate) enum RenewalFault {
     Expired,
 }
 
-/// The reference table of every job.
+/// Job ids below this have their row by position; the rest in a map.
+const NEAR: u32 = 4096;
+
+/// The reference table of every job. A job never named has the default row, which is what
+/// the reference's table says of it too: no token, no holder, no lease, no state.
 #[derive(Default)]
 pub(crate) struct Table {
-    rows: BTreeMap<JobId, Row>,
-    /// Renewals the reference applied, per (job, token).
-    renewals: BTreeMap<(JobId, Token), u32>,
+    near: Vec<Row>,
+    far: BTreeMap<JobId, Row>,
 }
 
 impl Table {
-    /// A job's row (a job never named yet has the default row).
+    /// A job's row.
     pub fn row(&self, job: JobId) -> Row {
-        self.rows.get(&job).copied().unwrap_or_default()
+        match self.near.get(job.0 as usize) {
+            Some(m) => *m,
+            None => self.far.get(&job).copied().unwrap_or_default(),
+        }
+    }
+
+    fn row_mut(&mut self, job: JobId) -> &mut Row {
+        if job.0 >= NEAR {
+            return self.far.entry(job).or_default();
+        }
+        let i = job.0 as usize;
+        if self.near.len() <= i {
+            self.near.resize(i + 1, Row::default());
+        }
+        &mut self.near[i]
     }
 
     /// Whether the lease of (job, token) is over at true time `t`: another token is current,
     /// or the current one has no live lease or expires by `t`.
     pub fn lease_over(&self, clock: &Clock, job: JobId, token: Token, t: u64) -> bool {
-        let Some(m) = self.rows.get(&job) else {
-            return true;
-        };
-        m.token != token || expiry_true(clock, m).is_none_or(|x| x <= t)
+        let m = self.row(job);
+        m.token != token || expiry_true(clock, &m).is_none_or(|x| x <= t)
     }
 
     /// Why the reference would refuse `worker`'s renewal of (job, token) at coordinator time
@@ -165,8 +182,11 @@ impl Table {
         t: u64,
         local: u64,
     ) {
-        let m = self.rows.entry(job).or_default();
-        m.token = m.token.max(token);
+        let m = self.row_mut(job);
+        if token > m.token {
+            m.token = token;
+            m.renewals = 0;
+        }
         m.holder = Some(holder);
         m.valid_until = Some(lease_until);
         m.confirmed_t = t;
@@ -188,25 +208,26 @@ impl Table {
         if self.renewal_fault(job, worker, token, e.local).is_some() {
             return;
         }
-        let m = self.rows.entry(job).or_default();
+        let m = self.row_mut(job);
         m.valid_until = Some(lease_until);
         m.confirmed_t = e.t;
-        let n = self.renewals.entry((job, token)).or_default();
-        *n += 1;
-        if *n == 10 {
+        m.renewals += 1;
+        if m.renewals == 10 {
             hazards.hit(Hazard::LongHold);
         }
     }
 
     /// An operator ended the lease of `job` with `epoch`.
     fn revoke(&mut self, job: JobId, epoch: Token, action: OperatorAction) {
-        let m = self.rows.entry(job).or_default();
+        let m = self.row_mut(job);
         if !matches!(
             action,
             OperatorAction::Takeover { .. } | OperatorAction::HandToHuman
-        ) {
+        ) && epoch > m.token
+        {
             // A takeover's (or a handoff's) new epoch arrives with the grant that follows.
-            m.token = m.token.max(epoch);
+            m.token = epoch;
+            m.renewals = 0;
         }
         m.valid_until = None;
         m.holder = None;
@@ -221,7 +242,7 @@ impl Table {
 
     /// The coordinator accepted a result; the job is now in `state`.
     fn decide(&mut self, job: JobId, state: JobState) {
-        let m = self.rows.entry(job).or_default();
+        let m = self.row_mut(job);
         m.valid_until = None;
         m.state = Some(state);
         if state == JobState::Succeeded {
@@ -234,7 +255,7 @@ impl Table {
 
     /// The job reached its renewal cap and failed (P7).
     fn cap(&mut self, job: JobId) {
-        let m = self.rows.entry(job).or_default();
+        let m = self.row_mut(job);
         m.valid_until = None;
         m.state = Some(JobState::Failed);
     }
