@@ -5,7 +5,7 @@
 //! Most hazards are counted where they are met: a fault's by the fault tracker, an overlap or
 //! an unfenced stale effect by the effect checker, a long hold by the reference table. What is
 //! left is here: the journal events that are a hazard by their kind ([`of_note`]) and the few
-//! that need a little state of their own ([`Counter`]).
+//! that need a little state of their own (`Counter`).
 
 use crate::{Cx, Ev, Judgement};
 use leasesim_protocol::{Event, GrantReason, JobId, Msg, Token};

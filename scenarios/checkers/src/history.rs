@@ -975,16 +975,7 @@ impl History {
                 took_over,
                 reason,
             } => {
-                // A grant of another token ends every lease of the job issued before it.
-                let a = self.job_slot(job);
-                let mut next = self.jobs[a].leases.first;
-                while next != NONE {
-                    let (l, n) = &mut self.leases.items[next as usize];
-                    if l.token != token && l.issues.first != NONE && l.ended.is_none() {
-                        l.ended = Some(at.index);
-                    }
-                    next = *n;
-                }
+                self.superseded(job, token, at.index);
                 let kind = Issued::Grant {
                     holder,
                     attempt,
@@ -1026,16 +1017,13 @@ impl History {
                 epoch,
                 action,
             } => {
-                let l = self.lease_id(job, token);
                 let r = Revocation {
                     at,
                     holder,
                     epoch,
                     action,
                 };
-                self.revocations
-                    .push(&mut self.leases.get_mut(l).revocations, r);
-                self.end_lease(l, at.index);
+                self.revoked(job, token, r);
             }
             Event::RenewalCapReached { job, token, .. } => {
                 let l = self.lease_id(job, token);
@@ -1059,15 +1047,7 @@ impl History {
                 reason,
                 ..
             } => self.decision(job, token, at, worker, Verdict::Rejected(reason)),
-            Event::JobFailed { job, .. } => {
-                let a = self.job_slot(job);
-                self.marks.push(&mut self.jobs[a].failed, at);
-                let mut next = self.jobs[a].leases.first;
-                while next != NONE {
-                    self.end_lease(next, at.index);
-                    next = self.leases.items[next as usize].1;
-                }
-            }
+            Event::JobFailed { job, .. } => self.failed(job, at),
             // ---- the holder's side ----
             Event::JobClaimed {
                 job,
@@ -1079,41 +1059,8 @@ impl History {
                 token,
                 deadline,
             } => self.stated(node, job, token, at, deadline, false),
-            Event::JeopardyEntered { job, token, .. } => {
-                let l = self.lease_id(job, token);
-                let a = match self.current(l, node) {
-                    Some(a) => a,
-                    None => self.open(l, node, at.index),
-                };
-                let mut k = self.attempts.get(a).jeopardy.first;
-                while k != NONE && self.spans.get(k).to.is_some() {
-                    k = self.spans.items[k as usize].1;
-                }
-                match k {
-                    // A repeated entry while in jeopardy counts in the span it is in.
-                    NONE => {
-                        let span = Span {
-                            from: at.index,
-                            to: None,
-                            entries: 1,
-                        };
-                        self.spans
-                            .push(&mut self.attempts.get_mut(a).jeopardy, span);
-                    }
-                    k => self.spans.get_mut(k).entries += 1,
-                }
-            }
-            Event::JeopardyExited { job, token } => {
-                let l = self.lease_id(job, token);
-                if let Some(a) = self.current(l, node) {
-                    let mut k = self.attempts.get(a).jeopardy.first;
-                    while k != NONE {
-                        let (s, next) = &mut self.spans.items[k as usize];
-                        s.to.get_or_insert(at.index);
-                        k = *next;
-                    }
-                }
-            }
+            Event::JeopardyEntered { job, token, .. } => self.jeopardy(node, job, token, at),
+            Event::JeopardyExited { job, token } => self.quiet(node, job, token, at),
             Event::HeartbeatLost { job, token } => {
                 self.told(trace, node, job, token, at, Learned::Lost)
             }
@@ -1226,6 +1173,77 @@ impl History {
             | Event::OperatorActed { .. }
             | Event::EffectReconciled { .. }
             | Event::HumanReviewRequested { .. } => {}
+        }
+    }
+
+    /// A grant of (job, token) ends every other lease of the job issued before it.
+    fn superseded(&mut self, job: JobId, token: Token, i: usize) {
+        let a = self.job_slot(job);
+        let mut next = self.jobs[a].leases.first;
+        while next != NONE {
+            let (l, n) = &mut self.leases.items[next as usize];
+            if l.token != token && l.issues.first != NONE && l.ended.is_none() {
+                l.ended = Some(i);
+            }
+            next = *n;
+        }
+    }
+
+    fn revoked(&mut self, job: JobId, token: Token, r: Revocation) {
+        let l = self.lease_id(job, token);
+        let i = r.at.index;
+        self.revocations
+            .push(&mut self.leases.get_mut(l).revocations, r);
+        self.end_lease(l, i);
+    }
+
+    /// The job failed for good: every lease of it ends.
+    fn failed(&mut self, job: JobId, at: At) {
+        let a = self.job_slot(job);
+        self.marks.push(&mut self.jobs[a].failed, at);
+        let mut next = self.jobs[a].leases.first;
+        while next != NONE {
+            self.end_lease(next, at.index);
+            next = self.leases.items[next as usize].1;
+        }
+    }
+
+    /// `node` entered jeopardy at (job, token): a span opens, unless one is open already.
+    fn jeopardy(&mut self, node: NodeId, job: JobId, token: Token, at: At) {
+        let l = self.lease_id(job, token);
+        let a = match self.current(l, node) {
+            Some(a) => a,
+            None => self.open(l, node, at.index),
+        };
+        let mut k = self.attempts.get(a).jeopardy.first;
+        while k != NONE && self.spans.get(k).to.is_some() {
+            k = self.spans.items[k as usize].1;
+        }
+        match k {
+            // A repeated entry while in jeopardy counts in the span it is in.
+            NONE => {
+                let span = Span {
+                    from: at.index,
+                    to: None,
+                    entries: 1,
+                };
+                self.spans
+                    .push(&mut self.attempts.get_mut(a).jeopardy, span);
+            }
+            k => self.spans.get_mut(k).entries += 1,
+        }
+    }
+
+    /// `node` left jeopardy at (job, token): every open span of its attempt closes.
+    fn quiet(&mut self, node: NodeId, job: JobId, token: Token, at: At) {
+        let l = self.lease_id(job, token);
+        if let Some(a) = self.current(l, node) {
+            let mut k = self.attempts.get(a).jeopardy.first;
+            while k != NONE {
+                let (s, next) = &mut self.spans.items[k as usize];
+                s.to.get_or_insert(at.index);
+                k = *next;
+            }
         }
     }
 

@@ -3,13 +3,14 @@
 //! look inside the machines, so the reference, every variant and a user's own implementation
 //! are judged alike.
 //!
-//! [`check`] reads the lease [`History`](history::History) off the trace once, then walks the
-//! trace in order and hands each event to the checkers it concerns, one per invariant family:
-//! [`leases`] (I3, I4, I8), [`commit`] (I1), [`effects`] (I2), [`holder`] (I5), [`lost`] (I6)
-//! and [`liveness`] (I7). Each judges the event against the history and two models shared by
-//! all: the reference lease table (`table`), advanced after the checkers saw the event, and what
-//! the faults did so far (`faults`). Findings come out in trace order, and within one event in
-//! the order of that list.
+//! [`check`] walks the trace once. At each event it files the event into the run's lease
+//! [`History`] (the same reading the reports and the metrics make with
+//! [`History::new`](history::History::new)), then hands the event to the checkers it concerns,
+//! one per invariant family: [`leases`] (I3, I4, I8), [`commit`] (I1), [`effects`] (I2),
+//! [`holder`] (I5), [`lost`] (I6) and [`liveness`] (I7). Each judges the event against what the
+//! history says came before it and two models shared by all: the reference lease table
+//! (`table`) and what the faults did so far (`faults`), both advanced after the checkers saw
+//! the event. Findings come out in trace order, and within one event in the order of that list.
 
 pub mod commit;
 pub mod effects;

@@ -3,7 +3,7 @@
 //!
 //! A needless takeover is an expiry takeover of an attempt whose worker was still running it,
 //! with its clock in bound, and that no fault touched since the coordinator last confirmed its
-//! lease beyond what the protocol must absorb (see [`Faults`](crate::faults::Faults)).
+//! lease beyond what the protocol must absorb (see `faults.rs`).
 
 use crate::faults::Soft;
 use crate::{fmt_ns, Cx, Ev, Judgement};
