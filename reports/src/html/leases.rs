@@ -300,45 +300,8 @@ impl Page<'_> {
 }
 
 fn write_lease(o: &mut String, names: &Names<'_>, trace: &[Ev], sc: &Scale, l: &Lease, y: f64) {
-    let grant = &trace[l.grant];
-    let last_end = l.segs.last().map_or(grant.t, |s| s.1);
-    let mut title = squash(&line(names, grant));
-    if !l.renewals.is_empty() {
-        let _ = write!(title, "\nrenewed {} time(s)", l.renewals.len());
-    }
-    match l.closed {
-        Some(c) if trace[c].t <= last_end => {
-            let _ = write!(
-                title,
-                "\nended at {} by: {}",
-                secs(trace[c].t),
-                squash(&line(names, &trace[c]))
-            );
-        }
-        Some(c) => {
-            let _ = write!(
-                title,
-                "\nexpired at {} (coordinator clock {}); later: {}",
-                secs(last_end),
-                secs(l.expiry_local),
-                squash(&line(names, &trace[c]))
-            );
-        }
-        None => {
-            let _ = write!(
-                title,
-                "\nvalid until {} (coordinator clock {}){}",
-                secs(last_end),
-                secs(l.expiry_local),
-                if last_end > sc.t_end {
-                    ", past the end of the run"
-                } else {
-                    ""
-                }
-            );
-        }
-    }
-    let title = esc(&title);
+    let last_end = l.segs.last().map_or(trace[l.grant].t, |s| s.1);
+    let title = esc(&lease_title(names, trace, sc, l));
     let _ = write!(
         o,
         "<g class=\"lease-coord\" data-job=\"{}\" data-token=\"{}\"><title>{title}</title>",
@@ -463,6 +426,11 @@ fn write_belief(o: &mut String, names: &Names<'_>, trace: &[Ev], sc: &Scale, b: 
             esc(&label)
         );
     }
+    write_jeopardy(o, names, trace, sc, b, y);
+}
+
+/// The holder's spans of jeopardy over its belief bar.
+fn write_jeopardy(o: &mut String, names: &Names<'_>, trace: &[Ev], sc: &Scale, b: &Belief, y: f64) {
     for &(s, e) in &b.jeopardy {
         let t0 = trace[s].t;
         let t1 = e.map_or(sc.t_end, |e| trace[e].t);
@@ -499,4 +467,47 @@ fn write_belief(o: &mut String, names: &Names<'_>, trace: &[Ev], sc: &Scale, b: 
         }
         o.push_str("</g>\n");
     }
+}
+
+/// A lease's tooltip: its grant, how often it was renewed, and how it ended (or is valid until).
+fn lease_title(names: &Names<'_>, trace: &[Ev], sc: &Scale, l: &Lease) -> String {
+    let grant = &trace[l.grant];
+    let last_end = l.segs.last().map_or(grant.t, |s| s.1);
+    let mut title = squash(&line(names, grant));
+    if !l.renewals.is_empty() {
+        let _ = write!(title, "\nrenewed {} time(s)", l.renewals.len());
+    }
+    match l.closed {
+        Some(c) if trace[c].t <= last_end => {
+            let _ = write!(
+                title,
+                "\nended at {} by: {}",
+                secs(trace[c].t),
+                squash(&line(names, &trace[c]))
+            );
+        }
+        Some(c) => {
+            let _ = write!(
+                title,
+                "\nexpired at {} (coordinator clock {}); later: {}",
+                secs(last_end),
+                secs(l.expiry_local),
+                squash(&line(names, &trace[c]))
+            );
+        }
+        None => {
+            let _ = write!(
+                title,
+                "\nvalid until {} (coordinator clock {}){}",
+                secs(last_end),
+                secs(l.expiry_local),
+                if last_end > sc.t_end {
+                    ", past the end of the run"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    title
 }

@@ -183,6 +183,44 @@ fn write_msg(
     let send = &trace[r.send];
     let (x1, y1) = (sc.x(send.t), geoms[lf].ev_y);
     let y2 = geoms[lt].ev_y;
+    let cls = if r.dropped() || (r.lost.is_some() && r.delivers.is_empty()) {
+        "msg dropped"
+    } else if r.late() || r.delivers.is_empty() {
+        "msg late"
+    } else if r.duplicated() {
+        "msg duplicated"
+    } else {
+        "msg"
+    };
+    let title = msg_title(names, trace, r);
+    let _ = write!(
+        o,
+        "<g class=\"{cls}\" data-job=\"{}\" data-id=\"{}\"><title>{}</title>",
+        r.job_attr(),
+        r.id,
+        esc(&title)
+    );
+    let path = msg_path(trace, sc, r, (x1, y1), y2);
+    let path = path.trim_end();
+    let _ = write!(
+        o,
+        "<path class=\"hit\" d=\"{path}\"/><path class=\"v\" d=\"{path}\"/>"
+    );
+    if let Some(rel) = r.release {
+        let _ = write!(
+            o,
+            "<circle class=\"release\" cx=\"{}\" cy=\"{}\" r=\"3\"/>",
+            f(sc.x(trace[rel].t)),
+            f(y1)
+        );
+    }
+    o.push_str("</g>\n");
+}
+
+/// A message's tooltip: its send, its release, its deliveries or its loss, and where it was
+/// when the run ended.
+fn msg_title(names: &Names<'_>, trace: &[Ev], r: &MsgRec) -> String {
+    let send = &trace[r.send];
     let mut title = squash(&line(names, send));
     if let Some(rel) = r.release {
         title.push('\n');
@@ -196,15 +234,6 @@ fn write_msg(
         title.push('\n');
         title.push_str(&squash(&line(names, &trace[lost])));
     }
-    let cls = if r.dropped() || (r.lost.is_some() && r.delivers.is_empty()) {
-        "msg dropped"
-    } else if r.late() || r.delivers.is_empty() {
-        "msg late"
-    } else if r.duplicated() {
-        "msg duplicated"
-    } else {
-        "msg"
-    };
     if r.delivers.is_empty() && r.lost.is_none() && !r.dropped() {
         title.push_str(if r.late() {
             "\nheld: not delivered by the end of the run"
@@ -212,13 +241,12 @@ fn write_msg(
             "\nstill in flight at the end of the run"
         });
     }
-    let _ = write!(
-        o,
-        "<g class=\"{cls}\" data-job=\"{}\" data-id=\"{}\"><title>{}</title>",
-        r.job_attr(),
-        r.id,
-        esc(&title)
-    );
+    title
+}
+
+/// A message's arrow from its send at `(x1, y1)` to each delivery (or loss) on the lane at
+/// `y2`; a short stub for a dropped message or one still in flight.
+fn msg_path(trace: &[Ev], sc: &Scale, r: &MsgRec, (x1, y1): (f64, f64), y2: f64) -> String {
     let mut path = String::new();
     if r.dropped() {
         let _ = write!(
@@ -261,18 +289,5 @@ fn write_msg(
             );
         }
     }
-    let path = path.trim_end();
-    let _ = write!(
-        o,
-        "<path class=\"hit\" d=\"{path}\"/><path class=\"v\" d=\"{path}\"/>"
-    );
-    if let Some(rel) = r.release {
-        let _ = write!(
-            o,
-            "<circle class=\"release\" cx=\"{}\" cy=\"{}\" r=\"3\"/>",
-            f(sc.x(trace[rel].t)),
-            f(y1)
-        );
-    }
-    o.push_str("</g>\n");
+    path
 }

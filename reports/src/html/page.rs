@@ -15,18 +15,7 @@ use std::fmt::Write;
 impl Page<'_> {
     /// The verdict, title and subtitle, the violation boxes, the job filter and the counts.
     pub(super) fn head(&self, o: &mut String) {
-        let Page {
-            view,
-            names,
-            an,
-            recs,
-            ..
-        } = self;
-        let trace = self.trace;
-        let n = self.n;
-        let t_last = self.t_last;
-        let drawn = self.drawn;
-        // ---- head ----
+        let Page { view, names, .. } = self;
         let verdict_class = match view.verdict.split_whitespace().next().unwrap_or("") {
             "HELD" => "verdict-held",
             "VIOLATED" => "verdict-violated",
@@ -66,7 +55,16 @@ impl Page<'_> {
                 esc(&format!("The invariant: {}.", fd.invariant.summary()))
             );
         }
-        // ---- controls ----
+        self.controls(o);
+    }
+
+    /// The job filter, the counts, and what was left out of a crowded page.
+    fn controls(&self, o: &mut String) {
+        let Page { an, recs, .. } = self;
+        let trace = self.trace;
+        let n = self.n;
+        let t_last = self.t_last;
+        let drawn = self.drawn;
         let _ = write!(
             o,
             "<div class=\"controls\"><label>job <select id=\"job-filter\">\
