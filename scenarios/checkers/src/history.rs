@@ -14,6 +14,30 @@
 //! reference would refuse is recorded like any other; the checkers decide what it means), reads
 //! no clock but the trace's, and converts no time: every record keeps its trace index, its true
 //! time and the recording node's local clock reading, so a reader maps times its own way.
+//!
+//! A reader asks about a lease by (job, token), and about the past of a trace position with the
+//! `*_before(i)` queries, which see only records made before trace event `i`:
+//!
+//! ```
+//! use leasesim_checkers::history::History;
+//! use leasesim_protocol::{Event, GrantReason, JobId, Msg, Token, WorkerName};
+//! use leasesim_sim::{EventKind, TraceEvent};
+//!
+//! let note = |t: u64, note: Event| TraceEvent { t, node: 0, local: t, kind: EventKind::Note { note } };
+//! let (job, w1, token) = (JobId(0), WorkerName(1), Token(1));
+//! let trace: Vec<TraceEvent<Msg, Event>> = vec![
+//!     note(0, Event::LeaseGranted {
+//!         job, holder: w1, token, attempt: 1, lease_until: 100, took_over: None,
+//!         reason: GrantReason::Claim,
+//!     }),
+//!     note(40, Event::LeaseRenewed { job, worker: w1, token, lease_until: 140 }),
+//! ];
+//! let history = History::new(&trace);
+//! let lease = history.lease(job, token).expect("the trace names it");
+//! assert_eq!(lease.issues().map(|i| i.lease_until).collect::<Vec<_>>(), [100, 140]);
+//! assert!(!lease.granted_before(0) && lease.granted_before(1));
+//! assert_eq!(lease.ended(), None);
+//! ```
 
 use crate::Trace;
 use leasesim_protocol::{
