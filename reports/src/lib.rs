@@ -10,6 +10,7 @@ use leasesim_protocol::{
 use leasesim_sim::{Command, DropCause, EventKind, Fate, NodeId, TraceEvent, WORLD};
 use std::fmt::Write;
 
+pub mod escape;
 pub mod html;
 pub mod mermaid;
 

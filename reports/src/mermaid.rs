@@ -118,7 +118,20 @@ fn note_priority(e: &Event) -> Option<u8> {
         | Event::EffectDuplicate { .. }
         | Event::EffectReconciled { .. }
         | Event::RetryScheduled { .. } => 1,
-        _ => return None,
+        Event::LeaseRenewed { .. }
+        | Event::AdmissionDeferred { .. }
+        | Event::ToolStatusQueried { .. }
+        | Event::ToolFaulted { .. }
+        | Event::JobClaimed { .. }
+        | Event::HeartbeatOk { .. }
+        | Event::ToolRequestStarted { .. }
+        | Event::ToolAnswered { .. }
+        | Event::EffectStarted { .. }
+        | Event::EffectAnswered { .. }
+        | Event::CommitSent { .. }
+        | Event::SuccessClaimed { .. }
+        | Event::FailureAcknowledged { .. }
+        | Event::EffectApplied { .. } => return None,
     })
 }
 

@@ -1,9 +1,17 @@
 //! Hazards: the dangerous situations a run reached. A sweep that passes because nothing
 //! happened proves nothing; counting hazards shows that the runs did reach the places where
 //! lease bugs live (a "sometimes" property, in the sense of model checkers).
+//!
+//! Most hazards are counted where they are met: a fault's by the fault tracker, an overlap or
+//! an unfenced stale effect by the effect checker, a long hold by the reference table. What is
+//! left is here: the journal events that are a hazard by their kind ([`of_note`]) and the few
+//! that need a little state of their own (`Counter`).
 
+use crate::{Cx, Ev, Judgement};
+use leasesim_protocol::{Event, GrantReason, JobId, Msg, Token};
+use leasesim_sim::Command;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 macro_rules! hazards {
     ($($variant:ident => $name:literal, $summary:literal;)*) => {
@@ -93,5 +101,166 @@ impl Hazards {
     /// Whether `h` was reached at all.
     pub fn reached(&self, h: Hazard) -> bool {
         self.count(h) > 0
+    }
+}
+
+/// The hazard a journal event is by its kind alone, if any.
+pub fn of_note(note: &Event) -> Option<Hazard> {
+    Some(match *note {
+        Event::LeaseGranted {
+            took_over: Some(_),
+            reason: GrantReason::Expired,
+            ..
+        } => Hazard::Takeover,
+        Event::ResultRejected { .. } => Hazard::StaleCommitRejected,
+        Event::CheckpointSaved { .. } => Hazard::CheckpointSaved,
+        Event::AdmissionDeferred { .. } => Hazard::AdmissionDeferred,
+        Event::RetryScheduled { .. } => Hazard::RetryScheduled,
+        Event::EffectReconciled { .. } => Hazard::EffectReconciled,
+        Event::HumanReviewRequested { .. } => Hazard::HumanReview,
+        Event::ToolStatusQueried { .. } => Hazard::StatusQuery,
+        Event::EffectUnauthorized { .. } => Hazard::AuthorizationRefused,
+        Event::RenewalCapReached { .. } => Hazard::RenewalCap,
+        Event::HeartbeatRefused { .. } => Hazard::HeartbeatRefused,
+        Event::EffectDuplicate { .. } => Hazard::DuplicateKeyAnswered,
+        Event::EffectFenced { .. } => Hazard::StaleFenceRejected,
+        Event::CommitAbandoned { .. } => Hazard::CommitAbandoned,
+        Event::JeopardyEntered { .. } => Hazard::JeopardyEntered,
+        Event::JeopardyExited { .. } => Hazard::JeopardyExited,
+        Event::StageDeadlineExceeded { .. } => Hazard::StageDeadline,
+        Event::ToolFaulted { .. } => Hazard::ToolFault,
+        Event::OperatorActed { .. } => Hazard::OperatorAction,
+        Event::LeaseGranted { .. }
+        | Event::LeaseRenewed { .. }
+        | Event::LeaseRevoked { .. }
+        | Event::JobFailed { .. }
+        | Event::ResultAccepted { .. }
+        | Event::JobClaimed { .. }
+        | Event::HeartbeatOk { .. }
+        | Event::HeartbeatLost { .. }
+        | Event::ToolRequestStarted { .. }
+        | Event::ToolAnswered { .. }
+        | Event::ToolTimedOut { .. }
+        | Event::EffectStarted { .. }
+        | Event::EffectAnswered { .. }
+        | Event::CommitSent { .. }
+        | Event::SuccessClaimed { .. }
+        | Event::FailureAcknowledged { .. }
+        | Event::CommitRefused { .. }
+        | Event::EffectApplied { .. } => return None,
+    })
+}
+
+/// The hazards that need a little state: claims close together, repeated answers, a holder
+/// that resumed or got a tool's answer after its lease ended, a second process under a name.
+#[derive(Default)]
+pub(crate) struct Counter {
+    /// When the coordinator last received a claim.
+    last_claim_t: Option<u64>,
+    /// Grants and acceptances the coordinator already answered: (job, token, is-commit).
+    answered: BTreeSet<(JobId, Token, bool)>,
+}
+
+impl Counter {
+    /// A fault: a holder resumed from a pause after its lease had ended.
+    pub(crate) fn command(&mut self, cx: &Cx<'_>, command: &Command, t: u64, out: &mut Judgement) {
+        if let Command::Resume { node } = *command {
+            if let Some((job, token)) = cx.history.running(node, cx.i) {
+                if cx.lease_over(job, token, t) {
+                    out.hit(Hazard::PauseAcrossExpiry);
+                }
+            }
+        }
+    }
+
+    /// A claim: a second process claiming under a name another one already claimed under.
+    pub(crate) fn claimed(&mut self, cx: &Cx<'_>, e: &Ev, out: &mut Judgement) {
+        let Some(name) = cx.worker_name(e.node) else {
+            return;
+        };
+        let claimants = cx.history.claimants();
+        let new_here = claimants.iter().any(|&(n, at)| n == e.node && at == cx.i);
+        if new_here
+            && claimants
+                .iter()
+                .any(|&(n, at)| n != e.node && at < cx.i && cx.worker_name(n) == Some(name))
+        {
+            out.hit(Hazard::RestartSameName);
+        }
+    }
+
+    /// A message the coordinator sent: a grant or an acceptance it had given before.
+    #[inline]
+    pub(crate) fn answered(&mut self, msg: &Msg, out: &mut Judgement) {
+        let answer = match *msg {
+            Msg::ClaimGranted { job, token, .. } => (job, token, false),
+            Msg::CommitAccepted { job, token, .. } => (job, token, true),
+            Msg::Claim { .. }
+            | Msg::ClaimEmpty { .. }
+            | Msg::Heartbeat { .. }
+            | Msg::HeartbeatOk { .. }
+            | Msg::HeartbeatRejected { .. }
+            | Msg::Commit { .. }
+            | Msg::CommitRejected { .. }
+            | Msg::ToolRequest { .. }
+            | Msg::ToolResponse { .. }
+            | Msg::Effect { .. }
+            | Msg::Checkpoint { .. }
+            | Msg::CheckpointAck { .. }
+            | Msg::EffectStatus { .. }
+            | Msg::EffectStatusReply { .. }
+            | Msg::ToolStatus { .. }
+            | Msg::Operator { .. }
+            | Msg::OperatorDone { .. }
+            | Msg::EffectAck { .. } => return,
+        };
+        if !self.answered.insert(answer) {
+            out.hit(Hazard::RequestReplayed);
+        }
+    }
+
+    /// A delivery: claims close together, or a tool's answer after the holder's lease ended.
+    #[inline]
+    pub(crate) fn delivered<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        e: &Ev,
+        msg: &Msg,
+        out: &mut Judgement,
+    ) {
+        match *msg {
+            Msg::Claim { .. } => {
+                if self.last_claim_t.is_some_and(|t| e.t - t <= 5_000_000) {
+                    out.hit(Hazard::ConcurrentClaims);
+                }
+                self.last_claim_t = Some(e.t);
+            }
+            Msg::ToolResponse { job, .. } => {
+                let cx = cx();
+                if let Some((j, token)) = cx.history.running(e.node, cx.i) {
+                    if j == job && cx.lease_over(job, token, e.t) {
+                        out.hit(Hazard::LateAnswerAfterExpiry);
+                    }
+                }
+            }
+            Msg::ClaimGranted { .. }
+            | Msg::ClaimEmpty { .. }
+            | Msg::Heartbeat { .. }
+            | Msg::HeartbeatOk { .. }
+            | Msg::HeartbeatRejected { .. }
+            | Msg::Commit { .. }
+            | Msg::CommitAccepted { .. }
+            | Msg::CommitRejected { .. }
+            | Msg::ToolRequest { .. }
+            | Msg::Effect { .. }
+            | Msg::Checkpoint { .. }
+            | Msg::CheckpointAck { .. }
+            | Msg::EffectStatus { .. }
+            | Msg::EffectStatusReply { .. }
+            | Msg::ToolStatus { .. }
+            | Msg::Operator { .. }
+            | Msg::OperatorDone { .. }
+            | Msg::EffectAck { .. } => {}
+        }
     }
 }

@@ -1,56 +1,15 @@
-//! The per-run metrics of P18, computed from the trace alone: renewal health on the
+//! The per-run metrics of P18, read off the lease [`History`]: renewal health on the
 //! coordinator's clock, expired leases, failed renewals, re-claimed jobs, jeopardy, rejected
 //! results, and tool calls per job class and tool provider.
 
+use crate::history::{History, Issued, Learned, Lease, ToolStep, Verdict};
 use crate::{NodeInfo, Trace};
-use leasesim_protocol::{ClassId, Event, GrantReason, JobId, Msg, Token, WorkerName};
+use leasesim_protocol::{ClassId, GrantReason};
 use leasesim_sim::time::{opt_dur, signed_dur};
-use leasesim_sim::{EventKind, NodeId};
+use leasesim_sim::NodeId;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-
-// ---------------------------------------------------------------------------------------------
-// What the trace says about jobs and tool calls, gathered before the journal and the metrics.
-
-/// Facts the journal events do not carry themselves but the trace does: each job's class (from
-/// the coordinator's grants) and which node served each tool request (from the worker's send).
-pub struct Index {
-    classes: BTreeMap<JobId, ClassId>,
-    providers: BTreeMap<(NodeId, u64), NodeId>,
-}
-
-impl Index {
-    /// Gathers the facts from a trace.
-    pub fn new(trace: &Trace) -> Self {
-        let mut classes = BTreeMap::new();
-        let mut providers = BTreeMap::new();
-        for e in trace {
-            if let EventKind::Send { to, msg, .. } = &e.kind {
-                match *msg {
-                    Msg::ClaimGranted { job, class, .. } => {
-                        classes.entry(job).or_insert(class);
-                    }
-                    Msg::ToolRequest { req, .. } => {
-                        providers.entry((e.node, req)).or_insert(*to);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        Index { classes, providers }
-    }
-
-    /// A job's class, from its first grant.
-    pub fn class(&self, job: JobId) -> Option<ClassId> {
-        self.classes.get(&job).copied()
-    }
-
-    /// The node that served a worker's tool request, if the trace shows it being sent.
-    pub fn provider(&self, worker: NodeId, request: u64) -> Option<NodeId> {
-        self.providers.get(&(worker, request)).copied()
-    }
-}
 
 /// Tool calls of one job class at one tool provider (P18).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -165,124 +124,123 @@ fn tool_entry<'m>(
 
 /// Computes the run's metrics from its trace.
 pub fn metrics(nodes: &[NodeInfo], trace: &Trace) -> Metrics {
-    let index = Index::new(trace);
-    let mut m = Metrics::default();
-    // (job, token) -> (coordinator time of the last grant or renewal, lease_until).
-    let mut leases: BTreeMap<(JobId, Token), (u64, u64)> = BTreeMap::new();
-    let mut grants: BTreeMap<JobId, BTreeSet<(Token, WorkerName)>> = BTreeMap::new();
-    let (mut ages, mut left) = (Acc::default(), Acc::default());
-    // (worker node, request) -> the worker's clock when it started the request.
-    let mut started: BTreeMap<(NodeId, u64), u64> = BTreeMap::new();
-    let mut tools: BTreeMap<(Option<ClassId>, String), (ToolMetrics, Acc)> = BTreeMap::new();
+    of_history(nodes, &History::new(trace))
+}
 
-    for e in trace {
-        let EventKind::Note { note } = &e.kind else {
-            continue;
-        };
-        match *note {
-            Event::LeaseGranted {
-                job,
-                holder,
-                token,
-                lease_until,
-                took_over,
-                reason,
-                ..
+/// Computes the run's metrics from its lease history.
+pub fn of_history(nodes: &[NodeInfo], history: &History) -> Metrics {
+    let mut m = Metrics::default();
+    let (mut ages, mut left) = (Acc::default(), Acc::default());
+    for lease in history.leases() {
+        lease_metrics(&mut m, &lease, &mut ages, &mut left);
+    }
+    m.heartbeat_age_max_ns = unsigned(ages.max);
+    m.heartbeat_age_mean_ns = unsigned(ages.mean());
+    m.lease_left_min_ns = left.min;
+    m.lease_left_mean_ns = left.mean();
+    m.reclaimed_jobs = history
+        .jobs()
+        .filter(|j| {
+            let holders: BTreeSet<_> = j
+                .leases()
+                .flat_map(|l| l.grants().map(move |g| (l.token(), g.holder())))
+                .collect();
+            holders.len() > 1
+        })
+        .count() as u64;
+    m.tools = tool_metrics(nodes, history);
+    m
+}
+
+/// One lease's counts, and at each renewal the age of the last grant, renewal or checkpoint
+/// before it (unless an operator revoked the lease since) and the lease time that was left.
+fn lease_metrics(m: &mut Metrics, lease: &Lease<'_>, ages: &mut Acc, left: &mut Acc) {
+    // (coordinator time of the last grant, renewal or checkpoint, its lease_until).
+    let mut base: Option<(u64, u64)> = None;
+    let mut revocations = lease.revocations().peekable();
+    for issue in lease.issues() {
+        // An operator's revocation since the last issue leaves no baseline.
+        while revocations
+            .next_if(|r| r.at.index < issue.at.index)
+            .is_some()
+        {
+            base = None;
+        }
+        let local = issue.at.local_ns;
+        match issue.kind {
+            Issued::Grant {
+                took_over, reason, ..
             } => {
                 m.leases_granted += 1;
                 if took_over.is_some() && reason == GrantReason::Expired {
                     m.expired_leases += 1;
                 }
-                grants.entry(job).or_default().insert((token, holder));
-                leases.insert((job, token), (e.local, lease_until));
             }
-            Event::LeaseRenewed {
-                job,
-                token,
-                lease_until,
-                ..
-            } => {
+            Issued::Renewal { .. } => {
                 m.renewals += 1;
-                if let Some(&(last, until)) = leases.get(&(job, token)) {
-                    ages.add(signed(e.local.saturating_sub(last)));
-                    left.add(signed(until).saturating_sub(signed(e.local)));
+                if let Some((last, until)) = base {
+                    ages.add(signed(local.saturating_sub(last)));
+                    left.add(signed(until).saturating_sub(signed(local)));
                 }
-                leases.insert((job, token), (e.local, lease_until));
             }
-            Event::CheckpointSaved {
-                job,
-                token,
-                lease_until,
-                ..
-            } => {
-                // A fresh lease for the next stage: not a renewal, but the new baseline.
-                leases.insert((job, token), (e.local, lease_until));
-            }
-            Event::LeaseRevoked { job, token, .. } => {
-                leases.remove(&(job, token));
-            }
-            Event::HeartbeatRefused { .. } => m.failed_renewals += 1,
-            Event::HeartbeatLost { .. } => m.lost_leases += 1,
-            Event::JeopardyEntered { .. } => m.jeopardy_entries += 1,
-            Event::ResultRejected { .. } => m.rejected_results += 1,
-            Event::ToolRequestStarted { job, request, .. } => {
-                started.insert((e.node, request), e.local);
-                let provider = index.provider(e.node, request);
-                tool_entry(&mut tools, nodes, index.class(job), provider)
-                    .0
-                    .requests += 1;
-            }
-            Event::ToolAnswered {
-                job,
-                request,
-                success,
-                ..
-            } => {
-                let provider = index.provider(e.node, request);
-                let (t, latency) = tool_entry(&mut tools, nodes, index.class(job), provider);
+            // A fresh lease for the next stage: not a renewal, but the new baseline.
+            Issued::Checkpoint { .. } => {}
+        }
+        base = Some((local, issue.lease_until));
+    }
+    m.failed_renewals += lease.refusals().count() as u64;
+    m.lost_leases += lease.told().filter(|t| t.what == Learned::Lost).count() as u64;
+    m.rejected_results += lease
+        .decisions()
+        .filter(|d| matches!(d.verdict, Verdict::Rejected(_)))
+        .count() as u64;
+    m.jeopardy_entries += lease
+        .attempts()
+        .flat_map(|a| a.jeopardy())
+        .map(|s| u64::from(s.entries))
+        .sum::<u64>();
+}
+
+/// Tool calls per job class and provider: requests, answers (and failed ones), timeouts,
+/// status queries and the tool's own faults, and the latency from a request's start to its
+/// answer on the worker's clock.
+fn tool_metrics(nodes: &[NodeInfo], history: &History) -> Vec<ToolMetrics> {
+    let mut tools: BTreeMap<(Option<ClassId>, String), (ToolMetrics, Acc)> = BTreeMap::new();
+    for r in history.tool_records() {
+        let class = history.class(r.job);
+        let provider = match r.step {
+            // The tool journals its own faults.
+            ToolStep::Faulted(_) => Some(r.node),
+            ToolStep::Started { .. }
+            | ToolStep::Answered { .. }
+            | ToolStep::TimedOut
+            | ToolStep::StatusQueried => history.provider(r.node, r.request),
+        };
+        let (t, latency) = tool_entry(&mut tools, nodes, class, provider);
+        match r.step {
+            ToolStep::Started { .. } => t.requests += 1,
+            ToolStep::Answered { success } => {
                 t.answers += 1;
                 if !success {
                     t.failed_answers += 1;
                 }
-                if let Some(&s) = started.get(&(e.node, request)) {
-                    latency.add(signed(e.local.saturating_sub(s)));
+                if let Some(s) = history.started_before(r.node, r.request, r.at.index) {
+                    latency.add(signed(r.at.local_ns.saturating_sub(s)));
                 }
             }
-            Event::ToolTimedOut { job, request, .. } => {
-                let provider = index.provider(e.node, request);
-                tool_entry(&mut tools, nodes, index.class(job), provider)
-                    .0
-                    .timeouts += 1;
-            }
-            Event::ToolStatusQueried { job, request, .. } => {
-                let provider = index.provider(e.node, request);
-                tool_entry(&mut tools, nodes, index.class(job), provider)
-                    .0
-                    .status_queries += 1;
-            }
-            Event::ToolFaulted { job, .. } => {
-                tool_entry(&mut tools, nodes, index.class(job), Some(e.node))
-                    .0
-                    .faults += 1;
-            }
-            _ => {}
+            ToolStep::TimedOut => t.timeouts += 1,
+            ToolStep::StatusQueried => t.status_queries += 1,
+            ToolStep::Faulted(_) => t.faults += 1,
         }
     }
-
-    m.heartbeat_age_max_ns = unsigned(ages.max);
-    m.heartbeat_age_mean_ns = unsigned(ages.mean());
-    m.lease_left_min_ns = left.min;
-    m.lease_left_mean_ns = left.mean();
-    m.reclaimed_jobs = grants.values().filter(|g| g.len() > 1).count() as u64;
-    m.tools = tools
+    tools
         .into_values()
         .map(|(mut t, latency)| {
             t.latency_mean_ns = unsigned(latency.mean());
             t.latency_max_ns = unsigned(latency.max);
             t
         })
-        .collect();
-    m
+        .collect()
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {

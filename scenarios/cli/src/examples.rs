@@ -10,7 +10,7 @@ use leasesim::scenarios;
 use leasesim::setup::{Role, Setup};
 use leasesim::shrink;
 use leasesim_protocol::Variant;
-use leasesim_reports::{html, mermaid, NodeKind, NodeView, RunView};
+use leasesim_reports::{escape, html, mermaid, NodeKind, NodeView, RunView};
 use std::path::{Path, PathBuf};
 
 /// Seeds per scenario of the example matrix (the matrix command's default too).
@@ -63,12 +63,7 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 
 /// The matrix as HTML, each caught variant linking to `counterexamples/<variant>.html`.
 pub fn matrix_html(m: &Matrix) -> String {
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
+    let esc = escape::html_text;
     let mut s = String::from(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>leasesim variant matrix</title>\n<style>body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}.no{background:#fdd}.yes{background:#dfd}.clean{background:#def}code{font-size:12px}</style></head><body>\n<h1>leasesim variant matrix</h1>\n",
     );

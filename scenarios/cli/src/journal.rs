@@ -8,21 +8,21 @@
 //! Never payload text: the protocol carries only hashes (P18). Tracing's own wall-clock
 //! timestamp is left out, so the same run always gives the same bytes.
 //!
-//! The metrics are computed from the trace alone: renewal health on the coordinator's clock,
-//! expired leases, failed renewals, re-claimed jobs, jeopardy, rejected results, and tool calls
-//! per job class and tool provider.
+//! What the journal events do not carry themselves (each job's class, which node served a tool
+//! request, how long a call took) comes from the run's lease history, as do the metrics:
+//! renewal health on the coordinator's clock, expired leases, failed renewals, re-claimed jobs,
+//! jeopardy, rejected results, and tool calls per job class and tool provider.
 
 use leasesim::run::RunResult;
-use leasesim_checkers::metrics::Index;
+use leasesim_checkers::history::History;
 pub use leasesim_checkers::metrics::{Metrics, ToolMetrics};
 use leasesim_protocol::{
-    EffectOutcome, ErrorCode, Event, GrantReason, IdemKey, JobId, OperatorAction, Outcome,
-    RefusalReason, Token,
+    EffectOutcome, EntityId, ErrorCode, Event, GrantReason, IdemKey, JobId, OperatorAction,
+    Outcome, RefusalReason, Token,
 };
 use leasesim_reports::Names;
 use leasesim_sim::{EventKind, NodeId};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tracing_subscriber::fmt::MakeWriter;
@@ -154,87 +154,102 @@ impl Line<'_> {
     /// Sends the line through `tracing`, at the callsite of `site`.
     fn emit(&self, site: Site) {
         match site {
-            Site::Coordinator => tracing::info!(
-                target: TARGET,
-                event = self.event,
-                t_true_ns = self.t_true_ns,
-                t_local_ns = self.t_local_ns,
-                node = self.node,
-                job = self.job,
-                token = self.token,
-                class = self.class,
-                holder = self.holder.as_deref(),
-                worker = self.worker.as_deref(),
-                attempt = self.attempt,
-                step = self.step,
-                lease_until_ns = self.lease_until_ns,
-                took_over = self.took_over,
-                epoch = self.epoch,
-                action = self.action.as_deref(),
-                to = self.to.as_deref(),
-                state = self.state.as_deref(),
-                first_claimed_at_ns = self.first_claimed_at_ns,
-                not_before_ns = self.not_before_ns,
-                running = self.running,
-                capacity = self.capacity,
-                reason = self.reason.as_deref(),
-                error = self.error.as_deref(),
-                result_hash = self.result_hash.as_deref(),
-                payload_hash = self.payload_hash.as_deref(),
-            ),
-            Site::Worker => tracing::info!(
-                target: TARGET,
-                event = self.event,
-                t_true_ns = self.t_true_ns,
-                t_local_ns = self.t_local_ns,
-                node = self.node,
-                job = self.job,
-                token = self.token,
-                request = self.request,
-                step = self.step,
-                key = self.key.as_deref(),
-                class = self.class,
-                provider = self.provider,
-                deadline_ns = self.deadline_ns,
-                last_confirmed_ns = self.last_confirmed_ns,
-                success = self.success,
-                duration_ns = self.duration_ns,
-                receiver = self.receiver,
-                entity = self.entity,
-                outcome = self.outcome.as_deref(),
-                status = self.status.as_deref(),
-                retryable = self.retryable,
-                in_jeopardy = self.in_jeopardy,
-                mark = self.mark,
-                first_fence = self.first_fence,
-                reason = self.reason.as_deref(),
-                error = self.error.as_deref(),
-                result_hash = self.result_hash.as_deref(),
-                payload_hash = self.payload_hash.as_deref(),
-            ),
-            Site::Other => tracing::info!(
-                target: TARGET,
-                event = self.event,
-                t_true_ns = self.t_true_ns,
-                t_local_ns = self.t_local_ns,
-                node = self.node,
-                job = self.job,
-                token = self.token,
-                request = self.request,
-                step = self.step,
-                key = self.key.as_deref(),
-                class = self.class,
-                provider = self.provider,
-                fault = self.fault.as_deref(),
-                action = self.action.as_deref(),
-                to = self.to.as_deref(),
-                entity = self.entity,
-                fence = self.fence,
-                mark = self.mark,
-                reason = self.reason.as_deref(),
-                error = self.error.as_deref(),
-            ),
+            Site::Coordinator => self.emit_coordinator(),
+            Site::Worker => self.emit_worker(),
+            Site::Other => self.emit_other(),
         }
+    }
+
+    /// The coordinator's callsite.
+    fn emit_coordinator(&self) {
+        tracing::info!(
+            target: TARGET,
+            event = self.event,
+            t_true_ns = self.t_true_ns,
+            t_local_ns = self.t_local_ns,
+            node = self.node,
+            job = self.job,
+            token = self.token,
+            class = self.class,
+            holder = self.holder.as_deref(),
+            worker = self.worker.as_deref(),
+            attempt = self.attempt,
+            step = self.step,
+            lease_until_ns = self.lease_until_ns,
+            took_over = self.took_over,
+            epoch = self.epoch,
+            action = self.action.as_deref(),
+            to = self.to.as_deref(),
+            state = self.state.as_deref(),
+            first_claimed_at_ns = self.first_claimed_at_ns,
+            not_before_ns = self.not_before_ns,
+            running = self.running,
+            capacity = self.capacity,
+            reason = self.reason.as_deref(),
+            error = self.error.as_deref(),
+            result_hash = self.result_hash.as_deref(),
+            payload_hash = self.payload_hash.as_deref(),
+        );
+    }
+
+    /// The workers' callsite.
+    fn emit_worker(&self) {
+        tracing::info!(
+            target: TARGET,
+            event = self.event,
+            t_true_ns = self.t_true_ns,
+            t_local_ns = self.t_local_ns,
+            node = self.node,
+            job = self.job,
+            token = self.token,
+            request = self.request,
+            step = self.step,
+            key = self.key.as_deref(),
+            class = self.class,
+            provider = self.provider,
+            deadline_ns = self.deadline_ns,
+            last_confirmed_ns = self.last_confirmed_ns,
+            success = self.success,
+            duration_ns = self.duration_ns,
+            receiver = self.receiver,
+            entity = self.entity,
+            outcome = self.outcome.as_deref(),
+            status = self.status.as_deref(),
+            retryable = self.retryable,
+            in_jeopardy = self.in_jeopardy,
+            mark = self.mark,
+            first_fence = self.first_fence,
+            reason = self.reason.as_deref(),
+            error = self.error.as_deref(),
+            result_hash = self.result_hash.as_deref(),
+            payload_hash = self.payload_hash.as_deref(),
+        );
+    }
+
+    /// The callsite of receivers, the tool and the operator.
+    fn emit_other(&self) {
+        tracing::info!(
+            target: TARGET,
+            event = self.event,
+            t_true_ns = self.t_true_ns,
+            t_local_ns = self.t_local_ns,
+            node = self.node,
+            job = self.job,
+            token = self.token,
+            request = self.request,
+            step = self.step,
+            key = self.key.as_deref(),
+            class = self.class,
+            provider = self.provider,
+            fault = self.fault.as_deref(),
+            action = self.action.as_deref(),
+            to = self.to.as_deref(),
+            entity = self.entity,
+            fence = self.fence,
+            mark = self.mark,
+            reason = self.reason.as_deref(),
+            error = self.error.as_deref(),
+        );
     }
 }
 
@@ -276,11 +291,6 @@ fn ids(l: &mut Line<'_>, job: JobId, token: Token) {
     l.token = Some(token.0);
 }
 
-/// A number field of an event's serde form, for events this module does not know by name.
-fn number(v: &serde_json::Value, field: &str) -> Option<u64> {
-    v.get(field).and_then(serde_json::Value::as_u64)
-}
-
 /// Writes the run's journal as JSON lines to `out`: one line per journal event of every node,
 /// in trace order, through `tracing`'s JSON formatter under a subscriber scoped to this call.
 ///
@@ -314,7 +324,7 @@ pub fn write_journal_with_payload_hashes(
     let len = || buffer.bytes().len();
     let io = |e: std::io::Error| format!("cannot write the journal: {e}");
 
-    let mut lines = Lines::new(result, payload_hashes);
+    let lines = Lines::new(result, payload_hashes);
     tracing::subscriber::with_default(subscriber, || -> Result<(), String> {
         for (i, e) in result.trace.iter().enumerate() {
             let EventKind::Note { note } = &e.kind else {
@@ -339,24 +349,21 @@ pub fn write_journal_with_payload_hashes(
     out.flush().map_err(io)
 }
 
-/// Turns journal events into lines, remembering when each tool request started.
+/// Turns journal events into lines, with what the run's history knows of them.
 struct Lines<'a> {
     result: &'a RunResult,
-    index: Index,
+    history: History,
     node_names: Vec<String>,
     payload_hashes: &'a [u64],
-    /// (worker node, request) -> the worker's clock when it started the request.
-    started: BTreeMap<(NodeId, u64), u64>,
 }
 
 impl<'a> Lines<'a> {
     fn new(result: &'a RunResult, payload_hashes: &'a [u64]) -> Self {
         Lines {
             result,
-            index: Index::new(&result.trace),
+            history: History::new(&result.trace),
             node_names: result.nodes.iter().map(|n| n.name.clone()).collect(),
             payload_hashes,
-            started: BTreeMap::new(),
         }
     }
 
@@ -373,11 +380,40 @@ impl<'a> Lines<'a> {
     }
 
     fn class(&self, job: JobId) -> Option<u64> {
-        self.index.class(job).map(|c| c.0.into())
+        self.history.class(job).map(|c| c.0.into())
+    }
+
+    /// Stamps a tool call's line, at trace event `i`, with its request, the job's class and
+    /// the node that served the request.
+    fn tool_call(&self, l: &mut Line<'a>, i: usize, job: JobId, token: Token, request: u64) {
+        ids(l, job, token);
+        l.request = Some(request);
+        l.class = self.class(job);
+        let worker = self.result.trace[i].node;
+        l.provider = self
+            .history
+            .provider(worker, request)
+            .map(|p| node_name(self.result, p));
+    }
+
+    /// Stamps a receiver's line with the effect it decided.
+    fn receipt(&self, l: &mut Line<'_>, entity: EntityId, key: IdemKey, fence: Token) {
+        l.job = Some(key.job.0.into());
+        l.key = self.key(key);
+        l.entity = Some(entity.0.into());
+        l.fence = Some(fence.0);
+    }
+
+    /// How long worker `node`'s `request` had run at trace event `i`, on its clock.
+    fn duration(&self, node: NodeId, request: u64, i: usize) -> Option<u64> {
+        let local = self.result.trace[i].local;
+        self.history
+            .started_before(node, request, i)
+            .map(|s| local.saturating_sub(s))
     }
 
     /// The line of trace event `i`, a journal event, and its callsite.
-    fn line(&mut self, i: usize, note: &Event) -> (Line<'a>, Site) {
+    fn line(&self, i: usize, note: &Event) -> (Line<'a>, Site) {
         let result = self.result;
         let e = &result.trace[i];
         let mut l = Line {
@@ -386,12 +422,6 @@ impl<'a> Lines<'a> {
             t_local_ns: e.local,
             node: node_name(result, e.node),
             ..Line::default()
-        };
-        let index = &self.index;
-        let provider = |request: u64| {
-            index
-                .provider(e.node, request)
-                .map(|p| node_name(result, p))
         };
         let mut site = Site::Worker;
         match *note {
@@ -573,12 +603,8 @@ impl<'a> Lines<'a> {
                 request,
                 step,
             } => {
-                self.started.insert((e.node, request), e.local);
-                ids(&mut l, job, token);
-                l.request = Some(request);
+                self.tool_call(&mut l, i, job, token, request);
                 l.step = Some(step.into());
-                l.class = self.class(job);
-                l.provider = provider(request);
             }
             Event::ToolAnswered {
                 job,
@@ -586,41 +612,24 @@ impl<'a> Lines<'a> {
                 request,
                 success,
             } => {
-                ids(&mut l, job, token);
-                l.request = Some(request);
-                l.class = self.class(job);
-                l.provider = provider(request);
+                self.tool_call(&mut l, i, job, token, request);
                 l.success = Some(success);
-                l.duration_ns = self
-                    .started
-                    .get(&(e.node, request))
-                    .map(|&s| e.local.saturating_sub(s));
+                l.duration_ns = self.duration(e.node, request, i);
             }
             Event::ToolTimedOut {
                 job,
                 token,
                 request,
             } => {
-                ids(&mut l, job, token);
-                l.request = Some(request);
-                l.class = self.class(job);
-                l.provider = provider(request);
-                l.duration_ns = self
-                    .started
-                    .get(&(e.node, request))
-                    .map(|&s| e.local.saturating_sub(s));
+                self.tool_call(&mut l, i, job, token, request);
+                l.duration_ns = self.duration(e.node, request, i);
                 l.error = code(&ErrorCode::ToolTimeout);
             }
             Event::ToolStatusQueried {
                 job,
                 token,
                 request,
-            } => {
-                ids(&mut l, job, token);
-                l.request = Some(request);
-                l.class = self.class(job);
-                l.provider = provider(request);
-            }
+            } => self.tool_call(&mut l, i, job, token, request),
             Event::StageDeadlineExceeded { job, token } => {
                 ids(&mut l, job, token);
                 l.error = code(&ErrorCode::StageDeadline);
@@ -647,15 +656,7 @@ impl<'a> Lines<'a> {
             } => {
                 ids(&mut l, job, token);
                 l.key = self.key(key);
-                l.outcome = code(&outcome);
-                match outcome {
-                    EffectOutcome::Duplicate { first_fence } => l.first_fence = Some(first_fence.0),
-                    EffectOutcome::StaleFence { mark } => {
-                        l.mark = Some(mark.0);
-                        l.reason = l.outcome.clone();
-                    }
-                    _ => {}
-                }
+                effect_outcome(&mut l, outcome);
             }
             Event::EffectReconciled {
                 job,
@@ -679,14 +680,7 @@ impl<'a> Lines<'a> {
             } => {
                 ids(&mut l, job, token);
                 l.in_jeopardy = Some(in_jeopardy);
-                l.outcome = code(&outcome);
-                match outcome {
-                    Outcome::Success { result } => l.result_hash = Some(hash(result)),
-                    Outcome::Failure { error, retryable } => {
-                        l.error = code(&error);
-                        l.retryable = Some(retryable);
-                    }
-                }
+                commit_outcome(&mut l, outcome);
             }
             // ---- tool, operator, receivers ----
             Event::ToolFaulted {
@@ -709,17 +703,11 @@ impl<'a> Lines<'a> {
             Event::EffectApplied { entity, key, fence }
             | Event::EffectDuplicate { entity, key, fence } => {
                 site = Site::Other;
-                l.job = Some(key.job.0.into());
-                l.key = self.key(key);
-                l.entity = Some(entity.0.into());
-                l.fence = Some(fence.0);
+                self.receipt(&mut l, entity, key, fence);
             }
             Event::EffectUnauthorized { entity, key, fence } => {
                 site = Site::Other;
-                l.job = Some(key.job.0.into());
-                l.key = self.key(key);
-                l.entity = Some(entity.0.into());
-                l.fence = Some(fence.0);
+                self.receipt(&mut l, entity, key, fence);
                 l.reason = code(&EffectOutcome::Unauthorized);
             }
             Event::EffectFenced {
@@ -729,26 +717,37 @@ impl<'a> Lines<'a> {
                 mark,
             } => {
                 site = Site::Other;
-                l.job = Some(key.job.0.into());
-                l.key = self.key(key);
-                l.entity = Some(entity.0.into());
-                l.fence = Some(fence.0);
+                self.receipt(&mut l, entity, key, fence);
                 l.mark = Some(mark.0);
                 l.reason = code(&EffectOutcome::StaleFence { mark });
             }
-            // An event added to the protocol after this module: its name, times, node and the
-            // ids its serde form carries, so that it is never missing from the journal (I6).
-            #[allow(unreachable_patterns)]
-            _ => {
-                site = Site::Other;
-                let v = serde_json::to_value(note).unwrap_or_default();
-                l.job = number(&v, "job");
-                l.token = number(&v, "token");
-                l.request = number(&v, "request");
-                l.step = number(&v, "step");
-            }
         }
         (l, site)
+    }
+}
+
+/// Stamps a line with a receiver's answer to an effect.
+fn effect_outcome(l: &mut Line<'_>, outcome: EffectOutcome) {
+    l.outcome = code(&outcome);
+    match outcome {
+        EffectOutcome::Duplicate { first_fence } => l.first_fence = Some(first_fence.0),
+        EffectOutcome::StaleFence { mark } => {
+            l.mark = Some(mark.0);
+            l.reason = l.outcome.clone();
+        }
+        EffectOutcome::Applied | EffectOutcome::Unauthorized => {}
+    }
+}
+
+/// Stamps a line with what a holder reported in its commit.
+fn commit_outcome(l: &mut Line<'_>, outcome: Outcome) {
+    l.outcome = code(&outcome);
+    match outcome {
+        Outcome::Success { result } => l.result_hash = Some(hash(result)),
+        Outcome::Failure { error, retryable } => {
+            l.error = code(&error);
+            l.retryable = Some(retryable);
+        }
     }
 }
 

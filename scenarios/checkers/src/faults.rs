@@ -1,0 +1,250 @@
+//! What the faults did: which are in force, what each one disturbed and when, and which
+//! workers' clocks left their bound. Advanced event by event from the fault plan's commands and
+//! the fate of each message; the liveness checker reads it to tell a needed takeover from a
+//! needless one, the holder checker to know when the belief check is void. It counts the fault
+//! hazards as they happen.
+
+use crate::hazard::{Hazard, Hazards};
+use crate::{Ev, Role, World};
+use leasesim_sim::{Command, Fate, NodeId};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A disturbance the reference protocol is built to absorb: one missed heartbeat (R - 1 misses
+/// tolerated) or extra latency within the jitter reserve (P6).
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Soft {
+    /// A lost message.
+    Drop,
+    /// Extra latency beyond the network's longest ordinary flight time.
+    Delay(u64),
+}
+
+/// The faults of a run so far.
+#[derive(Default)]
+pub(crate) struct Faults {
+    /// Worker nodes whose clocks left their bound (belief checks are void for them).
+    clocks_out: BTreeSet<NodeId>,
+    /// The last true time a fault touched a worker node or its link to the coordinator.
+    disturbed_at: BTreeMap<NodeId, u64>,
+    /// The last true time a fault touched the coordinator itself.
+    coordinator_disturbed_at: Option<u64>,
+    /// Soft disturbances on each worker's link to the coordinator, in time order.
+    soft: BTreeMap<NodeId, Vec<(u64, Soft)>>,
+    /// Cut links now.
+    cuts: BTreeSet<(NodeId, NodeId)>,
+    /// Paused or crashed nodes now.
+    down: BTreeSet<NodeId>,
+    /// Slow nodes now.
+    slow: BTreeSet<NodeId>,
+    /// Whether the coordinator is cut from everyone right now.
+    outage: bool,
+}
+
+impl Faults {
+    /// Whether a worker's clock has left its bound.
+    pub fn clock_out(&self, node: NodeId) -> bool {
+        self.clocks_out.contains(&node)
+    }
+
+    /// Whether a fault touched `node` (or its link to the coordinator), or the coordinator, at
+    /// or after true time `since`, or one is in force on either now.
+    pub fn hard_since(&self, node: NodeId, coordinator: NodeId, since: u64) -> bool {
+        self.disturbed_at.get(&node).is_some_and(|t| *t >= since)
+            || self.coordinator_disturbed_at.is_some_and(|t| t >= since)
+            || self.down.contains(&node)
+            || self.down.contains(&coordinator)
+            || self.cuts.iter().any(|(a, b)| {
+                (*a == node && *b == coordinator) || (*a == coordinator && *b == node)
+            })
+    }
+
+    /// The soft disturbances on `node`'s link to the coordinator at or after true time `since`.
+    pub fn soft_since(&self, node: NodeId, since: u64) -> impl Iterator<Item = Soft> + '_ {
+        self.soft
+            .get(&node)
+            .into_iter()
+            .flatten()
+            .filter(move |(t, _)| *t >= since)
+            .map(|(_, s)| *s)
+    }
+
+    /// A held message was released: it disturbed its sender.
+    pub fn released(&mut self, coordinator: NodeId, node: NodeId, t: u64) {
+        self.disturb(coordinator, node, t);
+    }
+
+    fn disturb(&mut self, coordinator: NodeId, node: NodeId, t: u64) {
+        if node == coordinator {
+            self.coordinator_disturbed_at = Some(t);
+        } else {
+            self.disturbed_at.insert(node, t);
+        }
+    }
+
+    /// A fault plan's command at true time `t`.
+    pub fn command(
+        &mut self,
+        world: &World<'_>,
+        coordinator: NodeId,
+        command: &Command,
+        t: u64,
+        hazards: &mut Hazards,
+    ) {
+        let role = |node: NodeId| world.nodes.get(node as usize).map(|n| &n.role);
+        let is_worker = |node: NodeId| matches!(role(node), Some(Role::Worker { .. }));
+        match *command {
+            Command::Cut { from, to } => {
+                self.cuts.insert((from, to));
+                self.link(world, coordinator, from, to, t, true, hazards);
+            }
+            Command::Heal { from, to } => {
+                self.cuts.remove(&(from, to));
+                self.link(world, coordinator, from, to, t, false, hazards);
+            }
+            Command::Pause { node, frozen } => {
+                self.down.insert(node);
+                self.disturb(coordinator, node, t);
+                if frozen && is_worker(node) {
+                    self.clocks_out.insert(node);
+                }
+                if node == coordinator {
+                    hazards.hit(Hazard::CoordinatorOutage);
+                }
+            }
+            Command::Resume { node } => {
+                self.down.remove(&node);
+                self.disturb(coordinator, node, t);
+            }
+            Command::Crash { node } => {
+                self.down.insert(node);
+                self.disturb(coordinator, node, t);
+                hazards.hit(Hazard::Crash);
+            }
+            Command::Restart { node } => {
+                self.down.remove(&node);
+                self.disturb(coordinator, node, t);
+                if is_worker(node) {
+                    hazards.hit(Hazard::RestartSameName);
+                }
+            }
+            Command::ClockStep { node, .. } => {
+                hazards.hit(Hazard::ClockFault);
+                if is_worker(node) {
+                    self.clocks_out.insert(node);
+                }
+            }
+            Command::WallStep { .. } => hazards.hit(Hazard::ClockFault),
+            Command::SetDrift { node, drift_ppm } => {
+                hazards.hit(Hazard::ClockFault);
+                if let Some(Role::Worker { drift_ppm_max, .. }) = role(node) {
+                    if drift_ppm.unsigned_abs() > *drift_ppm_max {
+                        self.clocks_out.insert(node);
+                    }
+                }
+            }
+            Command::SetSlow { node, extra_ns } => {
+                // Its delays show in each message's flight time (a soft disturbance).
+                if extra_ns > 0 {
+                    self.slow.insert(node);
+                    if node == coordinator {
+                        hazards.hit(Hazard::CoordinatorOutage);
+                    }
+                } else {
+                    self.slow.remove(&node);
+                }
+            }
+            Command::SetNetwork { .. }
+            | Command::Release { .. }
+            | Command::Alarm { .. }
+            | Command::Signal { .. } => {}
+        }
+    }
+
+    /// A link was cut or healed: a link of the coordinator disturbs the other end, and the cut
+    /// that leaves the coordinator cut from every other node both ways is an outage.
+    #[allow(clippy::too_many_arguments)]
+    fn link(
+        &mut self,
+        world: &World<'_>,
+        coordinator: NodeId,
+        from: NodeId,
+        to: NodeId,
+        t: u64,
+        cut: bool,
+        hazards: &mut Hazards,
+    ) {
+        if from != coordinator && to != coordinator {
+            return;
+        }
+        let other = if from == coordinator { to } else { from };
+        self.disturb(coordinator, other, t);
+        if !cut {
+            self.outage = false;
+            return;
+        }
+        let cut_off: BTreeSet<NodeId> = self
+            .cuts
+            .iter()
+            .filter_map(|&(a, b)| {
+                (a == coordinator)
+                    .then_some(b)
+                    .or((b == coordinator).then_some(a))
+            })
+            .collect();
+        if cut_off.len() + 1 == world.nodes.len()
+            && cut_off.contains(&other)
+            && self.cuts.contains(&(coordinator, other))
+            && self.cuts.contains(&(other, coordinator))
+            && !self.outage
+        {
+            self.outage = true;
+            hazards.hit(Hazard::CoordinatorOutage);
+        }
+    }
+
+    /// A message was sent by `e.node` to `to` with `fate`. A drop or a plan delay is a soft
+    /// disturbance the protocol is built to absorb (one miss, a jitter reserve); a hold is a
+    /// hard one. A duplicate harms no lease.
+    #[inline]
+    pub fn sent(
+        &mut self,
+        world: &World<'_>,
+        coordinator: NodeId,
+        e: &Ev,
+        to: NodeId,
+        fate: &Fate,
+        hazards: &mut Hazards,
+    ) {
+        let (from, t) = (e.node, e.t);
+        let touches_coordinator = from == coordinator || to == coordinator;
+        let other = if from == coordinator { to } else { from };
+        let soft = match *fate {
+            Fate::Drop { .. } => {
+                hazards.hit(Hazard::MessageLost);
+                Some(Soft::Drop)
+            }
+            Fate::Duplicate { .. } => {
+                hazards.hit(Hazard::MessageDuplicated);
+                None
+            }
+            Fate::Hold => {
+                hazards.hit(Hazard::MessageLate);
+                if touches_coordinator {
+                    self.disturb(coordinator, other, t);
+                }
+                None
+            }
+            Fate::Deliver { delay_ns } => {
+                let extra = delay_ns.saturating_sub(world.latency_max_ns);
+                let slow = self.slow.contains(&from) || self.slow.contains(&to);
+                if extra > 0 && !slow {
+                    hazards.hit(Hazard::MessageLate);
+                }
+                (extra > 0).then_some(Soft::Delay(extra))
+            }
+        };
+        if let (Some(soft), true) = (soft, touches_coordinator) {
+            self.soft.entry(other).or_default().push((t, soft));
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! I3 (tokens strictly increase; at most one valid lease per job at any coordinator instant),
+//! I4 (no extension for a non-owner, a stale token or an expired lease) and I8 (every takeover
+//! has a recorded reason and a higher epoch), judged at each grant, renewal, checkpoint and
+//! revocation against the reference lease table as it stood just before.
+
+use crate::table::RenewalFault;
+use crate::{fmt_ns, Cx, Ev, Judgement};
+use leasesim_protocol::{
+    GrantReason, Invariant, JobId, JobState, OperatorAction, Token, WorkerName,
+};
+
+/// I3 and I8 at a grant.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn granted(
+    cx: &Cx<'_>,
+    e: &Ev,
+    job: JobId,
+    holder: WorkerName,
+    token: Token,
+    took_over: Option<Token>,
+    reason: GrantReason,
+    out: &mut Judgement,
+) {
+    let m = cx.table.row(job);
+    if token <= m.token {
+        out.flag(
+            Invariant::SingleValidLease,
+            e,
+            format!(
+                "{job} granted token {token} to {holder}, not above the previous token {}",
+                m.token
+            ),
+        );
+    }
+    if let Some(until) = m.valid_until {
+        if until >= e.local && reason != GrantReason::Operator {
+            out.flag(
+                Invariant::SingleValidLease,
+                e,
+                format!(
+                    "{job} granted token {token} to {holder} while token {} of {} was valid for {} more",
+                    m.token,
+                    holder_name(m.holder),
+                    fmt_ns(until - e.local + 1)
+                ),
+            );
+        }
+    }
+    if m.state.is_some_and(JobState::is_terminal) {
+        out.flag(
+            Invariant::SingleValidLease,
+            e,
+            format!("{job} granted token {token} to {holder} after it ended"),
+        );
+    }
+    // I8: replacing a running lease is a takeover, and a takeover records why.
+    if m.state == Some(JobState::Running) && m.valid_until.is_some() {
+        match (took_over, reason) {
+            (Some(old), GrantReason::Expired | GrantReason::Operator) if old < token => {}
+            _ => out.flag(
+                Invariant::RecordedTakeover,
+                e,
+                format!(
+                    "{job} passed from token {} to token {token} of {holder} without a recorded takeover (reason {reason:?}, took over {took_over:?})",
+                    m.token
+                ),
+            ),
+        }
+    }
+    if let Some(old) = took_over {
+        if old >= token {
+            out.flag(
+                Invariant::RecordedTakeover,
+                e,
+                format!("{job} takeover from token {old} to a token {token} that is not higher"),
+            );
+        }
+    }
+}
+
+/// I4 at a renewal or a checkpoint: only the current, unexpired holder's lease is extended.
+pub(crate) fn renewed(
+    cx: &Cx<'_>,
+    e: &Ev,
+    job: JobId,
+    worker: WorkerName,
+    token: Token,
+    out: &mut Judgement,
+) {
+    let Some(fault) = cx.table.renewal_fault(job, worker, token, e.local) else {
+        return;
+    };
+    let why = match fault {
+        RenewalFault::NotRunning(state) => format!("the job is {state:?}"),
+        RenewalFault::NotHolder(holder) => format!("the holder is {}", holder_name(holder)),
+        RenewalFault::StaleToken(current) => format!("the current token is {current}"),
+        RenewalFault::Expired => "the lease had expired".to_string(),
+    };
+    out.flag(
+        Invariant::NoStaleExtension,
+        e,
+        format!("coordinator extended {job} for {worker} with token {token}, but {why}"),
+    );
+}
+
+/// I8 at a revocation: a new, higher epoch.
+pub(crate) fn revoked(
+    e: &Ev,
+    job: JobId,
+    token: Token,
+    epoch: Token,
+    action: OperatorAction,
+    out: &mut Judgement,
+) {
+    if epoch <= token {
+        out.flag(
+            Invariant::RecordedTakeover,
+            e,
+            format!(
+                "{job}: operator {action:?} ended token {token} without a higher epoch ({epoch})"
+            ),
+        );
+    }
+}
+
+/// A holder's name, or `nobody`.
+pub(crate) fn holder_name(holder: Option<WorkerName>) -> String {
+    holder.map_or("nobody".to_string(), |h| h.to_string())
+}

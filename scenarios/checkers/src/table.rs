@@ -1,0 +1,267 @@
+//! The reference lease table: the coordinator's job table as the reference protocol keeps it,
+//! advanced event by event from the coordinator's journal. The checkers judge each event against
+//! the table as it stood just before it.
+//!
+//! The table follows the reference, not the coordinator under test: a renewal the reference
+//! would refuse (I4) is not applied, so a commit made under such an extension is still judged
+//! against the lease the reference would have let expire (I1). It keeps only the current
+//! scalar facts of each job; what was ever granted or revoked is in the
+//! [`History`](crate::history::History).
+
+use crate::hazard::{Hazard, Hazards};
+use crate::Ev;
+use leasesim_protocol::{Event, JobId, JobState, OperatorAction, Token, WorkerName};
+use leasesim_sim::Clock;
+use std::collections::BTreeMap;
+
+/// A job's row in the reference table.
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct Row {
+    /// The highest token granted (or epoch set by an operator).
+    pub token: Token,
+    /// The current holder, while a lease is live.
+    pub holder: Option<WorkerName>,
+    /// Lease expiry on the coordinator's clock while a lease is live.
+    pub valid_until: Option<u64>,
+    /// True time of the last grant or renewal of the current token.
+    pub confirmed_t: u64,
+    /// Length of the current lease, as the coordinator applied it.
+    pub lease_ns: u64,
+    /// The job's state, once the coordinator has said anything of it.
+    pub state: Option<JobState>,
+    /// Whether a result was ever accepted with state `succeeded`.
+    pub succeeded: bool,
+    /// Renewals the reference applied to the current token.
+    pub renewals: u32,
+}
+
+/// Why the reference would refuse a renewal (I4).
+pub(crate) enum RenewalFault {
+    /// The job is not running.
+    NotRunning(Option<JobState>),
+    /// Another worker (or nobody) holds it.
+    NotHolder(Option<WorkerName>),
+    /// The token is not the current one.
+    StaleToken(Token),
+    /// The lease had expired by the coordinator's clock.
+    Expired,
+}
+
+/// Job ids below this have their row by position; the rest in a map.
+const NEAR: u32 = 4096;
+
+/// The reference table of every job. A job never named has the default row, which is what
+/// the reference's table says of it too: no token, no holder, no lease, no state.
+#[derive(Default)]
+pub(crate) struct Table {
+    near: Vec<Row>,
+    far: BTreeMap<JobId, Row>,
+}
+
+impl Table {
+    /// A job's row.
+    pub fn row(&self, job: JobId) -> Row {
+        match self.near.get(job.0 as usize) {
+            Some(m) => *m,
+            None => self.far.get(&job).copied().unwrap_or_default(),
+        }
+    }
+
+    fn row_mut(&mut self, job: JobId) -> &mut Row {
+        if job.0 >= NEAR {
+            return self.far.entry(job).or_default();
+        }
+        let i = job.0 as usize;
+        if self.near.len() <= i {
+            self.near.resize(i + 1, Row::default());
+        }
+        &mut self.near[i]
+    }
+
+    /// Whether the lease of (job, token) is over at true time `t`: another token is current,
+    /// or the current one has no live lease or expires by `t`.
+    pub fn lease_over(&self, clock: &Clock, job: JobId, token: Token, t: u64) -> bool {
+        let m = self.row(job);
+        m.token != token || expiry_true(clock, &m).is_none_or(|x| x <= t)
+    }
+
+    /// Why the reference would refuse `worker`'s renewal of (job, token) at coordinator time
+    /// `local`, if it would.
+    pub fn renewal_fault(
+        &self,
+        job: JobId,
+        worker: WorkerName,
+        token: Token,
+        local: u64,
+    ) -> Option<RenewalFault> {
+        let m = self.row(job);
+        if m.state != Some(JobState::Running) {
+            Some(RenewalFault::NotRunning(m.state))
+        } else if m.holder != Some(worker) {
+            Some(RenewalFault::NotHolder(m.holder))
+        } else if m.token != token {
+            Some(RenewalFault::StaleToken(m.token))
+        } else if m.valid_until.is_none_or(|u| u <= local) {
+            Some(RenewalFault::Expired)
+        } else {
+            None
+        }
+    }
+
+    /// Advances the table past one of the coordinator's journal events (the others leave it
+    /// as it is).
+    pub fn note(&mut self, e: &Ev, note: &Event, hazards: &mut Hazards) {
+        match *note {
+            Event::LeaseGranted {
+                job,
+                holder,
+                token,
+                lease_until,
+                ..
+            } => self.grant(job, holder, token, lease_until, e.t, e.local),
+            Event::LeaseRenewed {
+                job,
+                worker,
+                token,
+                lease_until,
+            }
+            | Event::CheckpointSaved {
+                job,
+                worker,
+                token,
+                lease_until,
+                ..
+            } => self.renew(job, worker, token, lease_until, e, hazards),
+            Event::LeaseRevoked {
+                job, epoch, action, ..
+            } => self.revoke(job, epoch, action),
+            Event::ResultAccepted { job, state, .. } => self.decide(job, state),
+            Event::RenewalCapReached { job, .. } => self.cap(job),
+            // A refused heartbeat or commit, or a failure, changes no live lease here (the
+            // coordinator's refusal is its own; a failed job's lease ended with its decision).
+            Event::ResultRejected { .. }
+            | Event::HeartbeatRefused { .. }
+            | Event::JobFailed { .. }
+            | Event::AdmissionDeferred { .. }
+            | Event::RetryScheduled { .. }
+            | Event::EffectReconciled { .. }
+            | Event::HumanReviewRequested { .. }
+            | Event::ToolStatusQueried { .. }
+            | Event::EffectUnauthorized { .. }
+            | Event::EffectApplied { .. }
+            | Event::EffectDuplicate { .. }
+            | Event::EffectFenced { .. }
+            | Event::EffectStarted { .. }
+            | Event::EffectAnswered { .. }
+            | Event::JobClaimed { .. }
+            | Event::HeartbeatOk { .. }
+            | Event::HeartbeatLost { .. }
+            | Event::JeopardyEntered { .. }
+            | Event::JeopardyExited { .. }
+            | Event::ToolRequestStarted { .. }
+            | Event::ToolAnswered { .. }
+            | Event::ToolTimedOut { .. }
+            | Event::StageDeadlineExceeded { .. }
+            | Event::ToolFaulted { .. }
+            | Event::OperatorActed { .. }
+            | Event::CommitSent { .. }
+            | Event::SuccessClaimed { .. }
+            | Event::FailureAcknowledged { .. }
+            | Event::CommitRefused { .. }
+            | Event::CommitAbandoned { .. } => {}
+        }
+    }
+
+    /// A grant at true time `t`, coordinator time `local`.
+    fn grant(
+        &mut self,
+        job: JobId,
+        holder: WorkerName,
+        token: Token,
+        lease_until: u64,
+        t: u64,
+        local: u64,
+    ) {
+        let m = self.row_mut(job);
+        if token > m.token {
+            m.token = token;
+            m.renewals = 0;
+        }
+        m.holder = Some(holder);
+        m.valid_until = Some(lease_until);
+        m.confirmed_t = t;
+        m.lease_ns = lease_until.saturating_sub(local);
+        m.state = Some(JobState::Running);
+    }
+
+    /// A renewal or checkpoint; applied only if the reference would have made it. A holder
+    /// that keeps one lease through ten renewals is a hazard reached.
+    fn renew(
+        &mut self,
+        job: JobId,
+        worker: WorkerName,
+        token: Token,
+        lease_until: u64,
+        e: &Ev,
+        hazards: &mut Hazards,
+    ) {
+        if self.renewal_fault(job, worker, token, e.local).is_some() {
+            return;
+        }
+        let m = self.row_mut(job);
+        m.valid_until = Some(lease_until);
+        m.confirmed_t = e.t;
+        m.renewals += 1;
+        if m.renewals == 10 {
+            hazards.hit(Hazard::LongHold);
+        }
+    }
+
+    /// An operator ended the lease of `job` with `epoch`.
+    fn revoke(&mut self, job: JobId, epoch: Token, action: OperatorAction) {
+        let m = self.row_mut(job);
+        if !matches!(
+            action,
+            OperatorAction::Takeover { .. } | OperatorAction::HandToHuman
+        ) && epoch > m.token
+        {
+            // A takeover's (or a handoff's) new epoch arrives with the grant that follows.
+            m.token = epoch;
+            m.renewals = 0;
+        }
+        m.valid_until = None;
+        m.holder = None;
+        m.state = Some(match action {
+            OperatorAction::Revoke => JobState::Queued,
+            OperatorAction::Cancel => JobState::Cancelled,
+            // The grant that follows sets the holder and the lease.
+            OperatorAction::Takeover { .. } | OperatorAction::HandToHuman => JobState::Queued,
+            OperatorAction::HumanResolves => JobState::Running,
+        });
+    }
+
+    /// The coordinator accepted a result; the job is now in `state`.
+    fn decide(&mut self, job: JobId, state: JobState) {
+        let m = self.row_mut(job);
+        m.valid_until = None;
+        m.state = Some(state);
+        if state == JobState::Succeeded {
+            m.succeeded = true;
+        }
+        if state == JobState::Queued {
+            m.holder = None;
+        }
+    }
+
+    /// The job reached its renewal cap and failed (P7).
+    fn cap(&mut self, job: JobId) {
+        let m = self.row_mut(job);
+        m.valid_until = None;
+        m.state = Some(JobState::Failed);
+    }
+}
+
+/// True expiry of a job's current lease, if it has one.
+pub(crate) fn expiry_true(clock: &Clock, m: &Row) -> Option<u64> {
+    m.valid_until.map(|until| clock.true_at(until, 0))
+}
