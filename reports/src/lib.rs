@@ -10,8 +10,10 @@ use leasesim_protocol::{
 use leasesim_sim::{Command, DropCause, EventKind, Fate, NodeId, TraceEvent, WORLD};
 use std::fmt::Write;
 
+pub mod advisor;
 pub mod escape;
 pub mod html;
+pub mod matrix;
 pub mod mermaid;
 
 /// What a node is, for the visual renderers ([`html`], [`mermaid`]).

@@ -1,453 +1,143 @@
-//! The timing advisor (P6, "Timing guidance" in SPEC.md): given a lease L, a heartbeat period H,
-//! a jitter reserve J, R heartbeats per lease window, a clock drift bound rho and a stop margin
-//! G, it says whether the liveness condition holds, shows the formula with the numbers in it,
-//! and gives the holder's conservative deadline, the largest safe heartbeat period and the
-//! smallest safe lease.
+//! The advisor's simulated plane: short runs of a small jittery scenario on a grid of lease
+//! lengths and heartbeat periods, measuring needless takeovers (I7) and jeopardy (P13) per cell,
+//! for the plot drawn by the reports (`leasesim_reports::advisor::plot`). The advisor's formulas
+//! and renderings live in the reports crate and are re-exported here.
 //!
-//! Every bound comes from [`leasesim_protocol::timing`], so the advisor and the simulated
-//! protocol agree to the nanosecond. Arithmetic that could overflow 64 bits (a huge `R*H`) is
-//! done in 128 bits first: such a configuration is reported as unsafe, never wrapped around.
-//! The text shows seconds with millisecond precision, rounded in the safe direction (a largest
-//! safe value down, a smallest safe value up); the JSON also carries exact nanoseconds.
+//! Each cell runs a small fault-free but jittery scenario (two workers, one long job held by
+//! steady heartbeats, every message's flight time drawn between a tenth of a millisecond and that
+//! plus J/2, so a renewal's round trip takes up to J, the SPEC's "worst renewal latency") with the
+//! cell's L and H, on purpose *without* the P6 check (unsafe cells are the point). The scenario
+//! injects no loss, so it exercises the jitter reserve and the drift factor, not the R - 1
+//! tolerated misses: a cell between `H + J` and `R*H + J` is expected to measure no takeover
+//! although the formula (rightly, for a lossy network) calls it unsafe.
 
-use leasesim_protocol::timing;
-use leasesim_sim::time::{secs_rounded as seconds, Round};
-use serde_json::{json, Value};
+pub use leasesim_reports::advisor::plot::{
+    svg, Axes, PlotInput, SimulatedCell, GRID_MAX, SIMULATED_DURATION_MAX_NS,
+};
+pub use leasesim_reports::advisor::*;
 
-const PPM: u128 = 1_000_000;
-const NS_PER_S: u128 = 1_000_000_000;
+use crate::run::run_setup;
+use crate::scenarios::story::Story;
+use crate::setup::{Setup, TimingPolicy};
+use leasesim_checkers::Hazard;
+use leasesim_protocol::{Invariant, Step, Variant, MILLI_NS};
+use leasesim_sim::Limits;
 
-/// The duration units [`parse_duration`] accepts, with their length in nanoseconds.
-const UNITS: &[(&str, u64)] = &[
-    ("ns", 1),
-    ("us", 1_000),
-    ("µs", 1_000),
-    ("ms", 1_000_000),
-    ("s", 1_000_000_000),
-    ("m", 60_000_000_000),
-    ("min", 60_000_000_000),
-    ("h", 3_600_000_000_000),
-];
-
-const UNIT_LIST: &str = "ns, us, ms, s, m or h";
-
-/// Parses a duration with a unit: `90s`, `1500ms`, `2m`, `250us`, `1h`, `0.5s` (also `ns`, `µs`
-/// and `min`). A bare number is rejected with a message asking for a unit; so are negative
-/// values, exponents, values finer than a nanosecond and values beyond `u64::MAX` nanoseconds
-/// (about 584 years). Returns nanoseconds, or a one-line message.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let example = "e.g. 90s, 1500ms or 0.5s";
-    if t.is_empty() {
-        return Err(format!(
-            "an empty duration: give a number with a unit ({UNIT_LIST}), {example}"
-        ));
-    }
-    if t.starts_with('-') {
-        return Err(format!("'{t}' is negative: a duration cannot be negative"));
-    }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = (&t[..split], t[split..].trim_start());
-    if number.is_empty() {
-        return Err(format!(
-            "'{t}' is not a duration: expected a number with a unit ({UNIT_LIST}), {example}"
-        ));
-    }
-    if unit.is_empty() {
-        return Err(format!(
-            "'{t}' has no unit: write {number}s, {number}ms or another unit ({UNIT_LIST})"
-        ));
-    }
-    let Some(&(_, unit_ns)) = UNITS.iter().find(|(name, _)| *name == unit) else {
-        return Err(format!(
-            "'{t}' has an unknown unit '{unit}': use {UNIT_LIST}, {example} (no exponents)"
-        ));
-    };
-    let (int, frac) = match number.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (number, ""),
-    };
-    // Digits on both sides of at most one point: `0.5`, never `.5`, `5.` or `1.2.3`.
-    let has_point = number.contains('.');
-    let well_formed = !int.is_empty() && !frac.contains('.') && (!has_point || !frac.is_empty());
-    if !well_formed {
-        return Err(format!(
-            "'{t}' is not a duration: expected a number with a unit ({UNIT_LIST}), {example}"
-        ));
-    }
-    let too_long = || {
-        format!(
-            "'{t}' is too long: a duration may be at most {} ({} ns, about 584 years)",
-            seconds(u64::MAX as u128, Round::Down),
-            u64::MAX
-        )
-    };
-    let unit_ns = unit_ns as u128;
-    let mut whole: u128 = 0;
-    for d in int.bytes() {
-        whole = whole
-            .checked_mul(10)
-            .and_then(|w| w.checked_add((d - b'0') as u128))
-            .filter(|w| w.saturating_mul(unit_ns) <= u64::MAX as u128)
-            .ok_or_else(too_long)?;
-    }
-    let frac = frac.trim_end_matches('0');
-    let finer = || format!("'{t}' is finer than a nanosecond, the simulator's resolution");
-    // No unit is longer than 10^13 ns, so a fraction with more digits than that (after its
-    // trailing zeros) cannot come out as whole nanoseconds.
-    if frac.len() > 18 {
-        return Err(finer());
-    }
-    let mut frac_num: u128 = 0;
-    for d in frac.bytes() {
-        frac_num = frac_num * 10 + (d - b'0') as u128;
-    }
-    let scale = 10u128.pow(frac.len() as u32);
-    let frac_scaled = frac_num * unit_ns;
-    if frac_scaled % scale != 0 {
-        return Err(finer());
-    }
-    let total = whole * unit_ns + frac_scaled / scale;
-    u64::try_from(total).map_err(|_| too_long())
-}
-
-/// What the advisor is asked about. All durations are in nanoseconds.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct AdviseInput {
-    /// L: the lease length on the coordinator's clock.
-    pub lease_ns: u64,
-    /// H: the heartbeat (renewal) period.
-    pub heartbeat_ns: u64,
-    /// J: the worst renewal latency (scheduling + round trip + coordinator work).
-    pub jitter_ns: u64,
-    /// R: heartbeats per lease window (`--misses`); R - 1 missed heartbeats are tolerated.
-    pub misses: u32,
-    /// rho: the clock rate error bound in parts per million (0 when not given).
-    pub drift_ppm: u32,
-    /// G: the time a holder needs to stop producing effects (0 when not given).
-    pub stop_margin_ns: u64,
-}
-
-/// The advisor's findings for one [`AdviseInput`]; see [`advise`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct Advice {
-    input: AdviseInput,
-    /// `R*H + J`, the bound without drift (128 bits: it may not fit 64).
-    plain_bound: u128,
-    /// `ceil((1+rho)/(1-rho)*R*H) + J`, the bound with drift (as `timing::min_safe_lease`).
-    drift_bound: u128,
-    /// `L > R*H + J`.
-    plain_safe: bool,
-    /// `L > (1+rho)/(1-rho)*R*H + J`.
-    drift_safe: bool,
-    /// The verdict: `drift_safe`, and the holder has a window to act in at all.
-    safe: bool,
-    /// `L*(1-rho)/(1+rho) - G` from the send time, saturating at 0.
-    holder_window_ns: u64,
-    /// The largest heartbeat period that keeps this L safe; 0 when none does.
-    max_heartbeat_ns: u64,
-    /// The smallest lease that is safe for this H (`drift_bound + 1`), if it fits 64 bits.
-    min_lease_ns: Option<u64>,
-    /// `(H, safe)` for H = L/3 (etcd keepalive) and H = L/2 (BullMQ).
-    etcd: (u64, bool),
-    bullmq: (u64, bool),
-}
-
-/// `ceil((1+rho)/(1-rho) * R*H) + J` in 128 bits: [`timing::min_safe_lease`] without the
-/// 64-bit truncation. `drift_ppm` must be below 1_000_000.
-fn drift_bound(heartbeat_ns: u64, misses: u32, jitter_ns: u64, drift_ppm: u32) -> u128 {
-    let rho = drift_ppm as u128;
-    let rh = heartbeat_ns as u128 * misses as u128;
-    (rh * (PPM + rho)).div_ceil(PPM - rho) + jitter_ns as u128
-}
-
-/// [`timing::lease_is_safe`], but a bound beyond 64 bits is simply unsafe instead of wrapping.
-fn is_safe(lease_ns: u64, heartbeat_ns: u64, misses: u32, jitter_ns: u64, drift_ppm: u32) -> bool {
-    if drift_bound(heartbeat_ns, misses, jitter_ns, drift_ppm) > u64::MAX as u128 {
-        return false;
-    }
-    timing::lease_is_safe(lease_ns, heartbeat_ns, misses, jitter_ns, drift_ppm)
-}
-
-/// Checks the timing of a lease protocol. `Err` (one line) only for impossible input: a zero
-/// lease or heartbeat period, `misses == 0` (R counts heartbeats per window, at least 1), or a
-/// drift bound of 1_000_000 ppm (100%) or more.
-pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
-    let i = *input;
-    if i.lease_ns == 0 {
-        return Err("the lease L must be longer than 0".into());
-    }
-    if i.heartbeat_ns == 0 {
-        return Err("the heartbeat period H must be longer than 0".into());
-    }
-    if i.misses == 0 {
-        return Err(
-            "R (--misses, heartbeats per lease window; R - 1 misses are tolerated) must be at least 1"
-                .into(),
-        );
-    }
-    if i.drift_ppm as u128 >= PPM {
-        return Err(format!(
-            "the drift bound rho must be below 1000000 ppm (100%), got {} ppm",
-            i.drift_ppm
-        ));
-    }
-    let plain_bound = i.heartbeat_ns as u128 * i.misses as u128 + i.jitter_ns as u128;
-    let drift_bound = drift_bound(i.heartbeat_ns, i.misses, i.jitter_ns, i.drift_ppm);
-    if let Ok(b) = u64::try_from(drift_bound) {
-        debug_assert_eq!(
-            b,
-            timing::min_safe_lease(i.heartbeat_ns, i.misses, i.jitter_ns, i.drift_ppm)
-        );
-    }
-    let drift_safe = is_safe(
-        i.lease_ns,
-        i.heartbeat_ns,
-        i.misses,
-        i.jitter_ns,
-        i.drift_ppm,
+/// The small scenario of one cell: two workers, one job whose only step is a tool call that
+/// outlasts the run, so the holder just heartbeats; every message flies for 0.1 ms plus up to
+/// J/2 (a round trip, the renewal latency, up to J); the workers' clocks drift within rho; the
+/// second worker starts once the first holds the job and polls for work all the time.
+fn cell_setup(i: &AdviseInput, lease_ns: u64, heartbeat_ns: u64, seed: u64) -> Setup {
+    let mut s = Story::new(
+        "advisor-plot-cell",
+        seed,
+        Variant::Reference,
+        &[1, 2],
+        vec![Step::Tool],
+        1,
     );
-    let plain_safe = is_safe(i.lease_ns, i.heartbeat_ns, i.misses, i.jitter_ns, 0);
-    let holder_window_ns = timing::holder_deadline(0, i.lease_ns, i.drift_ppm, i.stop_margin_ns);
-    // A stop margin that eats the whole drift-corrected lease leaves the holder no moment in
-    // which it may act: every lease is in jeopardy from its first instant.
-    let safe = drift_safe && holder_window_ns > 0;
-    let max_heartbeat_ns =
-        timing::max_safe_heartbeat(i.lease_ns, i.misses, i.jitter_ns, i.drift_ppm);
-    let min_lease_ns = u64::try_from(drift_bound + 1).ok();
-    let practice = |h: u64| {
-        (
-            h,
-            h > 0 && is_safe(i.lease_ns, h, i.misses, i.jitter_ns, i.drift_ppm),
-        )
-    };
-    Ok(Advice {
-        input: i,
-        plain_bound,
-        drift_bound,
-        plain_safe,
-        drift_safe,
-        safe,
-        holder_window_ns,
-        max_heartbeat_ns,
-        min_lease_ns,
-        etcd: practice(i.lease_ns / 3),
-        bullmq: practice(i.lease_ns / 2),
-    })
-}
-
-/// Seconds with millisecond precision, rounded to the nearest.
-fn secs(ns: u64) -> String {
-    seconds(ns as u128, Round::Nearest)
-}
-
-/// Seconds as a JSON number (exact nanoseconds are given next to it).
-fn secs_f64(ns: u128) -> f64 {
-    ns as f64 / NS_PER_S as f64
-}
-
-fn verdict_word(safe: bool) -> &'static str {
-    if safe {
-        "SAFE"
-    } else {
-        "UNSAFE"
-    }
-}
-
-/// `35.000s <= 50.000s`, falling back to nanoseconds when milliseconds would hide the difference.
-fn comparison(lease_ns: u64, bound: u128, safe: bool) -> String {
-    let op = if safe { ">" } else { "<=" };
-    let (l, b) = (secs(lease_ns), seconds(bound, Round::Nearest));
-    if l == b && lease_ns as u128 != bound {
-        format!("{lease_ns}ns {op} {bound}ns")
-    } else {
-        format!("{l} {op} {b}")
-    }
-}
-
-impl Advice {
-    /// Whether the lease satisfies the liveness condition `L > (1+rho)/(1-rho)*R*H + J` (which
-    /// is `L > R*H + J` without drift) and leaves the holder a window to act in
-    /// (`L*(1-rho)/(1+rho) > G`).
-    pub fn safe(&self) -> bool {
-        self.safe
-    }
-
-    /// The input this advice is about.
-    pub fn input(&self) -> &AdviseInput {
-        &self.input
-    }
-
-    /// The holder's window from the send time s of its last acknowledged renewal:
-    /// `L*(1-rho)/(1+rho) - G` ([`timing::holder_deadline`] with s = 0); 0 when G eats it all.
-    pub fn holder_window_ns(&self) -> u64 {
-        self.holder_window_ns
-    }
-
-    /// The largest heartbeat period for which this L, J, R, rho is safe
-    /// ([`timing::max_safe_heartbeat`]); 0 when no period is (L <= J, roughly).
-    pub fn max_safe_heartbeat_ns(&self) -> u64 {
-        self.max_heartbeat_ns
-    }
-
-    /// The smallest safe lease for this H, J, R, rho (one nanosecond above
-    /// [`timing::min_safe_lease`]); `None` when it exceeds `u64::MAX` nanoseconds.
-    pub fn min_safe_lease_ns(&self) -> Option<u64> {
-        self.min_lease_ns
-    }
-
-    /// `(1+rho)/(1-rho)`, for display.
-    fn factor(&self) -> f64 {
-        let rho = self.input.drift_ppm as f64 / PPM as f64;
-        (1.0 + rho) / (1.0 - rho)
-    }
-
-    /// The human text: the verdict on the first line, then the formulas with the numbers
-    /// substituted, the holder's deadline, the largest safe heartbeat, the smallest safe lease
-    /// and a practical note. Lines end with `\n` (the last one too).
-    pub fn render(&self) -> String {
-        let i = &self.input;
-        let (l, h, j, g) = (
-            secs(i.lease_ns),
-            secs(i.heartbeat_ns),
-            secs(i.jitter_ns),
-            secs(i.stop_margin_ns),
-        );
-        let r = i.misses;
-        let rho = i.drift_ppm;
-        let mut lines = Vec::new();
-        lines.push(format!(
-            "{}: lease L = {l}, heartbeat H = {h}, jitter reserve J = {j}, R = {r} heartbeat(s) per lease window ({} miss(es) tolerated), drift rho = {rho} ppm, stop margin G = {g}",
-            verdict_word(self.safe),
-            r - 1,
-        ));
-        lines.push(format!(
-            "  liveness:   L = {l}  vs  R*H + J = {r}*{h} + {j} = {}  ->  {}: {}",
-            seconds(self.plain_bound, Round::Nearest),
-            comparison(i.lease_ns, self.plain_bound, self.plain_safe),
-            verdict_word(self.plain_safe),
-        ));
-        lines.push(format!(
-            "  with drift: L = {l}  vs  (1+rho)/(1-rho)*R*H + J = {:.6}*{r}*{h} + {j} = {}  ->  {}: {}",
-            self.factor(),
-            seconds(self.drift_bound, Round::Nearest),
-            comparison(i.lease_ns, self.drift_bound, self.drift_safe),
-            verdict_word(self.drift_safe),
-        ));
-        if !self.drift_safe {
-            lines.push(
-                "  a healthy holder can lose its lease between two renewals: lengthen L or shorten H (below)"
-                    .into(),
-            );
-        }
-        let window = self.holder_window_ns;
-        lines.push(format!(
-            "holder deadline, from the send time s of the last acknowledged renewal: s + L*(1-rho)/(1+rho) - G = s + {l}*{:.6} - {g} = s + {}, {} earlier than L",
-            1.0 / self.factor(),
-            seconds(window as u128, Round::Down),
-            seconds((i.lease_ns - window) as u128, Round::Up),
-        ));
-        if window == 0 {
-            lines.push(format!(
-                "  UNSAFE: the stop margin G = {g} uses up the whole drift-corrected lease: the holder may never act (shorten G or lengthen L)"
-            ));
+    let latency_min_ns = MILLI_NS / 10;
+    let latency_max_ns = latency_min_ns.saturating_add(i.jitter_ns / 2);
+    let span = lease_ns.max(heartbeat_ns);
+    // A few leases (or heartbeat periods, when those are longer).
+    let horizon_ns = span
+        .saturating_mul(6)
+        .saturating_add(latency_max_ns.saturating_mul(4))
+        .min(u64::MAX / 8);
+    let far = horizon_ns.saturating_mul(2);
+    // Poll often enough to catch a short expiry, but not so often that a claim's grant comes
+    // back after the worker stopped tracking its request (it remembers the last 8 in flight).
+    let poll_ns = (span / 50).max(latency_max_ns / 3).max(1_000);
+    let rho = i.drift_ppm.min(999_999) as i64;
+    s.tool_step(0, far, far);
+    for (k, w) in s.setup.workers.iter_mut().enumerate() {
+        let c = &mut w.config;
+        c.heartbeat_ns = heartbeat_ns;
+        c.drift_ppm_max = i.drift_ppm;
+        c.stop_margin_ns = i.stop_margin_ns;
+        c.tool_timeout_ns = far;
+        c.stage_deadline_ns = far;
+        c.claim_poll_ns = poll_ns;
+        c.commit_retry_ns = poll_ns;
+        // The second worker arrives once the first one holds the job.
+        c.start_delay_ns = if k == 0 {
+            0
         } else {
-            lines.push(
-                "  after it the holder is in jeopardy (P13): no effect, no commitment, no claim of success; measuring from the reply's arrival would overshoot by the flight time"
-                    .into(),
-            );
-        }
-        if self.max_heartbeat_ns == 0 {
-            lines.push(format!(
-                "largest safe heartbeat period for L = {l}, J = {j}, R = {r}, rho = {rho} ppm: none (L must exceed J, with room for R heartbeats)"
-            ));
-        } else {
-            lines.push(format!(
-                "largest safe heartbeat period for L = {l}, J = {j}, R = {r}, rho = {rho} ppm: H = {} (rounded down)",
-                seconds(self.max_heartbeat_ns as u128, Round::Down),
-            ));
-        }
-        match self.min_lease_ns {
-            Some(min) => lines.push(format!(
-                "smallest safe lease for H = {h}: L = {} (rounded up; L must exceed {})",
-                seconds(min as u128, Round::Up),
-                seconds(self.drift_bound, Round::Nearest),
-            )),
-            None => lines.push(format!(
-                "smallest safe lease for H = {h}: none fits in 64 bits of nanoseconds (L must exceed {})",
-                seconds(self.drift_bound, Round::Nearest),
-            )),
-        }
-        let practice = |(hp, ok): (u64, bool), source: &str| {
-            format!(
-                "{} ({source}; {} here)",
-                seconds(hp as u128, Round::Down),
-                verdict_word(ok)
-            )
+            latency_max_ns.saturating_mul(2).saturating_add(MILLI_NS)
         };
-        lines.push(format!(
-            "note: renew early and often, never \"one second before expiry\"; common practice is H = L/3 = {} or H = L/2 = {}",
-            practice(self.etcd, "etcd keepalive"),
-            practice(self.bullmq, "BullMQ"),
-        ));
-        let mut text = lines.join("\n");
-        text.push('\n');
-        text
     }
+    for k in 0..s.setup.workers.len() {
+        let drift = s.r.range_i64(-rho, rho) as i32;
+        s.setup.workers[k].clock.drift_ppm = drift;
+    }
+    let class = &mut s.setup.classes[0];
+    class.lease_ns = lease_ns;
+    class.max_attempts = 1_000;
+    class.renewal_cap_ns = far;
+    s.setup.net.latency_min_ns = latency_min_ns;
+    s.setup.net.latency_max_ns = latency_max_ns;
+    s.setup.limits = Limits {
+        // Ordinary cells take a few thousand events; the budget bounds degenerate ones.
+        event_budget: 50_000,
+        horizon_ns,
+        queue_max: 10_000,
+    };
+    s.setup.liveness_bound_ns = None;
+    s.setup.timing = TimingPolicy {
+        heartbeats_per_window: i.misses,
+        jitter_ns: i.jitter_ns,
+    };
+    s.finish()
+}
 
-    /// The same facts for tools: the verdict, the input, both bounds, the holder's window, the
-    /// largest safe heartbeat and the smallest safe lease, in exact nanoseconds and in seconds.
-    /// A bound that does not fit 64 bits is `null` in `*_ns`.
-    pub fn to_json(&self) -> Value {
-        let i = &self.input;
-        let ns128 = |v: u128| u64::try_from(v).ok();
-        json!({
-            "verdict": verdict_word(self.safe),
-            "safe": self.safe,
-            "input": {
-                "lease_ns": i.lease_ns,
-                "lease_s": secs_f64(i.lease_ns as u128),
-                "heartbeat_ns": i.heartbeat_ns,
-                "heartbeat_s": secs_f64(i.heartbeat_ns as u128),
-                "jitter_ns": i.jitter_ns,
-                "jitter_s": secs_f64(i.jitter_ns as u128),
-                "misses": i.misses,
-                "drift_ppm": i.drift_ppm,
-                "stop_margin_ns": i.stop_margin_ns,
-                "stop_margin_s": secs_f64(i.stop_margin_ns as u128),
-            },
-            "liveness": {
-                "formula": "L > R*H + J",
-                "bound_ns": ns128(self.plain_bound),
-                "bound_s": secs_f64(self.plain_bound),
-                "safe": self.plain_safe,
-            },
-            "liveness_with_drift": {
-                "formula": "L > (1+rho)/(1-rho)*R*H + J",
-                "factor": self.factor(),
-                "bound_ns": ns128(self.drift_bound),
-                "bound_s": secs_f64(self.drift_bound),
-                "safe": self.drift_safe,
-            },
-            "holder_deadline": {
-                "formula": "s + L*(1-rho)/(1+rho) - G",
-                "window_ns": self.holder_window_ns,
-                "window_s": secs_f64(self.holder_window_ns as u128),
-                "earlier_than_lease_ns": i.lease_ns - self.holder_window_ns,
-                "earlier_than_lease_s": secs_f64((i.lease_ns - self.holder_window_ns) as u128),
-                "holder_may_act": self.holder_window_ns > 0,
-            },
-            "max_safe_heartbeat_ns": (self.max_heartbeat_ns > 0).then_some(self.max_heartbeat_ns),
-            "max_safe_heartbeat_s": (self.max_heartbeat_ns > 0).then(|| secs_f64(self.max_heartbeat_ns as u128)),
-            "min_safe_lease_ns": self.min_lease_ns,
-            "min_safe_lease_s": self.min_lease_ns.map(|v| secs_f64(v as u128)),
-            "practice": [
-                {"rule": "H = L/3", "source": "etcd keepalive", "heartbeat_ns": self.etcd.0, "safe": self.etcd.1},
-                {"rule": "H = L/2", "source": "BullMQ", "heartbeat_ns": self.bullmq.0, "safe": self.bullmq.1},
-            ],
-            "note": "renew early and often, never one second before expiry",
-        })
+/// Runs one cell for `seeds` seeds: (needless takeovers, jeopardy) counts.
+fn run_cell(i: &AdviseInput, lease_ns: u64, heartbeat_ns: u64, seeds: u32) -> (u32, u32) {
+    let (mut takeovers, mut jeopardy) = (0, 0);
+    for seed in 0..seeds as u64 {
+        let setup = cell_setup(i, lease_ns, heartbeat_ns, seed);
+        let r = run_setup(&setup, seed);
+        let needless = r
+            .findings
+            .iter()
+            .any(|f| f.invariant == Invariant::Liveness && f.message.contains(": healthy holder"));
+        takeovers += needless as u32;
+        jeopardy += r.hazards.reached(Hazard::JeopardyEntered) as u32;
     }
+    (takeovers, jeopardy)
+}
+
+/// Runs short simulations on a `grid` x `grid` grid of cells tiling the plot's axes (see
+/// [`svg`]) around the chosen point: for each (L, H) cell, `seeds` runs (seeds `0..seeds`) of a
+/// small fault-free but jittery scenario with that lease and heartbeat period, bypassing the P6
+/// check, and measures the fraction of runs with a needless takeover (I7 "healthy holder") and
+/// with jeopardy. Cells come in ascending L, then ascending H. Deterministic: the same input
+/// gives the same cells. Empty when the input is invalid for the advisor, when `grid` or `seeds`
+/// is 0, or when an axis, J or G is longer than [`SIMULATED_DURATION_MAX_NS`]; `grid` is capped
+/// at [`GRID_MAX`].
+pub fn simulate(input: &PlotInput, grid: usize, seeds: u32) -> Vec<SimulatedCell> {
+    let i = input.advise;
+    if advise(&i).is_err() || grid == 0 || seeds == 0 {
+        return Vec::new();
+    }
+    let axes = Axes::new(&i);
+    let longest = [axes.h_max, axes.l_max, i.jitter_ns, i.stop_margin_ns];
+    if longest.iter().any(|&d| d > SIMULATED_DURATION_MAX_NS) {
+        return Vec::new();
+    }
+    let cells = axes.grid(grid.min(GRID_MAX));
+    let counts: Vec<(u32, u32)> = cells
+        .iter()
+        .map(|&(l, h)| run_cell(&i, l, h, seeds))
+        .collect();
+    cells
+        .iter()
+        .zip(counts)
+        .map(|(&(lease_ns, heartbeat_ns), (t, j))| SimulatedCell {
+            lease_ns,
+            heartbeat_ns,
+            runs: seeds,
+            needless_takeover_rate: t as f64 / seeds as f64,
+            jeopardy_rate: j as f64 / seeds as f64,
+        })
+        .collect()
 }

@@ -14,7 +14,6 @@
 pub mod advise;
 pub mod matrix;
 pub mod plan;
-pub mod plot;
 pub mod pool;
 pub mod replay;
 pub mod run;

@@ -3,7 +3,7 @@
 //! formula where it should (no needless takeover well inside the safe region, many where H >= L).
 
 use leasesim::advise::AdviseInput;
-use leasesim::plot::{simulate, svg, PlotInput, SimulatedCell};
+use leasesim::advise::{simulate, svg, PlotInput, SimulatedCell};
 
 const S: u64 = 1_000_000_000;
 

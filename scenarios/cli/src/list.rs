@@ -4,7 +4,6 @@ use super::{args, io, Format, UsageError};
 use leasesim::advise;
 use leasesim::hazard::Hazard;
 use leasesim::plan::FAULT_KINDS;
-use leasesim::plot;
 use leasesim::scenarios;
 use leasesim_protocol::{Invariant, Variant};
 use serde_json::json;
@@ -85,9 +84,9 @@ pub(super) fn advise_cmd(
         args::writable("--plot", path)?;
     }
     if let Some(path) = plot_path {
-        let p = plot::PlotInput { advise: *input };
-        let cells = simulate.then(|| plot::simulate(&p, 6, 20));
-        std::fs::write(&path, plot::svg(&p, cells.as_deref()))
+        let p = advise::PlotInput { advise: *input };
+        let cells = simulate.then(|| advise::simulate(&p, 6, 20));
+        std::fs::write(&path, advise::svg(&p, cells.as_deref()))
             .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
     }
     if format == Format::Json {

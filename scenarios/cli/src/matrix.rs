@@ -34,7 +34,7 @@ pub(super) fn matrix_cmd(
     std::fs::write(&path, &md)
         .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
     let html_path = dir.join("matrix.html");
-    std::fs::write(&html_path, examples::matrix_html(&m))
+    std::fs::write(&html_path, matrix::html(&m))
         .map_err(|e| UsageError(format!("cannot write {}: {e}", html_path.display())))?;
     examples::write_counterexamples(&m, dir).map_err(UsageError)?;
     if format == Format::Json {

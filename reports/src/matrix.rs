@@ -1,0 +1,200 @@
+//! The variant matrix as plain data, filled by the library (`leasesim::matrix::run`), and its
+//! two renderings: the Markdown table committed as `reports/matrix.md` and the HTML page that
+//! links each caught variant to its counterexample's timeline.
+
+use crate::escape;
+use serde::Serialize;
+
+/// One (variant, scenario) pair.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    /// Scenario name.
+    pub scenario: &'static str,
+    /// Seeds run (a variant stops at its first failing seed).
+    pub seeds_run: u64,
+    /// The first failing seed, if any.
+    pub first_failing_seed: Option<u64>,
+    /// Seeds that broke an invariant among those run (the reference runs them all).
+    pub failing: u64,
+    /// Runs that hit a limit without a finding (runaways).
+    pub unfinished: u64,
+    /// Invariants the first failure broke (or `unfinished` for a runaway run).
+    pub invariants: Vec<String>,
+    /// Whether validation refused the configuration before it was run with the bypass.
+    pub refused_by_validation: bool,
+}
+
+/// One variant's row.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Variant name.
+    pub variant: &'static str,
+    /// SPEC id.
+    pub spec: &'static str,
+    /// The bug.
+    pub summary: &'static str,
+    /// Whether some scenario caught it (for the reference: whether it failed anywhere).
+    pub caught: bool,
+    /// Invariants that caught it, over all scenarios.
+    pub invariants: Vec<String>,
+    /// Scenarios that caught it.
+    pub caught_by: Vec<&'static str>,
+    /// The scenario that needed the fewest seeds.
+    pub best_scenario: Option<&'static str>,
+    /// Its first failing seed.
+    pub first_failing_seed: Option<u64>,
+    /// Seeds run until detection in that scenario: the first failing seed + 1 (seeds start at 0).
+    pub seeds_to_detection: Option<u64>,
+    /// The command that reproduces it.
+    pub reproduce: Option<String>,
+    /// Every cell of the row.
+    pub cells: Vec<Cell>,
+}
+
+/// The whole matrix.
+#[derive(Clone, Debug, Serialize)]
+pub struct Matrix {
+    /// Seeds per scenario budget.
+    pub seeds: u64,
+    /// One row per variant, the reference first.
+    pub rows: Vec<Row>,
+    /// Whether the reference held everywhere.
+    pub reference_clean: bool,
+    /// Whether every known-bad variant was caught.
+    pub all_caught: bool,
+    /// Median seeds to detection over the caught variants.
+    pub median_seeds_to_detection: Option<u64>,
+}
+
+/// The matrix as Markdown: a summary table, then the full variant-by-scenario grid.
+pub fn markdown(m: &Matrix) -> String {
+    let mut s = String::new();
+    s.push_str("# leasesim variant matrix\n\n");
+    s.push_str(&format!(
+        "Every known-bad variant of the SPEC (V1-V14) against every scenario, at most {} seeds per scenario; a variant stops at its first failing seed. Regenerate with `cargo run --release -- matrix --seeds {}`.\n\n",
+        m.seeds, m.seeds
+    ));
+    s.push_str("The same table as HTML, each caught variant linked to the timeline of its shrunk counterexample: [`matrix.html`](matrix.html).\n\n");
+    s.push_str(&format!(
+        "Reference: {}. Variants caught: {} of {}. Median seeds to detection: {}.\n\n",
+        if m.reference_clean {
+            "clean (every invariant held on every seed of every scenario)".to_string()
+        } else {
+            "FAILED".to_string()
+        },
+        m.rows.iter().skip(1).filter(|r| r.caught).count(),
+        m.rows.len() - 1,
+        m.median_seeds_to_detection
+            .map_or("-".to_string(), |n| n.to_string())
+    ));
+    s.push_str("| variant | SPEC | caught | by invariants | first caught in | seeds to detection | reproduce |\n");
+    s.push_str("|---|---|---|---|---|---|---|\n");
+    for r in &m.rows {
+        let caught = if r.variant == "reference" {
+            if r.caught {
+                "FAILED"
+            } else {
+                "clean"
+            }
+        } else if r.caught {
+            "yes"
+        } else {
+            "NO"
+        };
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+            r.variant,
+            r.spec,
+            caught,
+            if r.invariants.is_empty() {
+                "-".to_string()
+            } else {
+                r.invariants.join(", ")
+            },
+            r.best_scenario.map_or("-".to_string(), |sc| format!(
+                "`{sc}` seed {}",
+                r.first_failing_seed.unwrap_or(0)
+            )),
+            r.seeds_to_detection
+                .map_or("-".to_string(), |n| n.to_string()),
+            r.reproduce
+                .as_ref()
+                .map_or("-".to_string(), |c| format!("`{c}`")),
+        ));
+    }
+    s.push_str("\n## By scenario\n\nEach cell: the seeds run until the first failure (`held` when none failed in the budget).\n\n");
+    // Every row has a cell per scenario, in the same order.
+    let scenarios: Vec<&str> = m
+        .rows
+        .first()
+        .map(|r| r.cells.iter().map(|c| c.scenario).collect())
+        .unwrap_or_default();
+    s.push_str("| variant |");
+    for name in &scenarios {
+        s.push_str(&format!(" {name} |"));
+    }
+    s.push('\n');
+    s.push_str("|---|");
+    for _ in &scenarios {
+        s.push_str("---|");
+    }
+    s.push('\n');
+    for r in &m.rows {
+        s.push_str(&format!("| `{}` |", r.variant));
+        for c in &r.cells {
+            match c.first_failing_seed {
+                Some(seed) => s.push_str(&format!(" {} |", seed + 1)),
+                None => s.push_str(" held |"),
+            }
+        }
+        s.push('\n');
+    }
+    s.push_str("\nHow to read it: a number is the seeds it took to catch the variant in that scenario (seed numbers start at 0, so 1 means seed 0 failed). `held` means every seed in the budget held: the scenario does not exercise that bug, which is expected for most pairs. A variant is caught when any scenario catches it; the reference row must read `held` everywhere. `unsafe-timing` (V12) is first refused by configuration validation; the matrix runs it with the validation bypassed to show the simulation catches it too.\n");
+    s
+}
+
+/// The matrix as HTML, each caught variant linking to `counterexamples/<variant>.html`.
+pub fn html(m: &Matrix) -> String {
+    let esc = escape::html_text;
+    let mut s = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>leasesim variant matrix</title>\n<style>body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}.no{background:#fdd}.yes{background:#dfd}.clean{background:#def}code{font-size:12px}</style></head><body>\n<h1>leasesim variant matrix</h1>\n",
+    );
+    s.push_str(&format!(
+        "<p>Every known-bad variant (V1-V14) against every scenario, at most {} seeds per scenario. Reference: <b>{}</b>. Caught: <b>{} of {}</b>. Median seeds to detection: <b>{}</b>.</p>\n",
+        m.seeds,
+        if m.reference_clean { "clean" } else { "FAILED" },
+        m.rows.iter().skip(1).filter(|r| r.caught).count(),
+        m.rows.len() - 1,
+        m.median_seeds_to_detection.map_or("-".to_string(), |n| n.to_string())
+    ));
+    s.push_str("<table class=\"matrix\"><tr><th>variant</th><th>SPEC</th><th>caught</th><th>by invariants</th><th>first caught in</th><th>seeds to detection</th><th>shrunk counterexample</th><th>reproduce</th></tr>\n");
+    for r in &m.rows {
+        let (class, word) = if r.variant == "reference" {
+            ("clean", if r.caught { "FAILED" } else { "clean" })
+        } else if r.caught {
+            ("yes", "yes")
+        } else {
+            ("no", "NO")
+        };
+        let link = if r.caught && r.variant != "reference" {
+            format!(
+                "<a class=\"counterexample\" href=\"counterexamples/{0}.html\">timeline</a>",
+                r.variant
+            )
+        } else {
+            "-".into()
+        };
+        s.push_str(&format!(
+            "<tr class=\"{class}\"><td><code>{}</code><br><small>{}</small></td><td>{}</td><td>{word}</td><td>{}</td><td>{}</td><td>{}</td><td>{link}</td><td><code>{}</code></td></tr>\n",
+            esc(r.variant),
+            esc(r.summary),
+            esc(r.spec),
+            esc(&r.invariants.join(", ")),
+            r.best_scenario.map_or("-".to_string(), |sc| format!("{} seed {}", esc(sc), r.first_failing_seed.unwrap_or(0))),
+            r.seeds_to_detection.map_or("-".to_string(), |n| n.to_string()),
+            esc(r.reproduce.as_deref().unwrap_or("-")),
+        ));
+    }
+    s.push_str("</table>\n</body></html>\n");
+    s
+}
