@@ -1,8 +1,10 @@
-//! Reports: turns a run (trace, verdict, findings) into something a reviewer reads.
+//! Reports: turns a run (trace, verdict, findings) into something a reviewer reads: the
+//! plain-text timeline (this file: one line per event with true time, the node, its local clock
+//! reading and what happened), the HTML timeline ([`html`]), Markdown with a Mermaid sequence
+//! diagram ([`mermaid`]), the timing advisor's text and SVG ([`advisor`]) and the variant matrix
+//! ([`matrix`]). The lease history they draw comes from the checkers crate, built once.
 //!
-//! Today: the plain-text timeline, one line per event with true time, the node, its local clock
-//! reading and what happened. Architecture invariant: reports only read data; they never run
-//! or judge anything.
+//! Architecture invariant: reports only read data; they never run or judge anything.
 
 use leasesim_protocol::{
     EffectOutcome, Event, Finding, GrantReason, IdemKey, Msg, OperatorAction, Outcome, ToolAnswer,

@@ -3,7 +3,7 @@
 //! This crate is the library users depend on: a run's whole input as data ([`setup::Setup`]),
 //! the fault catalogue and the director that carries a plan out ([`plan`]), the adapter from
 //! protocol machines to simulator nodes ([`world`]), one run judged by the checkers ([`run`]),
-//! many runs on every core ([`sweep`]), replay files ([`replay`]), shrinking ([`shrink`]), the
+//! many runs on every core ([`sweep()`]), replay files ([`replay`]), shrinking ([`shrink`]), the
 //! variant matrix ([`matrix`]) and the catalogue of named scenarios ([`scenarios`]).
 //!
 //! Architecture invariant: no command-line, terminal, async-runtime or logging-subscriber
@@ -25,3 +25,13 @@ pub mod world;
 
 pub use leasesim_checkers as checkers;
 pub use leasesim_checkers::hazard;
+
+// The surface most users need, at the top.
+pub use leasesim_checkers::{Hazard, Hazards};
+pub use leasesim_protocol::{Finding, Invariant, Variant};
+pub use plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
+pub use replay::Replay;
+pub use run::{reproduce_command, run_setup, RunResult, Verdict};
+pub use scenarios::ScenarioDef;
+pub use setup::Setup;
+pub use sweep::{sweep, Failure, Observer, Quiet, SeedRange, SweepConfig, SweepReport};
