@@ -27,12 +27,12 @@ pub struct Cell {
 /// One variant's row.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    /// Variant name.
-    pub variant: &'static str,
-    /// SPEC id.
-    pub spec: &'static str,
-    /// The bug.
-    pub summary: &'static str,
+    /// Variant name (or the name of a user's machines).
+    pub variant: String,
+    /// SPEC id (`-` for a user's machines).
+    pub spec: String,
+    /// The bug (for a user's machines, their parts).
+    pub summary: String,
     /// Whether some scenario caught it (for the reference: whether it failed anywhere).
     pub caught: bool,
     /// Invariants that caught it, over all scenarios.
@@ -186,9 +186,9 @@ pub fn html(m: &Matrix) -> String {
         };
         s.push_str(&format!(
             "<tr class=\"{class}\"><td><code>{}</code><br><small>{}</small></td><td>{}</td><td>{word}</td><td>{}</td><td>{}</td><td>{}</td><td>{link}</td><td><code>{}</code></td></tr>\n",
-            esc(r.variant),
-            esc(r.summary),
-            esc(r.spec),
+            esc(&r.variant),
+            esc(&r.summary),
+            esc(&r.spec),
             esc(&r.invariants.join(", ")),
             r.best_scenario.map_or("-".to_string(), |sc| format!("{} seed {}", esc(sc), r.first_failing_seed.unwrap_or(0))),
             r.seeds_to_detection.map_or("-".to_string(), |n| n.to_string()),

@@ -12,6 +12,7 @@
 //! through small traits; scenarios are data built from a seed.
 
 pub mod advise;
+pub mod machines;
 pub mod matrix;
 pub mod plan;
 pub mod pool;
@@ -29,9 +30,10 @@ pub use leasesim_checkers::hazard;
 // The surface most users need, at the top.
 pub use leasesim_checkers::{Hazard, Hazards};
 pub use leasesim_protocol::{Finding, Invariant, Variant};
+pub use machines::Machines;
 pub use plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 pub use replay::Replay;
-pub use run::{reproduce_command, run_setup, RunResult, Verdict};
+pub use run::{reproduce_command, run, run_setup, RunResult, Verdict};
 pub use scenarios::ScenarioDef;
 pub use setup::Setup;
 pub use sweep::{sweep, Failure, Observer, Quiet, SeedRange, SweepConfig, SweepReport};

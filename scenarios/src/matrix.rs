@@ -5,8 +5,9 @@
 
 pub use leasesim_reports::matrix::{html, markdown, Cell, Matrix, Row};
 
+use crate::machines::Machines;
 use crate::pool;
-use crate::run::Verdict;
+use crate::run::{reproduce_command_for, Verdict};
 use crate::scenarios::{self, ScenarioDef};
 use crate::sweep::{self, SeedRange, SweepConfig};
 use leasesim_protocol::{Invariant, Variant};
@@ -16,26 +17,21 @@ use std::sync::atomic::AtomicBool;
 /// Seeds per scenario the matrix runs by default.
 pub const DEFAULT_SEEDS: u64 = 200;
 
-/// The command that reproduces a variant's failure (V12's includes the validation bypass).
-pub fn reproduce(scenario: &str, seed: u64, v: Variant) -> String {
-    crate::run::reproduce_command(scenario, seed, v)
-}
-
-/// One (variant, scenario) pair: the library's sweep on one thread, in seed order, stopping at
-/// the first seed that violates an invariant (the reference runs every seed).
-fn cell(def: &'static ScenarioDef, v: Variant, seeds: u64) -> Cell {
+/// One (machines, scenario) pair: the library's sweep on one thread, in seed order, stopping at
+/// the first seed that violates an invariant (machines expected to hold run every seed).
+fn cell(def: &'static ScenarioDef, machines: &Machines, seeds: u64) -> Cell {
     let config = SweepConfig {
         threads: 1,
         // The matrix runs V12 past validation on purpose and says that validation refuses it.
         allow_unsafe_timing: true,
-        stop_at_first_violation: v != Variant::Reference,
+        stop_at_first_violation: machines.is_known_bad(),
         ..SweepConfig::new(
             vec![def],
             SeedRange {
                 start: 0,
                 end: seeds,
             },
-            v,
+            machines.clone(),
         )
     };
     let report = sweep::sweep(&config, &AtomicBool::new(false), &sweep::Quiet);
@@ -57,22 +53,30 @@ fn cell(def: &'static ScenarioDef, v: Variant, seeds: u64) -> Cell {
         failing: o.failing - o.unfinished,
         unfinished: o.unfinished,
         invariants: labels.into_iter().collect(),
-        refused_by_validation: (def.build)(0, v).validate_timing().is_err(),
+        refused_by_validation: (def.build)(0, machines.setup_variant())
+            .validate_timing()
+            .is_err(),
     }
 }
 
-/// Runs the matrix on `threads` threads with `seeds` seeds per scenario at most.
+/// The matrix of leasesim's own machines (the reference and every known-bad variant) on
+/// `threads` threads with `seeds` seeds per scenario at most.
 pub fn run(seeds: u64, threads: usize) -> Matrix {
-    let pairs: Vec<(usize, usize)> = (0..Variant::ALL.len())
-        .flat_map(|v| (0..scenarios::ALL.len()).map(move |s| (v, s)))
-        .collect();
+    compare(&Machines::stock(), seeds, threads)
+}
+
+/// Every set of machines of `catalogue` against every scenario, on `threads` threads with at
+/// most `seeds` seeds per scenario: machines expected to hold must hold everywhere; known-bad
+/// ones must be caught somewhere, by a named invariant.
+pub fn compare(catalogue: &[Machines], seeds: u64, threads: usize) -> Matrix {
+    let n = scenarios::ALL.len();
     let never = AtomicBool::new(false);
-    let work = pool::Chunks::new(pairs.len() as u64, 1, &never);
+    let work = pool::Chunks::new((catalogue.len() * n) as u64, 1, &never);
     let mut done: Vec<(u64, Cell)> = pool::run(threads, |_| {
         let mut mine = Vec::new();
         while let Some((i, _)) = work.take() {
-            let (v, sc) = pairs[i as usize];
-            mine.push((i, cell(&scenarios::ALL[sc], Variant::ALL[v], seeds)));
+            let (m, sc) = (i as usize / n, i as usize % n);
+            mine.push((i, cell(&scenarios::ALL[sc], &catalogue[m], seeds)));
         }
         mine
     })
@@ -80,50 +84,23 @@ pub fn run(seeds: u64, threads: usize) -> Matrix {
     .flatten()
     .collect();
     done.sort_by_key(|(i, _)| *i);
-    assert_eq!(done.len(), pairs.len(), "every pair ran");
-    let cells: Vec<Cell> = done.into_iter().map(|(_, c)| c).collect();
-    let rows: Vec<Row> = Variant::ALL
+    assert_eq!(done.len(), catalogue.len() * n, "every pair ran");
+    let mut cells = done.into_iter().map(|(_, c)| c);
+    let rows: Vec<Row> = catalogue
         .iter()
-        .enumerate()
-        .map(|(v, variant)| {
-            let row_cells: Vec<Cell> =
-                cells[v * scenarios::ALL.len()..(v + 1) * scenarios::ALL.len()].to_vec();
-            let caught_cells: Vec<&Cell> = row_cells
-                .iter()
-                .filter(|c| c.first_failing_seed.is_some())
-                .collect();
-            let best = caught_cells
-                .iter()
-                .min_by_key(|c| (c.first_failing_seed, c.scenario))
-                .copied();
-            let invariants: BTreeSet<String> = caught_cells
-                .iter()
-                .flat_map(|c| c.invariants.iter().cloned())
-                .collect();
-            Row {
-                variant: variant.name(),
-                spec: variant.spec_id(),
-                summary: variant.summary(),
-                caught: best.is_some(),
-                invariants: invariants.into_iter().collect(),
-                caught_by: caught_cells.iter().map(|c| c.scenario).collect(),
-                best_scenario: best.map(|c| c.scenario),
-                first_failing_seed: best.and_then(|c| c.first_failing_seed),
-                seeds_to_detection: best.and_then(|c| c.first_failing_seed).map(|s| s + 1),
-                reproduce: best.and_then(|c| {
-                    c.first_failing_seed
-                        .map(|seed| reproduce(c.scenario, seed, *variant))
-                }),
-                cells: row_cells,
-            }
-        })
+        .map(|m| row(m, cells.by_ref().take(n).collect()))
         .collect();
-    let reference_clean = !rows[0].caught && rows[0].cells.iter().all(|c| c.unfinished == 0);
-    let all_caught = rows.iter().skip(1).all(|r| r.caught);
-    let mut detections: Vec<u64> = rows
+    let (good, bad): (Vec<(&Machines, &Row)>, Vec<(&Machines, &Row)>) = catalogue
         .iter()
-        .skip(1)
-        .filter_map(|r| r.seeds_to_detection)
+        .zip(&rows)
+        .partition(|(m, _)| !m.is_known_bad());
+    let reference_clean = good
+        .iter()
+        .all(|(_, r)| !r.caught && r.cells.iter().all(|c| c.unfinished == 0));
+    let all_caught = bad.iter().all(|(_, r)| r.caught);
+    let mut detections: Vec<u64> = bad
+        .iter()
+        .filter_map(|(_, r)| r.seeds_to_detection)
         .collect();
     detections.sort();
     let median_seeds_to_detection =
@@ -134,5 +111,47 @@ pub fn run(seeds: u64, threads: usize) -> Matrix {
         reference_clean,
         all_caught,
         median_seeds_to_detection,
+    }
+}
+
+/// One row: where these machines were caught, first, and how to see it.
+fn row(m: &Machines, row_cells: Vec<Cell>) -> Row {
+    let caught_cells: Vec<&Cell> = row_cells
+        .iter()
+        .filter(|c| c.first_failing_seed.is_some())
+        .collect();
+    let best = caught_cells
+        .iter()
+        .min_by_key(|c| (c.first_failing_seed, c.scenario))
+        .copied();
+    let invariants: BTreeSet<String> = caught_cells
+        .iter()
+        .flat_map(|c| c.invariants.iter().cloned())
+        .collect();
+    let stock = Variant::from_name(m.name()).filter(|_| m.is_stock());
+    Row {
+        variant: m.name().to_string(),
+        spec: stock.map_or("-", |v| v.spec_id()).to_string(),
+        summary: stock.map_or_else(
+            || {
+                let p = m.parts();
+                format!(
+                    "coordinator {}, worker {}, receiver {}",
+                    p.coordinator, p.worker, p.receiver
+                )
+            },
+            |v| v.summary().to_string(),
+        ),
+        caught: best.is_some(),
+        invariants: invariants.into_iter().collect(),
+        caught_by: caught_cells.iter().map(|c| c.scenario).collect(),
+        best_scenario: best.map(|c| c.scenario),
+        first_failing_seed: best.and_then(|c| c.first_failing_seed),
+        seeds_to_detection: best.and_then(|c| c.first_failing_seed).map(|s| s + 1),
+        reproduce: best.and_then(|c| {
+            c.first_failing_seed
+                .map(|seed| reproduce_command_for(m, c.scenario, seed))
+        }),
+        cells: row_cells,
     }
 }

@@ -1,12 +1,14 @@
 //! One run: build the world from a setup and a seed, simulate, and judge the trace.
 
 use crate::hazard::Hazards;
+use crate::machines::Machines;
 use crate::plan::PlanDirector;
-use crate::setup::{NodeInfo, Setup};
+use crate::setup::{NodeInfo, Role, Setup};
 use leasesim_checkers::{self as oracle, World};
 use leasesim_protocol::{Event, Finding, Msg};
-use leasesim_sim::{stable_hash, End, Sim, TraceEvent};
+use leasesim_sim::{stable_hash, End, Sim, TraceEvent, WORLD};
 use serde::{Deserialize, Serialize};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The judgement of one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +50,9 @@ impl Verdict {
             Verdict::Unfinished {
                 end: End::TimeReversed,
             } => "ENGINE ERROR (time ran backwards)".into(),
+            Verdict::Unfinished {
+                end: End::ProcessFault,
+            } => "MACHINE ERROR (a machine broke a rule of its host)".into(),
             Verdict::Unfinished { end } => format!("UNFINISHED ({end:?} limit reached)"),
             Verdict::Invalid { reason } => format!("INVALID CONFIGURATION ({reason})"),
         }
@@ -75,6 +80,10 @@ pub struct RunResult {
     pub findings: Vec<Finding>,
     /// Hazards reached.
     pub hazards: Hazards,
+    /// The rule of its host a machine broke, naming the node and its implementation (the run
+    /// then ended with `End::ProcessFault`): a peer that does not exist, output without end, a
+    /// panic.
+    pub machine_fault: Option<String>,
 }
 
 impl RunResult {
@@ -95,9 +104,29 @@ impl RunResult {
     }
 }
 
-/// Runs a setup with a seed and judges it.
+/// Runs a setup with a seed on leasesim's own machines for its variant, and judges it.
 pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
-    let mut sim = Sim::new(seed, setup.build_nodes(seed), setup.net, setup.limits);
+    run(setup, seed, &Machines::variant(setup.variant))
+}
+
+/// Runs a setup with a seed on `machines` and judges it. A machine that breaks a rule of its
+/// host (a peer that does not exist, output without end) or panics ends the run with
+/// `End::ProcessFault` and [`RunResult::machine_fault`] naming it; the process goes on.
+pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
+    let built = catch_unwind(AssertUnwindSafe(|| setup.build_nodes(seed, machines)));
+    let nodes = match built {
+        Ok(nodes) => nodes,
+        Err(panic) => {
+            let mut r = judge(setup, seed, Vec::new(), End::ProcessFault, 0, 0);
+            r.machine_fault = Some(format!(
+                "a machine factory of '{}' panicked: {}",
+                machines.name(),
+                panic_text(&panic)
+            ));
+            return r;
+        }
+    };
+    let mut sim = Sim::new(seed, nodes, setup.net, setup.limits);
     let mut director = PlanDirector::new(
         setup.faults.clone(),
         setup.tool_node(),
@@ -106,9 +135,42 @@ pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
     for c in director.initial_commands(setup.heal_at_ns) {
         sim.command(c);
     }
-    let end = sim.run(&mut director);
+    let ran = catch_unwind(AssertUnwindSafe(|| sim.run(&mut director)));
+    let (end, fault) = match ran {
+        Ok(end) => (end, sim.fault().cloned()),
+        Err(panic) => (
+            End::ProcessFault,
+            Some((
+                sim.calling().unwrap_or(WORLD),
+                format!("panicked: {}", panic_text(&panic)),
+            )),
+        ),
+    };
     let (end_ns, events) = (sim.now(), sim.events());
-    judge(setup, seed, sim.into_trace(), end, end_ns, events)
+    let mut r = judge(setup, seed, sim.into_trace(), end, end_ns, events);
+    r.machine_fault = fault.map(|(node, reason)| {
+        let info = r.nodes.get(node as usize);
+        let part = match info.map(|n| &n.role) {
+            Some(Role::Coordinator) => format!("coordinator '{}'", machines.parts().coordinator),
+            Some(Role::Worker { .. }) => format!("worker '{}'", machines.parts().worker),
+            Some(Role::Receiver { .. }) => format!("receiver '{}'", machines.parts().receiver),
+            Some(Role::Tool) | Some(Role::Operator) | None => "leasesim's own node".to_string(),
+        };
+        format!(
+            "{} ({part}) {reason}",
+            info.map_or("the simulator", |n| n.name.as_str())
+        )
+    });
+    r
+}
+
+/// The text of a panic's payload.
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".into())
 }
 
 /// Judges a trace of `setup` run with `seed`, whichever engine produced it.
@@ -144,6 +206,7 @@ pub fn judge(
         events,
         findings: judgement.findings,
         hazards: judgement.hazards,
+        machine_fault: None,
     }
 }
 
@@ -174,6 +237,43 @@ pub fn check_same(a: &RunResult, b: &RunResult) -> Result<(), String> {
         show(&a.trace),
         show(&b.trace)
     ))
+}
+
+/// The command that reproduces one seed of a named scenario on `machines`: leasesim's own
+/// `cargo run --release -- run ...` for its own machines; for a user's, the same command of the
+/// user's program (the binary that runs these machines, as `leasesim_cli::main_with` builds it).
+pub fn reproduce_command_for(machines: &Machines, scenario: &str, seed: u64) -> String {
+    if machines.is_stock() {
+        if let Some(v) = leasesim_protocol::Variant::from_name(machines.name()) {
+            return reproduce_command(scenario, seed, v);
+        }
+    }
+    format!(
+        "{} run {scenario} --seed {seed} --variant {}",
+        program_prefix(),
+        machines.name()
+    )
+}
+
+/// How this program is started again from its workspace: `cargo run --release --bin <name> --`
+/// for a binary under a cargo target folder, or its path otherwise.
+pub fn program_prefix() -> String {
+    let exe = std::env::current_exe().ok();
+    let name = exe
+        .as_ref()
+        .and_then(|p| p.file_stem())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "leasesim".into());
+    let in_target = exe
+        .as_ref()
+        .and_then(|p| p.parent())
+        .and_then(|d| d.parent())
+        .is_some_and(|t| t.file_name().is_some_and(|n| n == "target"));
+    if in_target {
+        format!("cargo run --release --bin {name} --")
+    } else {
+        exe.map_or(name, |p| p.display().to_string())
+    }
 }
 
 /// The command that reproduces one seed of a named scenario.

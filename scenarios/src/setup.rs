@@ -2,12 +2,10 @@
 //! and the explicit fault plan. A run is a pure function of this and the seed. Files hold it in
 //! types of their own (`replay`), so nothing here is a file format.
 
+use crate::machines::{CoordinatorSpec, Machines, ReceiverSpec, WorkerSpec};
 use crate::plan::{Fault, FaultKind};
 use crate::world::{Addrs, Node, ToolFaultRule, ToolNode, ToolSetup};
-use leasesim_protocol::{
-    timing, ClassSpec, Coordinator, JobSpec, Nanos, Plan, Receiver, Tool, Variant, Worker,
-    WorkerConfig,
-};
+use leasesim_protocol::{timing, ClassSpec, JobSpec, Nanos, Plan, Tool, Variant, WorkerConfig};
 
 fn fmt_s(ns: Nanos) -> String {
     leasesim_sim::time::secs_rounded(ns.into(), leasesim_sim::time::Round::Nearest)
@@ -418,8 +416,8 @@ impl Setup {
         v
     }
 
-    /// Builds the simulator's nodes with their clocks.
-    pub fn build_nodes(&self, seed: u64) -> Vec<(Node, Clock)> {
+    /// Builds the simulator's nodes with their clocks, each role's machine from `machines`.
+    pub fn build_nodes(&self, seed: u64, machines: &Machines) -> Vec<(Node, Clock)> {
         let switches = self.variant.switches();
         let addrs = Addrs {
             coordinator: Self::COORDINATOR,
@@ -430,14 +428,13 @@ impl Setup {
         };
         let mut nodes: Vec<(Node, Clock)> = Vec::with_capacity(self.workers.len() + 3);
         nodes.push((
-            Node::Coordinator(Box::new(Coordinator::new(
-                self.classes.clone(),
-                &self.jobs,
-                switches,
-            ))),
+            Node::Coordinator(machines.coordinator(&CoordinatorSpec {
+                classes: &self.classes,
+                jobs: &self.jobs,
+            })),
             self.coordinator_clock.clock(),
         ));
-        for w in &self.workers {
+        for (index, w) in self.workers.iter().enumerate() {
             let mut config = w.config.clone();
             if switches.unsafe_timing {
                 // V12: a heartbeat period as long as the shortest lease: L <= R*H + J.
@@ -448,20 +445,20 @@ impl Setup {
                     .min()
                     .unwrap_or(config.heartbeat_ns);
             }
-            nodes.push((
-                Node::Worker(Box::new(Worker::new(config, switches)), addrs.clone()),
-                w.clock.clock(),
-            ));
+            let worker = machines.worker(&WorkerSpec {
+                index,
+                config: &config,
+            });
+            nodes.push((Node::Worker(worker, addrs.clone()), w.clock.clock()));
         }
-        for r in &self.receivers {
-            nodes.push((
-                Node::Receiver(Box::new(
-                    Receiver::new(r.supports_fence, switches)
-                        .with_status(r.supports_status)
-                        .with_refused_ops(r.refused_ops.clone()),
-                )),
-                r.clock.clock(),
-            ));
+        for (index, r) in self.receivers.iter().enumerate() {
+            let receiver = machines.receiver(&ReceiverSpec {
+                index: index as u8,
+                supports_fence: r.supports_fence,
+                supports_status: r.supports_status,
+                refused_ops: &r.refused_ops,
+            });
+            nodes.push((Node::Receiver(receiver), r.clock.clock()));
         }
         let faults: Vec<ToolFaultRule> = self
             .faults

@@ -3,9 +3,10 @@
 //! faults later, and quiets the network, keeping each change only if the same invariant still
 //! fails with the same seed. What is left is a handful of faults a reviewer can read.
 
+use crate::machines::Machines;
 use crate::plan::{Fault, FaultKind, MsgAction, Trigger};
 use crate::replay::Replay;
-use crate::run::run_setup;
+use crate::run::run;
 use crate::setup::Setup;
 use leasesim_protocol::Invariant;
 use leasesim_sim::NodeId;
@@ -28,14 +29,15 @@ pub struct Shrunk {
     pub faults_before: usize,
 }
 
-struct Shrinker {
+struct Shrinker<'m> {
     seed: u64,
     invariant: Invariant,
     runs: u64,
     events: u64,
+    machines: &'m Machines,
 }
 
-impl Shrinker {
+impl Shrinker<'_> {
     /// Whether the run or event budget is used up.
     fn spent(&self) -> bool {
         self.runs >= RUNS_MAX || self.events >= EVENTS_MAX
@@ -47,7 +49,7 @@ impl Shrinker {
             return false;
         }
         self.runs += 1;
-        let r = run_setup(setup, self.seed);
+        let r = run(setup, self.seed, self.machines);
         self.events += r.events;
         r.findings.iter().any(|f| f.invariant == self.invariant)
     }
@@ -334,9 +336,16 @@ pub fn without_worker(setup: &Setup, index: usize) -> Option<Setup> {
     Some(s)
 }
 
-/// Shrinks a failing replay while its first broken invariant keeps failing.
+/// Shrinks a failing replay of leasesim's own machines while its first broken invariant keeps
+/// failing.
 pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
-    let original = replay.run();
+    shrink_on(replay, &Machines::variant(replay.setup.variant))
+}
+
+/// Shrinks a failing replay on `machines` (the ones it was recorded with) while its first
+/// broken invariant keeps failing; the shrunk replay records the same machines.
+pub fn shrink_on(replay: &Replay, machines: &Machines) -> Result<Shrunk, String> {
+    let original = replay.run_on(machines)?;
     let Some(first) = original.findings.first() else {
         return Err(format!(
             "the run does not break any invariant (verdict {:?}); there is nothing to shrink",
@@ -348,6 +357,7 @@ pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
         invariant: first.invariant,
         runs: 0,
         events: original.events,
+        machines,
     };
     let mut setup = replay.setup.clone();
     let faults_before = setup.faults.len();
@@ -363,9 +373,10 @@ pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
             break;
         }
     }
-    let result = run_setup(&setup, replay.seed);
+    let result = run(&setup, replay.seed, machines);
     let mut shrunk = Replay::record(&setup, replay.seed, replay.allow_unsafe_timing, &result);
     shrunk.note = replay.note.clone();
+    shrunk.machines = replay.machines.clone();
     Ok(Shrunk {
         replay: shrunk,
         invariant: sh.invariant,

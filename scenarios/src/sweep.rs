@@ -8,11 +8,11 @@
 //! full list to a file. A sweep stops between two runs when its stop flag is set and says
 //! exactly which seeds ran.
 
+use crate::machines::Machines;
 use crate::pool::{self, Chunks};
-use crate::run::{check_same, run_setup, Verdict};
+use crate::run::{check_same, run, Verdict};
 use crate::scenarios::ScenarioDef;
 use leasesim_checkers::Hazard;
-use leasesim_protocol::Variant;
 use leasesim_reports::{self as reports, Names};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -82,8 +82,8 @@ pub struct SweepConfig {
     pub scenarios: Vec<&'static ScenarioDef>,
     /// The seeds.
     pub seeds: SeedRange,
-    /// The protocol variant.
-    pub variant: Variant,
+    /// The machines under test (their setup variant builds the scenarios).
+    pub machines: Machines,
     /// Threads to run on (see [`pool::threads`]).
     pub threads: usize,
     /// Run every seed twice and compare the traces.
@@ -99,12 +99,13 @@ pub struct SweepConfig {
 }
 
 impl SweepConfig {
-    /// Every seed of `scenarios`, every core, every check: what `leasesim sweep` runs.
-    pub fn new(scenarios: Vec<&'static ScenarioDef>, seeds: SeedRange, variant: Variant) -> Self {
+    /// Every seed of `scenarios` on `machines`, every core, every check: what `leasesim sweep`
+    /// runs.
+    pub fn new(scenarios: Vec<&'static ScenarioDef>, seeds: SeedRange, machines: Machines) -> Self {
         SweepConfig {
             scenarios,
             seeds,
-            variant,
+            machines,
             threads: pool::threads(None, u64::MAX).unwrap_or(1),
             check_determinism: false,
             allow_unsafe_timing: false,
@@ -193,7 +194,7 @@ impl SweepReport {
     /// happens), and only a sweep that ran every seed is judged.
     pub fn unreached(&self, config: &SweepConfig, min_seeds: u64) -> Vec<(usize, Hazard)> {
         let mut unreached = Vec::new();
-        if self.interrupted || config.variant != Variant::Reference {
+        if self.interrupted || config.machines.is_known_bad() {
             return unreached;
         }
         for (i, d) in config.scenarios.iter().enumerate() {
@@ -254,7 +255,7 @@ fn one_seed(
     local: &mut Local,
     nondet: &mut Vec<(usize, u64, String)>,
 ) -> Option<Failure> {
-    let setup = (config.scenarios[sc].build)(seed, config.variant);
+    let setup = (config.scenarios[sc].build)(seed, config.machines.setup_variant());
     if !config.allow_unsafe_timing {
         if let Err(reason) = setup.validate_timing() {
             return Some(Failure {
@@ -266,9 +267,9 @@ fn one_seed(
             });
         }
     }
-    let r = run_setup(&setup, seed);
+    let r = run(&setup, seed, &config.machines);
     if config.check_determinism {
-        if let Err(e) = check_same(&r, &run_setup(&setup, seed)) {
+        if let Err(e) = check_same(&r, &run(&setup, seed, &config.machines)) {
             nondet.push((sc, seed, e));
         }
     }
@@ -477,6 +478,7 @@ pub fn describe_ranges(ranges: &[Range<u64>]) -> String {
 mod tests {
     use super::*;
     use crate::scenarios;
+    use leasesim_protocol::Variant;
 
     fn config(names: &[&str], seeds: SeedRange, variant: Variant) -> SweepConfig {
         SweepConfig {
@@ -484,7 +486,7 @@ mod tests {
             ..SweepConfig::new(
                 names.iter().map(|n| scenarios::find(n).unwrap()).collect(),
                 seeds,
-                variant,
+                Machines::variant(variant),
             )
         }
     }

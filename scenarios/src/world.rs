@@ -126,12 +126,18 @@ pub struct Addrs {
 }
 
 impl Addrs {
-    fn resolve(&self, to: Peer) -> NodeId {
+    /// The node a peer names, if it exists.
+    fn resolve(&self, to: Peer) -> Result<NodeId, String> {
         match to {
-            Peer::Coordinator => self.coordinator,
-            Peer::Tool => self.tool,
-            Peer::Receiver(i) => self.receivers[i as usize],
-            Peer::Addr(a) => a,
+            Peer::Coordinator => Ok(self.coordinator),
+            Peer::Tool => Ok(self.tool),
+            Peer::Receiver(i) => self.receivers.get(i as usize).copied().ok_or_else(|| {
+                format!(
+                    "addressed receiver {i}, which does not exist (there are {})",
+                    self.receivers.len()
+                )
+            }),
+            Peer::Addr(a) => Ok(a),
         }
     }
 }
@@ -172,22 +178,37 @@ impl Node {
 
 type NodeCx<'a> = Cx<'a, Msg, Event>;
 
+/// Outputs a machine may produce for one input. A machine that goes on past it (it never
+/// drains) breaks a rule of its host: the run ends with a process fault naming it.
+pub const OUTPUTS_PER_INPUT_MAX: usize = 4096;
+
+/// Moves a machine's outputs into the simulator. A server (coordinator, receiver, tool)
+/// answers by host address only; a worker also names the coordinator, the tool and receivers.
+/// A peer that does not exist, or output without end, ends the run as a process fault.
 fn drain(cx: &mut NodeCx<'_>, addrs: Option<&Addrs>, mut next: impl FnMut() -> Option<Output>) {
-    // Bounded: a machine emits a finite batch per input; a runaway machine is cut at this cap
-    // and the event budget ends the run.
-    for _ in 0..4096 {
+    for _ in 0..OUTPUTS_PER_INPUT_MAX {
         match next() {
             None => return,
             Some(Output::Journal(e)) => cx.note(e),
             Some(Output::Send { to, msg }) => {
                 let node = match (addrs, to) {
                     (Some(a), to) => a.resolve(to),
-                    (None, Peer::Addr(a)) => a,
-                    (None, other) => panic!("a server node cannot address {other:?}"),
+                    (None, Peer::Addr(a)) => Ok(a),
+                    (None, other) => Err(format!(
+                        "addressed {other:?}; a server answers the host address a request came from (Peer::Addr)"
+                    )),
                 };
-                cx.send(node, msg);
+                match node {
+                    Ok(node) => cx.send(node, msg),
+                    Err(reason) => return cx.fault(reason),
+                }
             }
         }
+    }
+    if next().is_some() {
+        cx.fault(format!(
+            "produced more than {OUTPUTS_PER_INPUT_MAX} outputs for one input (poll_output never returned None)"
+        ));
     }
 }
 

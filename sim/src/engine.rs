@@ -53,6 +53,7 @@ pub struct Cx<'a, M, N> {
     node: NodeId,
     out: &'a mut Vec<Out<M, N>>,
     wake: Option<u64>,
+    fault: Option<String>,
 }
 
 impl<M, N> Cx<'_, M, N> {
@@ -81,11 +82,18 @@ impl<M, N> Cx<'_, M, N> {
     pub fn set_wake(&mut self, at: Option<u64>) {
         self.wake = at;
     }
+    /// Reports that the process broke a rule of its host (it addressed a node that does not
+    /// exist, it produced more than its host takes for one input): the run ends with
+    /// [`End::ProcessFault`] after this call, naming the node and the first reason; never a
+    /// panic.
+    pub fn fault(&mut self, reason: String) {
+        self.fault.get_or_insert(reason);
+    }
 }
 
 /// One call of a process made outside this engine (another engine drives the same processes):
-/// `f` runs with the given local clock readings and wake request; the outputs, in order, and
-/// the wake request after the call come back.
+/// `f` runs with the given local clock readings and wake request; the outputs, in order, the
+/// wake request after the call and the rule of its host the process broke, if any, come back.
 pub fn drive<P: Process>(
     p: &mut P,
     node: NodeId,
@@ -94,16 +102,17 @@ pub fn drive<P: Process>(
     wake: Option<u64>,
     out: &mut Vec<Out<P::Msg, P::Note>>,
     f: impl FnOnce(&mut P, &mut Cx<'_, P::Msg, P::Note>),
-) -> Option<u64> {
+) -> (Option<u64>, Option<String>) {
     let mut cx = Cx {
         now,
         wall,
         node,
         out,
         wake,
+        fault: None,
     };
     f(p, &mut cx);
-    cx.wake
+    (cx.wake, cx.fault)
 }
 
 /// Why a message was dropped.
@@ -398,6 +407,9 @@ pub enum End {
     /// The engine is broken: an event came due before the time already reached. Checked in
     /// every build (a release sweep relies on it), never expected to happen.
     TimeReversed,
+    /// A process broke a rule of its host ([`Sim::fault`] says which and why): a machine
+    /// that addressed a node that does not exist, or produced without end.
+    ProcessFault,
 }
 
 /// The engine's own check failed: kept out of the event loop's hot path.
@@ -413,7 +425,11 @@ impl End {
     pub fn is_limit(self) -> bool {
         matches!(
             self,
-            End::Horizon | End::EventBudget | End::QueueBound | End::TimeReversed
+            End::Horizon
+                | End::EventBudget
+                | End::QueueBound
+                | End::TimeReversed
+                | End::ProcessFault
         )
     }
 }
@@ -482,6 +498,10 @@ pub struct Sim<P: Process> {
     out: Vec<Out<P::Msg, P::Note>>,
     ctl: Control,
     trace: Vec<TraceEvent<P::Msg, P::Note>>,
+    /// The first rule of the host a process broke, which ends the run.
+    fault: Option<(NodeId, String)>,
+    /// The node whose process is being called (for a panic inside it).
+    calling: Option<NodeId>,
 }
 
 impl<P: Process> Sim<P> {
@@ -528,6 +548,8 @@ impl<P: Process> Sim<P> {
             ctl: Control::default(),
             // Room for a short run's trace at once: most runs never grow it.
             trace: Vec::with_capacity(256),
+            fault: None,
+            calling: None,
         }
     }
 
@@ -592,12 +614,27 @@ impl<P: Process> Sim<P> {
         });
     }
 
+    /// The rule of its host a process broke, if one did (the run then ended with
+    /// [`End::ProcessFault`]): the node and the reason.
+    pub fn fault(&self) -> Option<&(NodeId, String)> {
+        self.fault.as_ref()
+    }
+
+    /// The node whose process was being called when the run stopped, if any: after a panic
+    /// inside a process, the one that panicked.
+    pub fn calling(&self) -> Option<NodeId> {
+        self.calling
+    }
+
     /// Runs until the director is done, nothing is left, or a limit is hit.
     pub fn run<D: Director<P>>(&mut self, director: &mut D) -> End {
         for n in 0..self.nodes.len() as NodeId {
             self.call(director, n, |p, cx| p.start(cx));
         }
         loop {
+            if self.fault.is_some() {
+                return End::ProcessFault;
+            }
             // Done means the director's goal is reached and nothing is still on the wire: a
             // message in flight may yet break an invariant, so it must land first.
             if self.in_flight == 0 && director.is_done(&self.nodes) {
@@ -701,9 +738,12 @@ impl<P: Process> Sim<P> {
             node,
             out: &mut out,
             wake: before,
+            fault: None,
         };
+        self.calling = Some(node);
         f(&mut self.nodes[node as usize], &mut cx);
-        let wake = cx.wake;
+        self.calling = None;
+        let (wake, fault) = (cx.wake, cx.fault);
         for o in out.drain(..) {
             match o {
                 Out::Note(note) => {
@@ -716,6 +756,9 @@ impl<P: Process> Sim<P> {
             }
         }
         self.out = out;
+        if let Some(reason) = fault {
+            self.fault.get_or_insert((node, reason));
+        }
         let slot = &mut self.slots[node as usize];
         if wake != before && !slot.crashed {
             slot.wake = wake;
@@ -734,10 +777,16 @@ impl<P: Process> Sim<P> {
     }
 
     fn send<D: Director<P>>(&mut self, director: &mut D, from: NodeId, to: NodeId, msg: P::Msg) {
-        assert!(
-            (to as usize) < self.nodes.len(),
-            "send to unknown node {to}"
-        );
+        if to as usize >= self.nodes.len() {
+            self.fault.get_or_insert((
+                from,
+                format!(
+                    "sent a message to node {to}, which does not exist (there are {})",
+                    self.nodes.len()
+                ),
+            ));
+            return;
+        }
         let id = self.next_msg;
         self.next_msg += 1;
         let env = Envelope { id, from, to, msg };

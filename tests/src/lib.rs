@@ -48,7 +48,7 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
     let mut err = Vec::new();
     let mut argv = vec!["leasesim".to_string()];
     argv.extend(args.iter().map(|s| s.to_string()));
-    let code = leasesim_cli::main_with(argv, &mut out, &mut err);
+    let code = leasesim_cli::run_cli(argv, &mut out, &mut err, &leasesim::Machines::stock());
     (
         code,
         String::from_utf8(out).expect("utf-8 output"),

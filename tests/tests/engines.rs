@@ -3,6 +3,7 @@
 //! same tests run it on madsim, where every one of the five scenarios is expressible.
 
 use leasesim::scenarios;
+use leasesim::Machines;
 use leasesim_protocol::{Event, Variant};
 use leasesim_shell::engines::{self, Engine, Outcome, AGREE_SCENARIOS};
 use leasesim_sim::EventKind;
@@ -50,7 +51,7 @@ fn the_engines_agree_on_the_five_scenarios() {
             ),
             (Variant::NoJeopardy, &["late-tool-answer"][..]),
         ] {
-            let a = engines::agree(shell, s, variant, SEEDS).expect("runs");
+            let a = engines::agree(shell, s, &Machines::variant(variant), SEEDS).expect("runs");
             assert_eq!(a.disagreement, None, "{s} {}: {a:?}", variant.name());
             let expect = caught_in.contains(&s);
             assert_eq!(
@@ -83,7 +84,7 @@ fn a_disagreement_is_reported_with_both_seeds() {
     };
     let v = Variant::UnconditionalCommit;
     let cmp = |e: Engine, v: Variant, a: &Outcome, b: &Outcome| {
-        engines::compare(e, "w1-w2", v, SEEDS, a, b)
+        engines::compare(e, "w1-w2", &Machines::variant(v), SEEDS, a, b)
     };
     let why = cmp(Engine::Madsim, v, &caught(6, 3, "no-stale-commit"), &held)
         .expect("failing often on one engine only is a disagreement");
@@ -162,6 +163,7 @@ fn shell_runs_are_deterministic() {
                 Engine::shell(),
                 &setup(s, seed, Variant::Reference),
                 seed,
+                &Machines::reference(),
             )
             .unwrap_or_else(|e| panic!("{s} seed {seed}: {e}"));
             assert!(run.problems.is_empty());
@@ -171,8 +173,13 @@ fn shell_runs_are_deterministic() {
 
 #[test]
 fn the_shell_tells_the_w1_w2_story_with_its_own_tasks() {
-    let run =
-        engines::run(Engine::shell(), &setup("w1-w2", 1, Variant::Reference), 1).expect("runs");
+    let run = engines::run(
+        Engine::shell(),
+        &setup("w1-w2", 1, Variant::Reference),
+        1,
+        &Machines::reference(),
+    )
+    .expect("runs");
     assert_eq!(run.result.verdict(), leasesim::run::Verdict::Held);
     let notes: Vec<&Event> = run
         .result
@@ -203,7 +210,13 @@ fn the_shell_tells_the_w1_w2_story_with_its_own_tasks() {
         "the engine's own partition dropped W1's heartbeats"
     );
     // The engine's latency, not the simulator's: the traces differ, the story does not.
-    let sim = engines::run(Engine::Sim, &setup("w1-w2", 1, Variant::Reference), 1).expect("runs");
+    let sim = engines::run(
+        Engine::Sim,
+        &setup("w1-w2", 1, Variant::Reference),
+        1,
+        &Machines::reference(),
+    )
+    .expect("runs");
     assert_ne!(sim.result.trace_hash(), run.result.trace_hash());
 }
 
@@ -212,7 +225,7 @@ fn a_lost_lease_cancels_the_tool_call() {
     // The operator revokes W2's lease while its tool call is out: the heartbeat task learns it
     // ("no row"), and the signal cancels the tool-call task's wait.
     let s = setup("operator-takeover", 0, Variant::Reference);
-    let run = engines::run(Engine::shell(), &s, 0).expect("runs");
+    let run = engines::run(Engine::shell(), &s, 0, &Machines::reference()).expect("runs");
     let stats = run.stats.expect("a shell run");
     assert!(stats.cancelled_lease_lost > 0, "{stats:?}");
     assert_eq!(run.result.verdict(), leasesim::run::Verdict::Held);
@@ -221,6 +234,7 @@ fn a_lost_lease_cancels_the_tool_call() {
         Engine::shell(),
         &setup("stuck-tool-live-heartbeat", 0, Variant::Reference),
         0,
+        &Machines::reference(),
     )
     .expect("runs");
     let stats = run.stats.expect("a shell run");
@@ -240,6 +254,7 @@ fn a_re_sent_tool_request_does_not_stall_the_worker() {
         Engine::shell(),
         &setup("swarm", 319, Variant::Reference),
         319,
+        &Machines::reference(),
     )
     .expect("runs");
     assert_eq!(
@@ -256,7 +271,7 @@ fn a_re_sent_tool_request_does_not_stall_the_worker() {
 #[test]
 fn the_swarm_agrees_on_both_engines() {
     // Random plans of every fault kind the engine can express; on madsim every seed runs.
-    let a = engines::agree(Engine::shell(), "swarm", Variant::Reference, 0..150).expect("runs");
+    let a = engines::agree(Engine::shell(), "swarm", &Machines::reference(), 0..150).expect("runs");
     assert_eq!(a.disagreement, None, "{a:?}");
     assert!(a.sim.seeds >= 40, "enough seeds compared: {}", a.sim.seeds);
     assert!(a.other.problems.is_empty(), "{:?}", a.other.problems);

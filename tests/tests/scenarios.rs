@@ -15,7 +15,7 @@ fn every_scenario_holds_and_reaches_its_declared_hazards() {
     let config = SweepConfig::new(
         scenarios::ALL.iter().collect(),
         SeedRange { start: 0, end: 150 },
-        Variant::Reference,
+        leasesim::Machines::reference(),
     );
     let report = sweep(&config, &AtomicBool::new(false), &Quiet);
     assert!(!report.interrupted);

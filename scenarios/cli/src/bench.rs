@@ -1,17 +1,17 @@
 //! `bench` and `agree`: the simulator beside the async-shell engine, for speed and for verdicts.
 
 use super::run::engine_arg;
-use super::{io, refuse_unsafe_timing, scenario, scenario_list, variant, Format, UsageError};
+use super::{io, machines, refuse_unsafe_timing, scenario, scenario_list, Format, UsageError};
 use leasesim::pool;
 use leasesim::sweep::SeedRange;
-use leasesim_protocol::Variant;
+use leasesim::Machines;
 use leasesim_shell::engines::{self, Engine};
 use serde_json::json;
 use std::io::Write;
 
 pub(super) struct BenchArgs {
     pub scenario: String,
-    pub variant: String,
+    pub machines: Machines,
     pub seeds: u64,
     pub shell_seeds: u64,
     pub jobs: Option<usize>,
@@ -22,7 +22,7 @@ pub(super) struct BenchArgs {
 }
 
 pub(super) fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, UsageError> {
-    let v = variant(&a.variant)?;
+    let v = &a.machines;
     let def = scenario(&a.scenario)?;
     if a.seeds == 0 || a.shell_seeds == 0 {
         return Err(UsageError(
@@ -48,7 +48,7 @@ fn child_args(a: &BenchArgs, threads: usize, what: &str) -> Vec<String> {
         "--scenario".into(),
         a.scenario.clone(),
         "--variant".into(),
-        a.variant.clone(),
+        a.machines.name().to_string(),
         "--seeds".into(),
         a.seeds.to_string(),
         "--shell-seeds".into(),
@@ -65,7 +65,7 @@ fn child_args(a: &BenchArgs, threads: usize, what: &str) -> Vec<String> {
 fn measure_here(
     out: &mut dyn Write,
     a: &BenchArgs,
-    v: Variant,
+    v: &Machines,
     threads: usize,
     child: &str,
 ) -> Result<i32, UsageError> {
@@ -154,7 +154,7 @@ fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i
 fn engines_table(
     out: &mut dyn Write,
     a: &BenchArgs,
-    v: Variant,
+    v: &Machines,
     threads: usize,
 ) -> Result<i32, UsageError> {
     let common = |what: &str| child_args(a, threads, what);
@@ -165,7 +165,7 @@ fn engines_table(
         crate::bench_engines::in_child(&common(other.name())).map_err(UsageError)?;
     let seeds_ratio = crate::bench_engines::ratio(sim.seeds_per_s, shell.seeds_per_s);
     let events_ratio = crate::bench_engines::ratio(sim.events_per_s, shell.events_per_s);
-    let code = if sim.not_held == 0 && shell.not_held == 0 || v != Variant::Reference {
+    let code = if sim.not_held == 0 && shell.not_held == 0 || v.is_known_bad() {
         0
     } else {
         1
@@ -230,6 +230,7 @@ pub(super) fn agree_cmd(
     variants: Option<&str>,
     allow_unsafe_timing: bool,
     format: Format,
+    cat: &[Machines],
 ) -> Result<i32, UsageError> {
     let other = Engine::shell();
     let names: Vec<String> = if names.is_empty() {
@@ -241,27 +242,29 @@ pub(super) fn agree_cmd(
         names.to_vec()
     };
     let defs = scenario_list(&names)?;
-    let vs = agree_variants(variants, &defs, seeds, allow_unsafe_timing)?;
+    let vs = agree_variants(variants, &defs, seeds, allow_unsafe_timing, cat)?;
     let range = seeds.start..seeds.end;
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     for n in &names {
         let def = scenario(n)?;
-        let unsupported = range
-            .clone()
-            .find_map(|seed| other.supports(&(def.build)(seed, Variant::Reference)).err());
+        let unsupported = range.clone().find_map(|seed| {
+            other
+                .supports(&(def.build)(seed, leasesim::Variant::Reference))
+                .err()
+        });
         if let (Some(why), true) = (
             &unsupported,
             range.clone().all(|seed| {
                 other
-                    .supports(&(def.build)(seed, Variant::Reference))
+                    .supports(&(def.build)(seed, leasesim::Variant::Reference))
                     .is_err()
             }),
         ) {
             skipped.push(why.clone());
             continue;
         }
-        for &v in &vs {
+        for v in &vs {
             rows.push(engines::agree(other, n, v, range.clone()).map_err(UsageError)?);
         }
     }
@@ -292,25 +295,28 @@ fn agree_variants(
     defs: &[&'static leasesim::scenarios::ScenarioDef],
     seeds: SeedRange,
     allow_unsafe_timing: bool,
-) -> Result<Vec<Variant>, UsageError> {
-    let vs: Vec<Variant> = match variants {
+    cat: &[Machines],
+) -> Result<Vec<Machines>, UsageError> {
+    let vs: Vec<Machines> = match variants {
         Some(list) => list
             .split(',')
-            .map(|s| variant(s.trim()))
+            .map(|s| machines(cat, s.trim()))
             .collect::<Result<_, _>>()?,
-        None => engines::AGREE_VARIANTS
+        // The default set is leasesim's own; a user's program compares its own machines.
+        None if cat.iter().all(Machines::is_stock) => engines::AGREE_VARIANTS
             .iter()
-            .map(|s| variant(s))
+            .map(|s| machines(cat, s))
             .collect::<Result<_, _>>()?,
+        None => cat.to_vec(),
     };
     for (i, v) in vs.iter().enumerate() {
-        if vs[..i].contains(v) {
+        if vs[..i].iter().any(|w| w.name() == v.name()) {
             return Err(UsageError(format!(
                 "variant '{}' is named twice in --variants",
                 v.name()
             )));
         }
-        refuse_unsafe_timing(defs, seeds.start, *v, allow_unsafe_timing)?;
+        refuse_unsafe_timing(defs, seeds.start, v, allow_unsafe_timing)?;
     }
     Ok(vs)
 }

@@ -7,7 +7,7 @@ use crate::scaling;
 use leasesim::pool;
 use leasesim::run::Verdict;
 use leasesim::sweep::{self, SeedRange, SweepConfig};
-use leasesim_protocol::Variant;
+use leasesim::Machines;
 use leasesim_shell::engines::{self, Engine};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,10 +44,11 @@ pub struct EngineFigures {
 pub fn measure(
     engine: Engine,
     scenario: &str,
-    variant: Variant,
+    machines: &Machines,
     seeds: u64,
     jobs: usize,
 ) -> Result<EngineFigures, String> {
+    let variant = machines.setup_variant();
     let def = leasesim::scenarios::find(scenario)
         .ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
     engine.supports(&(def.build)(0, variant))?;
@@ -63,7 +64,7 @@ pub fn measure(
                     start: 0,
                     end: seeds,
                 },
-                variant,
+                machines.clone(),
             )
         };
         let started = std::time::Instant::now();
@@ -72,7 +73,7 @@ pub fn measure(
         return Ok(figures(
             engine,
             scenario,
-            variant,
+            machines,
             (seeds, report.threads, seconds),
             report.trace_events,
             report.failing(),
@@ -84,7 +85,7 @@ pub fn measure(
     let per_thread: Vec<Result<(u64, u64), String>> = pool::run(jobs, |_| {
         let (mut events, mut not_held) = (0u64, 0u64);
         while let Some((seed, _)) = work.take() {
-            match engines::run(engine, &(def.build)(seed, variant), seed) {
+            match engines::run(engine, &(def.build)(seed, variant), seed, machines) {
                 Ok(run) => {
                     events += run.result.trace.len() as u64;
                     not_held += u64::from(run.result.verdict() != Verdict::Held);
@@ -108,7 +109,7 @@ pub fn measure(
     Ok(figures(
         engine,
         scenario,
-        variant,
+        machines,
         (seeds, jobs.max(1), seconds),
         events,
         not_held,
@@ -119,7 +120,7 @@ pub fn measure(
 fn figures(
     engine: Engine,
     scenario: &str,
-    variant: Variant,
+    machines: &Machines,
     (seeds, jobs, seconds): (u64, usize, f64),
     events: u64,
     not_held: u64,
@@ -128,7 +129,7 @@ fn figures(
     EngineFigures {
         engine: engine.name().into(),
         scenario: scenario.into(),
-        variant: variant.name().into(),
+        variant: machines.name().into(),
         seeds,
         jobs,
         seconds,

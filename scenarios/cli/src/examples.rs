@@ -5,10 +5,11 @@
 use leasesim::advise;
 use leasesim::matrix::{self, Matrix};
 use leasesim::replay::Replay;
-use leasesim::run::{run_setup, RunResult};
+use leasesim::run::{program_prefix, run, run_setup, RunResult};
 use leasesim::scenarios;
 use leasesim::setup::{Role, Setup};
 use leasesim::shrink;
+use leasesim::Machines;
 use leasesim_protocol::Variant;
 use leasesim_reports::{html, mermaid, NodeKind, NodeView, RunView};
 use std::path::{Path, PathBuf};
@@ -61,32 +62,46 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Shrinks each caught variant's first failing run and writes its replay and its HTML timeline
-/// under `dir/counterexamples/`.
-pub fn write_counterexamples(m: &Matrix, dir: &Path) -> Result<usize, String> {
+/// Shrinks the first failing run of each caught set of known-bad machines of `catalogue` (the
+/// matrix's rows, in order) and writes its replay and its HTML timeline under
+/// `dir/counterexamples/`.
+pub fn write_counterexamples(
+    m: &Matrix,
+    dir: &Path,
+    catalogue: &[Machines],
+) -> Result<usize, String> {
     let folder = dir.join("counterexamples");
     std::fs::create_dir_all(&folder)
         .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
     let mut written = 0;
-    for row in m.rows.iter().skip(1) {
-        let (Some(scenario), Some(seed)) = (row.best_scenario, row.first_failing_seed) else {
+    for (row, machines) in m.rows.iter().zip(catalogue) {
+        let (Some(scenario), Some(seed), true) = (
+            row.best_scenario,
+            row.first_failing_seed,
+            machines.is_known_bad(),
+        ) else {
             continue;
         };
-        let variant = Variant::from_name(row.variant).ok_or("unknown variant")?;
         let def = scenarios::find(scenario).ok_or("unknown scenario")?;
-        let setup = (def.build)(seed, variant);
-        let r = run_setup(&setup, seed);
-        let unsafe_timing = variant.switches().unsafe_timing;
-        let shrunk = shrink::shrink(&Replay::record(&setup, seed, unsafe_timing, &r))?;
-        let base = dir.join("counterexamples").join(row.variant);
+        let setup = (def.build)(seed, machines.setup_variant());
+        let r = run(&setup, seed, machines);
+        let unsafe_timing = machines.setup_variant().switches().unsafe_timing;
+        let base = dir.join("counterexamples").join(&row.variant);
         let replay_path = base.with_extension("json");
-        shrunk.replay.save(&replay_path)?;
-        let result = shrunk.replay.run();
         // Named as committed under reports/, so the page is the same wherever it is written.
+        let committed = format!("reports/counterexamples/{}.json", row.variant);
+        let rerun = if machines.is_stock() {
+            format!("cargo run --release -- replay {committed}")
+        } else {
+            format!("{} replay {}", program_prefix(), replay_path.display())
+        };
+        let recorded = Replay::record_on(&setup, seed, unsafe_timing, &r, machines, &rerun);
+        let shrunk = shrink::shrink_on(&recorded, machines)?;
+        shrunk.replay.save(&replay_path)?;
+        let result = shrunk.replay.run_on(machines)?;
         let subtitle = format!(
-            "shrunk from {scenario} seed {seed}: {} fault(s); cargo run --release -- replay reports/counterexamples/{}.json",
+            "shrunk from {scenario} seed {seed}: {} fault(s); {rerun}",
             shrunk.replay.setup.faults.len(),
-            row.variant
         );
         let (html, _) = render(&result, &title(&shrunk.replay.setup, seed), &subtitle);
         write(&base.with_extension("html"), &html)?;
@@ -119,7 +134,7 @@ pub fn write_examples(dir: &Path, threads: usize) -> Result<Vec<PathBuf>, String
     let html_path = dir.join("matrix.html");
     write(&html_path, &matrix::html(&m))?;
     written.extend([md_path, html_path]);
-    write_counterexamples(&m, dir)?;
+    write_counterexamples(&m, dir, &Machines::stock())?;
     let input = advise::PlotInput {
         advise: leasesim::advise::AdviseInput {
             lease_ns: 90_000_000_000,

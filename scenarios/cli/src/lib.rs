@@ -21,7 +21,7 @@ use args::{whole, Outputs};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use leasesim::scenarios::{self, ScenarioDef};
 use leasesim::sweep::SeedRange;
-use leasesim_protocol::Variant;
+use leasesim::Machines;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -76,9 +76,10 @@ enum Command {
         /// The seed.
         #[arg(long, allow_hyphen_values = true, value_parser = whole::<u64>)]
         seed: u64,
-        /// Protocol variant (see `list`).
-        #[arg(long, default_value = "reference")]
-        variant: String,
+        /// The machines to run: a variant of the reference, or a user's machines (see `list`);
+        /// the program's first by default.
+        #[arg(long, visible_alias = "machines")]
+        variant: Option<String>,
         /// Writes the whole trace as JSON to this file.
         #[arg(long)]
         trace: Option<PathBuf>,
@@ -146,9 +147,10 @@ enum Command {
         /// `N` for seeds 0..N, or `A..B` for seeds A up to but not including B.
         #[arg(long, default_value = "1000", allow_hyphen_values = true, value_parser = SeedRange::parse)]
         seeds: SeedRange,
-        /// Protocol variant (see `list`).
-        #[arg(long, default_value = "reference")]
-        variant: String,
+        /// The machines to run: a variant of the reference, or a user's machines (see `list`);
+        /// the program's first by default.
+        #[arg(long, visible_alias = "machines")]
+        variant: Option<String>,
         /// Worker threads (default: every core).
         #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
         jobs: Option<usize>,
@@ -183,9 +185,10 @@ enum Command {
         /// Scenario (see `list`).
         #[arg(long, default_value = "w1-w2")]
         scenario: String,
-        /// Protocol variant (see `list`).
-        #[arg(long, default_value = "reference")]
-        variant: String,
+        /// The machines to run: a variant of the reference, or a user's machines (see `list`);
+        /// the program's first by default.
+        #[arg(long, visible_alias = "machines")]
+        variant: Option<String>,
         /// Seeds for the simulator.
         #[arg(long, default_value_t = 100_000, allow_hyphen_values = true, value_parser = whole::<u64>)]
         seeds: u64,
@@ -327,14 +330,28 @@ fn scenario_list(names: &[String]) -> Result<Vec<&'static ScenarioDef>, UsageErr
     Ok(defs)
 }
 
-fn variant(name: &str) -> Result<Variant, UsageError> {
-    Variant::from_name(name).ok_or_else(|| {
-        let known: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
-        UsageError(format!(
-            "unknown variant '{name}' (known: {})",
-            known.join(", ")
-        ))
-    })
+/// The machines `--variant` names, or the program's first.
+fn pick(catalogue: &[Machines], name: Option<&str>) -> Result<Machines, UsageError> {
+    match name {
+        Some(name) => machines(catalogue, name),
+        None => catalogue
+            .first()
+            .cloned()
+            .ok_or_else(|| UsageError("this program was built with no machines".into())),
+    }
+}
+
+/// The machines `--variant` names, from the program's catalogue.
+fn machines(catalogue: &[Machines], name: &str) -> Result<Machines, UsageError> {
+    leasesim::machines::find(catalogue, name)
+        .cloned()
+        .ok_or_else(|| {
+            let known: Vec<&str> = catalogue.iter().map(Machines::name).collect();
+            UsageError(format!(
+                "unknown variant '{name}' (known: {})",
+                known.join(", ")
+            ))
+        })
 }
 
 /// Refuses a variant whose configuration breaks P6 unless the bypass was given: validation is
@@ -342,19 +359,21 @@ fn variant(name: &str) -> Result<Variant, UsageError> {
 fn refuse_unsafe_timing(
     defs: &[&'static ScenarioDef],
     seed: u64,
-    v: Variant,
+    m: &Machines,
     allow: bool,
 ) -> Result<(), UsageError> {
     if allow {
         return Ok(());
     }
     for d in defs {
-        (d.build)(seed, v).validate_timing().map_err(|e| {
-            UsageError(format!(
-                "{}: {e}; pass --allow-unsafe-timing to run it anyway",
-                d.name
-            ))
-        })?;
+        (d.build)(seed, m.setup_variant())
+            .validate_timing()
+            .map_err(|e| {
+                UsageError(format!(
+                    "{}: {e}; pass --allow-unsafe-timing to run it anyway",
+                    d.name
+                ))
+            })?;
     }
     Ok(())
 }
@@ -375,9 +394,85 @@ fn one_line(e: &clap::Error) -> String {
     }
 }
 
-/// Runs the command line with `args` (including the program name), writing to `out` and
-/// `err`; returns the exit code.
-pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+/// An output stream that ends quietly when its reader has gone (`leasesim run ... | head -1`):
+/// the rest of the output is dropped, and the command still ends with its own exit code.
+struct QuietPipe<W: Write> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: Write> QuietPipe<W> {
+    fn absorb(&mut self, r: std::io::Result<()>) -> std::io::Result<()> {
+        match r {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            r => r,
+        }
+    }
+}
+
+impl<W: Write> Write for QuietPipe<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.closed {
+            let r = self.inner.write_all(buf);
+            self.absorb(r)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let r = self.inner.flush();
+        self.absorb(r)
+    }
+}
+
+/// The whole `leasesim` command line for a program's machines: what the `leasesim` binary runs
+/// with `Machines::stock()`, and what a user's own binary runs with theirs, in three lines:
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     leasesim_cli::main_with(vec![leasesim::Machines::reference()])
+/// }
+/// ```
+///
+/// Every command is there (`run`, `sweep`, `replay`, `shrink`, `report`, `matrix`, `agree`...),
+/// `--variant` choosing among `catalogue` by name (the first is the default), and replay files
+/// recording the machines they were made with. It reads the process's arguments, answers
+/// signals (Ctrl-C stops a sweep and keeps what it found), and never locks the output streams
+/// for the run (the progress bar draws on standard error from the sweep's threads).
+pub fn main_with(catalogue: Vec<Machines>) -> std::process::ExitCode {
+    interrupt::install();
+    let mut out = QuietPipe {
+        inner: std::io::stdout(),
+        closed: false,
+    };
+    let mut err = QuietPipe {
+        inner: std::io::stderr(),
+        closed: false,
+    };
+    let code = run_cli(std::env::args().collect(), &mut out, &mut err, &catalogue);
+    let _ = out.flush();
+    interrupt::run_cleanups();
+    std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Runs the command line with `args` (including the program name) for `catalogue`, writing to
+/// `out` and `err`; returns the exit code. Tests drive the CLI in-process through it.
+pub fn run_cli(
+    args: Vec<String>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    catalogue: &[Machines],
+) -> i32 {
+    if catalogue.is_empty() {
+        let _ = writeln!(err, "error: this program was built with no machines to run");
+        return 2;
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -407,7 +502,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             };
         }
     };
-    match dispatch(cli.command, out, err) {
+    match dispatch(cli.command, out, err, catalogue) {
         Ok(code) => code,
         Err(UsageError(msg)) => {
             let _ = writeln!(err, "error: {msg}");
@@ -416,9 +511,14 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
     }
 }
 
-fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, UsageError> {
+fn dispatch(
+    command: Command,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    cat: &[Machines],
+) -> Result<i32, UsageError> {
     match command {
-        Command::List { format } => list::list(out, format),
+        Command::List { format } => list::list(out, format, cat),
         Command::Run {
             scenario: name,
             seed,
@@ -436,7 +536,7 @@ fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             out,
             &name,
             seed,
-            &v,
+            &pick(cat, v.as_deref())?,
             &run::RunOpts {
                 outputs: Outputs {
                     trace,
@@ -461,6 +561,7 @@ fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Resul
         } => run::replay_cmd(
             out,
             &file,
+            cat,
             &run::RunOpts {
                 outputs: Outputs {
                     trace,
@@ -478,12 +579,12 @@ fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             file,
             out: dest,
             format,
-        } => run::shrink_cmd(out, &file, dest, format),
+        } => run::shrink_cmd(out, &file, dest, format, cat),
         Command::Report {
             file,
             html,
             markdown,
-        } => run::report_cmd(out, &file, html, markdown),
+        } => run::report_cmd(out, &file, html, markdown, cat),
         Command::Sweep {
             scenarios: names,
             seeds,
@@ -499,7 +600,7 @@ fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             &sweep::SweepArgs {
                 names,
                 seeds,
-                variant: v,
+                machines: pick(cat, v.as_deref())?,
                 jobs,
                 failures_dir,
                 allow_unsafe_timing,
@@ -512,7 +613,7 @@ fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             jobs,
             out: dir,
             format,
-        } => matrix::matrix_cmd(out, seeds, jobs, &dir, format),
+        } => matrix::matrix_cmd(out, seeds, jobs, &dir, format, cat),
         Command::Examples { out: dir, jobs } => matrix::examples_cmd(out, &dir, jobs),
         Command::Advise {
             lease,
@@ -552,7 +653,7 @@ fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             out,
             &bench::BenchArgs {
                 scenario,
-                variant: v,
+                machines: pick(cat, v.as_deref())?,
                 seeds,
                 shell_seeds,
                 jobs,
@@ -575,6 +676,7 @@ fn dispatch(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             variants.as_deref(),
             allow_unsafe_timing,
             format,
+            cat,
         ),
     }
 }

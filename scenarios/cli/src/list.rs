@@ -1,20 +1,31 @@
 //! `list` and `advise`: what leasesim knows, and the P6 timing advisor.
 
+use super::run::describe;
 use super::{args, io, Format, UsageError};
 use leasesim::advise;
 use leasesim::hazard::Hazard;
 use leasesim::plan::FAULT_KINDS;
 use leasesim::scenarios;
+use leasesim::Machines;
 use leasesim_protocol::{Invariant, Variant};
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
 
-pub(super) fn list(out: &mut dyn Write, format: Format) -> Result<i32, UsageError> {
+pub(super) fn list(
+    out: &mut dyn Write,
+    format: Format,
+    cat: &[Machines],
+) -> Result<i32, UsageError> {
+    let spec = |m: &Machines| {
+        Variant::from_name(m.name())
+            .filter(|_| m.is_stock())
+            .map_or("-", |v| v.spec_id())
+    };
     if format == Format::Json {
         let v = json!({
             "scenarios": scenarios::ALL.iter().map(|s| json!({"name": s.name, "story": s.story})).collect::<Vec<_>>(),
-            "variants": Variant::ALL.iter().map(|v| json!({"name": v.name(), "spec": v.spec_id(), "summary": v.summary()})).collect::<Vec<_>>(),
+            "variants": cat.iter().map(|m| json!({"name": m.name(), "spec": spec(m), "summary": describe(m), "known_bad": m.is_known_bad()})).collect::<Vec<_>>(),
             "invariants": Invariant::ALL.iter().map(|i| json!({"name": i.name(), "spec": i.spec_id(), "summary": i.summary()})).collect::<Vec<_>>(),
             "faults": FAULT_KINDS.iter().map(|(n, id, summary)| json!({"name": n, "spec": id, "summary": summary})).collect::<Vec<_>>(),
             "hazards": Hazard::ALL.iter().map(|h| json!({"name": h.name(), "summary": h.summary()})).collect::<Vec<_>>(),
@@ -34,13 +45,13 @@ pub(super) fn list(out: &mut dyn Write, format: Format) -> Result<i32, UsageErro
         ))?;
     }
     io(writeln!(out, "variants:"))?;
-    for v in Variant::ALL {
+    for m in cat {
         io(writeln!(
             out,
             "  {:<26} {:<3} {}",
-            v.name(),
-            v.spec_id(),
-            v.summary()
+            m.name(),
+            spec(m),
+            describe(m)
         ))?;
     }
     io(writeln!(out, "faults:"))?;

@@ -5,6 +5,7 @@ use super::{io, Format, UsageError};
 use crate::examples;
 use leasesim::matrix;
 use leasesim::pool;
+use leasesim::Machines;
 use leasesim_protocol::Variant;
 use serde_json::json;
 use std::io::Write;
@@ -16,18 +17,19 @@ pub(super) fn matrix_cmd(
     jobs: Option<usize>,
     dir: &Path,
     format: Format,
+    cat: &[Machines],
 ) -> Result<i32, UsageError> {
     if seeds == 0 {
         return Err(UsageError("--seeds must be at least 1".into()));
     }
-    let pairs = (Variant::ALL.len() * leasesim::scenarios::ALL.len()) as u64;
+    let pairs = (cat.len() * leasesim::scenarios::ALL.len()) as u64;
     let threads = pool::threads(jobs, pairs)?;
     // The folder is made ready before the matrix runs, so its tables always have a home.
     let dir = OutDir::prepare("--out", dir)?;
     let dir = dir.path.as_path();
     #[allow(clippy::disallowed_methods)] // the matrix's own duration, never the simulated world
     let started = std::time::Instant::now();
-    let m = matrix::run(seeds, threads);
+    let m = matrix::compare(cat, seeds, threads);
     let elapsed = started.elapsed().as_secs_f64();
     let md = matrix::markdown(&m);
     let path = dir.join("matrix.md");
@@ -36,7 +38,7 @@ pub(super) fn matrix_cmd(
     let html_path = dir.join("matrix.html");
     std::fs::write(&html_path, matrix::html(&m))
         .map_err(|e| UsageError(format!("cannot write {}: {e}", html_path.display())))?;
-    examples::write_counterexamples(&m, dir).map_err(UsageError)?;
+    examples::write_counterexamples(&m, dir, cat).map_err(UsageError)?;
     if format == Format::Json {
         let mut doc = serde_json::to_value(&m)
             .map_err(|e| UsageError(format!("cannot encode the matrix: {e}")))?;

@@ -3,15 +3,16 @@
 //! reads is bounded and checked as a replay file is.
 
 use super::args::{check_outputs, Outputs};
-use super::{io, scenario, variant, Format, RunFormat, UsageError};
+use super::{io, scenario, Format, RunFormat, UsageError};
 use crate::examples;
 use crate::journal;
 use crate::story;
-use leasesim::replay::{self, Replay, RunFile, TRACE_FORMAT, TRACE_VERSION};
-use leasesim::run::{check_same, reproduce_command, run_setup, RunResult, Verdict};
+use leasesim::replay::{self, RecordedMachines, Replay, RunFile, TRACE_FORMAT, TRACE_VERSION};
+use leasesim::run::{check_same, program_prefix, reproduce_command_for, RunResult, Verdict};
 use leasesim::scenarios;
 use leasesim::setup::Setup;
 use leasesim::shrink;
+use leasesim::Machines;
 use leasesim_protocol::Invariant;
 use leasesim_reports::{self as reports, Names};
 use leasesim_shell::engines::{self, Engine};
@@ -57,12 +58,11 @@ pub(super) fn run_cmd(
     out: &mut dyn Write,
     name: &str,
     seed: u64,
-    variant_name: &str,
+    m: &Machines,
     opts: &RunOpts,
 ) -> Result<i32, UsageError> {
     let def = scenario(name)?;
-    let v = variant(variant_name)?;
-    let setup = (def.build)(seed, v);
+    let setup = (def.build)(seed, m.setup_variant());
     if !opts.allow_unsafe_timing {
         setup
             .validate_timing()
@@ -71,16 +71,17 @@ pub(super) fn run_cmd(
     check_outputs(&opts.outputs.named(), &[])?;
     let header = format!(
         "leasesim run {name} --seed {seed} --variant {} ({})",
-        v.name(),
-        v.summary()
+        m.name(),
+        describe(m)
     );
     let (code, _) = present(
         out,
         &header,
         &setup,
         seed,
-        &reproduce_command(name, seed, v),
+        &reproduce_command_for(m, name, seed),
         opts,
+        m,
     )?;
     Ok(code)
 }
@@ -88,16 +89,20 @@ pub(super) fn run_cmd(
 pub(super) fn replay_cmd(
     out: &mut dyn Write,
     file: &Path,
+    cat: &[Machines],
     opts: &RunOpts,
 ) -> Result<i32, UsageError> {
     let replay = Replay::load(file).map_err(UsageError)?;
+    let m = replay
+        .machines_in(cat)
+        .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
     check_outputs(&opts.outputs.named(), &[file])?;
     let header = format!(
         "leasesim replay {}: {} seed {} variant {} (recorded by leasesim {})",
         file.display(),
         replay.setup.scenario,
         replay.seed,
-        replay.setup.variant.name(),
+        m.name(),
         replay.leasesim
     );
     let opts = RunOpts {
@@ -110,8 +115,9 @@ pub(super) fn replay_cmd(
         &header,
         &replay.setup,
         replay.seed,
-        &replay_reproduce(&replay, file),
+        &replay_reproduce(&replay, file, &m),
         &opts,
+        &m,
     )?;
     if opts.format != RunFormat::Json {
         let hash = format!("{:016x}", r.trace_hash());
@@ -142,11 +148,35 @@ fn pristine(setup: &Setup, seed: u64) -> bool {
 
 /// The command that reproduces a replay: the plain `run` when the replay is exactly what the
 /// scenario builds for that seed, `replay <file>` otherwise (a shrunk plan, an edited one).
-fn replay_reproduce(replay: &Replay, file: &Path) -> String {
+fn replay_reproduce(replay: &Replay, file: &Path, m: &Machines) -> String {
     if pristine(&replay.setup, replay.seed) {
-        reproduce_command(&replay.setup.scenario, replay.seed, replay.setup.variant)
+        reproduce_command_for(m, &replay.setup.scenario, replay.seed)
     } else {
-        format!("cargo run --release -- replay {}", file.display())
+        rerun_command(m, file)
+    }
+}
+
+/// The command that replays `file` with this program's machines `m`.
+pub(super) fn rerun_command(m: &Machines, file: &Path) -> String {
+    let prefix = if m.is_stock() {
+        "cargo run --release --".to_string()
+    } else {
+        program_prefix()
+    };
+    format!("{prefix} replay {}", file.display())
+}
+
+/// One line on what machines these are: the variant's bug, or the user's parts.
+pub(super) fn describe(m: &Machines) -> String {
+    match leasesim::Variant::from_name(m.name()).filter(|_| m.is_stock()) {
+        Some(v) => v.summary().to_string(),
+        None => {
+            let p = m.parts();
+            format!(
+                "coordinator {}, worker {}, receiver {}",
+                p.coordinator, p.worker, p.receiver
+            )
+        }
     }
 }
 
@@ -155,6 +185,7 @@ pub(super) fn report_cmd(
     file: &Path,
     html: Option<PathBuf>,
     markdown: Option<PathBuf>,
+    cat: &[Machines],
 ) -> Result<i32, UsageError> {
     if html.is_none() && markdown.is_none() {
         return Err(UsageError(
@@ -170,19 +201,28 @@ pub(super) fn report_cmd(
         ..Outputs::default()
     };
     check_outputs(&outputs.named(), &[file])?;
-    let (setup, seed, recorded_hash, is_replay) = match saved {
-        RunFile::Replay(r) => (r.setup, r.seed, r.expect.map(|e| e.trace_hash), true),
+    let (setup, seed, recorded_hash, is_replay, recorded) = match saved {
+        RunFile::Replay(r) => (
+            r.setup,
+            r.seed,
+            r.expect.map(|e| e.trace_hash),
+            true,
+            r.machines,
+        ),
         RunFile::Trace {
             setup,
             seed,
             trace_hash,
-        } => (setup, seed, trace_hash, false),
+            machines,
+        } => (setup, seed, trace_hash, false, machines),
     };
-    let r = run_setup(&setup, seed);
+    let m = leasesim::replay::machines_in(recorded.as_ref(), &setup, cat)
+        .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
+    let r = leasesim::run::run(&setup, seed, &m);
     let reproduce = if pristine(&setup, seed) {
-        reproduce_command(&setup.scenario, seed, setup.variant)
+        reproduce_command_for(&m, &setup.scenario, seed)
     } else if is_replay {
-        format!("cargo run --release -- replay {}", file.display())
+        rerun_command(&m, file)
     } else {
         format!(
             "cargo run --release -- report {} --html <file>",
@@ -222,12 +262,17 @@ struct EngineResult {
     stats: Option<leasesim_shell::ShellStats>,
 }
 
-fn run_on_engine(setup: &Setup, seed: u64, opts: &RunOpts) -> Result<EngineResult, UsageError> {
+fn run_on_engine(
+    setup: &Setup,
+    seed: u64,
+    opts: &RunOpts,
+    m: &Machines,
+) -> Result<EngineResult, UsageError> {
     if opts.engine == Engine::Sim {
-        let r = run_setup(setup, seed);
+        let r = leasesim::run::run(setup, seed, m);
         let determinism = opts
             .check_determinism
-            .then(|| check_same(&r, &run_setup(setup, seed)));
+            .then(|| check_same(&r, &leasesim::run::run(setup, seed, m)));
         return Ok(EngineResult {
             result: r,
             determinism,
@@ -237,16 +282,16 @@ fn run_on_engine(setup: &Setup, seed: u64, opts: &RunOpts) -> Result<EngineResul
     }
     opts.engine.supports(setup).map_err(UsageError)?;
     let (run, determinism) = if opts.check_determinism {
-        match engines::check_determinism(opts.engine, setup, seed) {
+        match engines::check_determinism(opts.engine, setup, seed, m) {
             Ok(run) => (run, Some(Ok(()))),
             Err(e) => (
-                engines::run(opts.engine, setup, seed).map_err(UsageError)?,
+                engines::run(opts.engine, setup, seed, m).map_err(UsageError)?,
                 Some(Err(e)),
             ),
         }
     } else {
         (
-            engines::run(opts.engine, setup, seed).map_err(UsageError)?,
+            engines::run(opts.engine, setup, seed, m).map_err(UsageError)?,
             None,
         )
     };
@@ -268,6 +313,7 @@ fn present(
     seed: u64,
     reproduce: &str,
     opts: &RunOpts,
+    m: &Machines,
 ) -> Result<(i32, RunResult), UsageError> {
     if opts.engine != Engine::Sim && opts.outputs.save.is_some() {
         return Err(UsageError(format!(
@@ -280,7 +326,7 @@ fn present(
         determinism,
         problems: engine_problems,
         stats: shell_stats,
-    } = run_on_engine(setup, seed, opts)?;
+    } = run_on_engine(setup, seed, opts, m)?;
     let verdict = r.verdict();
     let metrics = journal::metrics(&r);
     let deterministic = !matches!(determinism, Some(Err(_)));
@@ -329,7 +375,7 @@ fn present(
             &determinism,
         )?;
     }
-    write_outputs(setup, seed, &r, reproduce, opts)?;
+    write_outputs(setup, seed, &r, reproduce, opts, m)?;
     Ok((code, r))
 }
 
@@ -340,6 +386,7 @@ fn write_outputs(
     r: &RunResult,
     reproduce: &str,
     opts: &RunOpts,
+    m: &Machines,
 ) -> Result<(), UsageError> {
     let o = &opts.outputs;
     if let Some(path) = &o.trace {
@@ -356,6 +403,7 @@ fn write_outputs(
             "verdict": r.verdict(),
             "findings": findings_json(r),
             "trace_hash": format!("{:016x}", r.trace_hash()),
+            "machines": RecordedMachines::of(m, &rerun_command(m, path)).map(|rec| rec.to_json()),
             "events": r.trace,
         });
         write_json(path, &doc)?;
@@ -376,9 +424,16 @@ fn write_outputs(
         }
     }
     if let Some(path) = &o.save {
-        Replay::record(setup, seed, opts.allow_unsafe_timing, r)
-            .save(path)
-            .map_err(UsageError)?;
+        Replay::record_on(
+            setup,
+            seed,
+            opts.allow_unsafe_timing,
+            r,
+            m,
+            &rerun_command(m, path),
+        )
+        .save(path)
+        .map_err(UsageError)?;
     }
     Ok(())
 }
@@ -470,14 +525,18 @@ pub(super) fn shrink_cmd(
     file: &Path,
     dest: Option<PathBuf>,
     format: Format,
+    cat: &[Machines],
 ) -> Result<i32, UsageError> {
     let replay = Replay::load(file).map_err(UsageError)?;
+    let m = replay
+        .machines_in(cat)
+        .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
     let dest = dest.unwrap_or_else(|| shrunk_path(file));
     check_outputs(&[("--out", &dest)], &[file])?;
     #[allow(clippy::disallowed_methods)] // the shrinker's own duration, never the simulated world
     let started = std::time::Instant::now();
-    let shrunk =
-        shrink::shrink(&replay).map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
+    let shrunk = shrink::shrink_on(&replay, &m)
+        .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
     let elapsed = started.elapsed().as_secs_f64();
     shrunk.replay.save(&dest).map_err(UsageError)?;
     let verdict = shrunk
@@ -509,7 +568,7 @@ pub(super) fn shrink_cmd(
         file.display(),
         replay.setup.scenario,
         replay.seed,
-        replay.setup.variant.name(),
+        m.name(),
         shrunk.runs,
         shrunk.faults_before,
         shrunk.replay.setup.faults.len(),
@@ -526,9 +585,9 @@ pub(super) fn shrink_cmd(
     }
     io(writeln!(
         out,
-        "written to {}; see it with: cargo run --release -- replay {}",
+        "written to {}; see it with: {}",
         dest.display(),
-        dest.display()
+        rerun_command(&m, &dest)
     ))?;
     Ok(code)
 }

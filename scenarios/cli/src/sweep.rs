@@ -5,18 +5,16 @@
 
 use super::args::OutDir;
 use super::interrupt::Graceful;
-use super::run::shrunk_path;
-use super::{
-    io, refuse_unsafe_timing, scenario_list, variant, Format, UsageError, COVERAGE_MIN_SEEDS,
-};
+use super::run::{rerun_command, shrunk_path};
+use super::{io, refuse_unsafe_timing, scenario_list, Format, UsageError, COVERAGE_MIN_SEEDS};
 use leasesim::hazard::Hazard;
 use leasesim::pool;
 use leasesim::replay::Replay;
-use leasesim::run::{reproduce_command, run_setup};
+use leasesim::run::{reproduce_command_for, run};
 use leasesim::scenarios::ScenarioDef;
 use leasesim::shrink;
 use leasesim::sweep::{self, describe_ranges, Failure, SeedRange, SweepConfig, SweepReport};
-use leasesim_protocol::Variant;
+use leasesim::Machines;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -32,7 +30,7 @@ pub const REPLAYS_PER_SWEEP: usize = 100;
 pub(super) struct SweepArgs {
     pub names: Vec<String>,
     pub seeds: SeedRange,
-    pub variant: String,
+    pub machines: Machines,
     pub jobs: Option<usize>,
     pub failures_dir: PathBuf,
     pub allow_unsafe_timing: bool,
@@ -105,7 +103,7 @@ impl ListFile {
 /// What the command line watches while the library sweeps: the progress bar and the list file.
 struct Watch<'a> {
     defs: &'a [&'static ScenarioDef],
-    variant: Variant,
+    machines: &'a Machines,
     bar: Option<indicatif::ProgressBar>,
     list: Mutex<ListFile>,
 }
@@ -121,9 +119,9 @@ impl sweep::Observer for Watch<'_> {
             text.push_str(&format!(
                 "{name} seed {} variant {}: {}\n  {}\n",
                 f.seed,
-                self.variant.name(),
+                self.machines.name(),
                 f.first,
-                reproduce_command(name, f.seed, self.variant)
+                reproduce_command_for(self.machines, name, f.seed)
             ));
         }
         let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
@@ -145,12 +143,12 @@ pub(super) fn sweep_cmd(
     a: &SweepArgs,
 ) -> Result<i32, UsageError> {
     let defs = scenario_list(&a.names)?;
-    let v = variant(&a.variant)?;
-    refuse_unsafe_timing(&defs, a.seeds.start, v, a.allow_unsafe_timing)?;
+    let m = &a.machines;
+    refuse_unsafe_timing(&defs, a.seeds.start, m, a.allow_unsafe_timing)?;
     let mut config = SweepConfig {
         check_determinism: a.check_determinism,
         allow_unsafe_timing: a.allow_unsafe_timing,
-        ..SweepConfig::new(defs.clone(), a.seeds, v)
+        ..SweepConfig::new(defs.clone(), a.seeds, m.clone())
     };
     let total = config.total()?;
     config.threads = pool::threads(a.jobs, total.div_ceil(sweep::CHUNK))?;
@@ -168,10 +166,10 @@ pub(super) fn sweep_cmd(
     });
     let watch = Watch {
         defs: &defs,
-        variant: v,
+        machines: m,
         bar,
         list: Mutex::new(ListFile {
-            path: dir.path.join(format!("sweep-{}.txt", v.name())),
+            path: dir.path.join(format!("sweep-{}.txt", m.name())),
             file: None,
             next: 0,
             pending: BTreeMap::new(),
@@ -189,7 +187,7 @@ pub(super) fn sweep_cmd(
     }
     let mut list = watch.list.into_inner().unwrap_or_else(|p| p.into_inner());
     list.write_rest();
-    let saved = save_failures(&dir, &defs, v, &report, !report.interrupted);
+    let saved = save_failures(&dir, &defs, m, &report, !report.interrupted);
     let mut errors: Vec<String> = list.error.iter().cloned().collect();
     errors.extend(saved.errors.iter().cloned());
     let listed = (list.lines > 0 && list.error.is_none()).then_some(&list.path);
@@ -199,7 +197,7 @@ pub(super) fn sweep_cmd(
     let unreached = report.unreached(&config, COVERAGE_MIN_SEEDS);
     let summary = Summary {
         defs: &defs,
-        variant: v,
+        machines: m,
         seeds: a.seeds,
         report: &report,
         unreached: &unreached,
@@ -242,7 +240,7 @@ fn printed(report: &SweepReport) -> impl Iterator<Item = &Failure> {
 fn save_failures(
     dir: &OutDir,
     defs: &[&'static ScenarioDef],
-    v: Variant,
+    m: &Machines,
     report: &SweepReport,
     shrink_first: bool,
 ) -> Saved {
@@ -254,12 +252,12 @@ fn save_failures(
     let mut first: Option<(PathBuf, Replay)> = None;
     for f in printed(report).take(REPLAYS_PER_SWEEP) {
         let d = defs[f.scenario];
-        let setup = (d.build)(f.seed, v);
-        let r = run_setup(&setup, f.seed);
-        let replay = Replay::record(&setup, f.seed, true, &r);
+        let setup = (d.build)(f.seed, m.setup_variant());
+        let r = run(&setup, f.seed, m);
         let path = dir
             .path
-            .join(format!("{}-{}-seed{}.json", d.name, v.name(), f.seed));
+            .join(format!("{}-{}-seed{}.json", d.name, m.name(), f.seed));
+        let replay = Replay::record_on(&setup, f.seed, true, &r, m, &rerun_command(m, &path));
         match replay.save(&path) {
             Ok(()) => {
                 saved.replays += 1;
@@ -277,7 +275,7 @@ fn save_failures(
     if let (Some((path, replay)), true) = (first, shrink_first) {
         #[allow(clippy::disallowed_methods)] // the shrinker's own duration
         let started = std::time::Instant::now();
-        if let Ok(s) = shrink::shrink(&replay) {
+        if let Ok(s) = shrink::shrink_on(&replay, m) {
             let elapsed = started.elapsed().as_secs_f64();
             let dest = shrunk_path(&path);
             match s.replay.save(&dest) {
@@ -300,7 +298,7 @@ fn save_failures(
 /// Everything the summary shows.
 struct Summary<'a> {
     defs: &'a [&'static ScenarioDef],
-    variant: Variant,
+    machines: &'a Machines,
     seeds: SeedRange,
     report: &'a SweepReport,
     unreached: &'a [(usize, Hazard)],
@@ -313,9 +311,9 @@ struct Summary<'a> {
 impl Summary<'_> {
     fn json(&self) -> serde_json::Value {
         let r = self.report;
-        let v = self.variant;
+        let m = self.machines;
         json!({
-            "variant": v.name(),
+            "variant": m.name(),
             "seeds": {"start": self.seeds.start, "end": self.seeds.end},
             "interrupted": r.interrupted,
             "scenarios": self.defs.iter().enumerate().map(|(i, d)| {
@@ -333,7 +331,7 @@ impl Summary<'_> {
                         "verdict": f.verdict,
                         "invariants": f.invariants,
                         "first": f.first,
-                        "reproduce": reproduce_command(d.name, f.seed, v),
+                        "reproduce": reproduce_command_for(m, d.name, f.seed),
                     })).collect::<Vec<_>>(),
                 })
             }).collect::<Vec<_>>(),
@@ -361,7 +359,7 @@ impl Summary<'_> {
 
     fn text(&self, out: &mut dyn Write) -> Result<(), UsageError> {
         let r = self.report;
-        let v = self.variant;
+        let m = self.machines;
         for (i, d) in self.defs.iter().enumerate() {
             let o = &r.scenarios[i];
             io(writeln!(
@@ -380,7 +378,7 @@ impl Summary<'_> {
                 io(writeln!(
                     out,
                     "    reproduce: {}",
-                    reproduce_command(d.name, f.seed, v)
+                    reproduce_command_for(m, d.name, f.seed)
                 ))?;
             }
             let more = o.failing.saturating_sub(PRINT_FAILURES_MAX as u64);
@@ -400,8 +398,8 @@ impl Summary<'_> {
         if let Some((path, secs, before, after, inv)) = &self.saved.shrunk {
             io(writeln!(
                 out,
-                "first failure shrunk in {secs:.3}s: {before} fault(s) -> {after}, {inv} still fails; see it with: cargo run --release -- replay {}",
-                path.display()
+                "first failure shrunk in {secs:.3}s: {before} fault(s) -> {after}, {inv} still fails; see it with: {}",
+                rerun_command(self.machines, path)
             ))?;
         }
         for (i, o) in r.scenarios.iter().enumerate() {
@@ -444,7 +442,7 @@ impl Summary<'_> {
             r.runs,
             self.defs.len(),
             self.seeds.len(),
-            v.name(),
+            m.name(),
             r.threads,
             self.elapsed,
             rate(r.runs),

@@ -4,7 +4,8 @@
 //! same checkers.
 
 use crate::{ShellRun, ShellStats};
-use leasesim::run::{run_setup, RunResult};
+use leasesim::machines::Machines;
+use leasesim::run::RunResult;
 use leasesim::setup::Setup;
 use serde::Serialize;
 
@@ -101,20 +102,30 @@ impl EngineRun {
     }
 }
 
-/// Runs `setup` with `seed` on `engine`.
-pub fn run(engine: Engine, setup: &Setup, seed: u64) -> Result<EngineRun, String> {
+/// Runs `setup` with `seed` on `machines` on `engine`.
+pub fn run(
+    engine: Engine,
+    setup: &Setup,
+    seed: u64,
+    machines: &Machines,
+) -> Result<EngineRun, String> {
     engine.supports(setup)?;
     match engine {
         Engine::Sim => Ok(EngineRun {
             engine,
-            result: run_setup(setup, seed),
+            result: leasesim::run::run(setup, seed, machines),
             stats: None,
             problems: Vec::new(),
         }),
         #[cfg(madsim)]
-        Engine::Madsim => Ok(EngineRun::shell(engine, crate::madsim::run(setup, seed))),
+        Engine::Madsim => Ok(EngineRun::shell(
+            engine,
+            crate::madsim::run(setup, seed, machines),
+        )),
         #[cfg(not(madsim))]
-        Engine::Tokio => crate::local::run(setup, seed).map(|r| EngineRun::shell(engine, r)),
+        Engine::Tokio => {
+            crate::local::run(setup, seed, machines).map(|r| EngineRun::shell(engine, r))
+        }
         _ => unreachable!("availability was checked"),
     }
 }
@@ -122,12 +133,17 @@ pub fn run(engine: Engine, setup: &Setup, seed: u64) -> Result<EngineRun, String
 /// The engine's determinism check: for madsim, madsim's own (every random draw of a second run
 /// compared with the first, on fresh threads) followed by a comparison of the trace hashes;
 /// for the others, two runs with the same trace hash.
-pub fn check_determinism(engine: Engine, setup: &Setup, seed: u64) -> Result<EngineRun, String> {
-    let first = run(engine, setup, seed)?;
+pub fn check_determinism(
+    engine: Engine,
+    setup: &Setup,
+    seed: u64,
+    machines: &Machines,
+) -> Result<EngineRun, String> {
+    let first = run(engine, setup, seed, machines)?;
     let again = match engine {
         #[cfg(madsim)]
-        Engine::Madsim => crate::madsim::check_determinism(setup, seed)?,
-        _ => run(engine, setup, seed)?.result.trace_hash(),
+        Engine::Madsim => crate::madsim::check_determinism(setup, seed, machines)?,
+        _ => run(engine, setup, seed, machines)?.result.trace_hash(),
     };
     let a = first.result.trace_hash();
     if a != again {
@@ -212,6 +228,7 @@ pub struct Agreement {
 fn outcome_of(
     engine: Engine,
     setup_of: &dyn Fn(u64) -> Setup,
+    machines: &Machines,
     seeds: std::ops::Range<u64>,
 ) -> Result<(Outcome, Vec<leasesim::run::Verdict>), String> {
     let mut o = Outcome::default();
@@ -224,7 +241,7 @@ fn outcome_of(
             o.skipped += 1;
             continue;
         }
-        let run = run(engine, &setup, seed)?;
+        let run = run(engine, &setup, seed, machines)?;
         let r = &run.result;
         o.seeds += 1;
         o.events += r.trace.len() as u64;
@@ -253,28 +270,28 @@ fn outcome_of(
     Ok((o, verdicts))
 }
 
-/// Runs seeds `seeds` of `scenario` with `variant` on the simulator and on `other` (leaving out
-/// seeds whose plan the shell engine cannot express), and compares: the reference must hold on
-/// both; a variant must be caught on both or on neither, and the two engines must name at
-/// least one invariant in common. The engines
-/// draw their own latencies and schedules, so a single seed may go either way; what must agree
-/// is the outcome over the seeds.
+/// Runs seeds `seeds` of `scenario` on `machines` on the simulator and on `other` (leaving out
+/// seeds whose plan the shell engine cannot express), and compares: machines expected to hold
+/// must hold on both; known-bad ones must be caught on both or on neither, and the two engines
+/// must name at least one invariant in common. The engines draw their own latencies and
+/// schedules, so a single seed may go either way; what must agree is the outcome over the seeds.
 pub fn agree(
     other: Engine,
     scenario: &str,
-    variant: leasesim_protocol::Variant,
+    machines: &Machines,
     seeds: std::ops::Range<u64>,
 ) -> Result<Agreement, String> {
     let def = leasesim::scenarios::find(scenario)
         .ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
+    let variant = machines.setup_variant();
     let setup_of = |seed: u64| (def.build)(seed, variant);
-    let (sim, sv) = outcome_of(Engine::Sim, &setup_of, seeds.clone())?;
-    let (oth, ov) = outcome_of(other, &setup_of, seeds.clone())?;
+    let (sim, sv) = outcome_of(Engine::Sim, &setup_of, machines, seeds.clone())?;
+    let (oth, ov) = outcome_of(other, &setup_of, machines, seeds.clone())?;
     let same = sv.iter().zip(&ov).filter(|(a, b)| a == b).count() as u64;
-    let disagreement = compare(other, scenario, variant, seeds.clone(), &sim, &oth);
+    let disagreement = compare(other, scenario, machines, seeds.clone(), &sim, &oth);
     Ok(Agreement {
         scenario: scenario.to_string(),
-        variant: variant.name().to_string(),
+        variant: machines.name().to_string(),
         sim,
         other: oth,
         same_verdict_seeds: same,
@@ -287,7 +304,7 @@ pub fn agree(
 pub fn compare(
     other: Engine,
     scenario: &str,
-    variant: leasesim_protocol::Variant,
+    machines: &Machines,
     seeds: std::ops::Range<u64>,
     sim: &Outcome,
     oth: &Outcome,
@@ -300,7 +317,7 @@ pub fn compare(
         };
         format!(
             "{prefix} {scenario} --seed {seed} --variant {} --engine {}",
-            variant.name(),
+            machines.name(),
             engine.name()
         )
     };
@@ -311,16 +328,18 @@ pub fn compare(
             oth.problems.join("; ")
         ));
     }
-    if variant == leasesim_protocol::Variant::Reference {
+    if !machines.is_known_bad() {
         if let Some(s) = sim.first_violation.or(sim.first_unfinished) {
             why.push(format!(
-                "the reference failed on sim seed {s} (`{}`)",
+                "{} failed on sim seed {s} (`{}`)",
+                machines.name(),
                 cmd(Engine::Sim, s)
             ));
         }
         if let Some(s) = oth.first_violation.or(oth.first_unfinished) {
             why.push(format!(
-                "the reference failed on {name} seed {s} (`{}`)",
+                "{} failed on {name} seed {s} (`{}`)",
+                machines.name(),
                 cmd(other, s)
             ));
         }

@@ -29,6 +29,7 @@ pub mod local;
 #[cfg(madsim)]
 pub mod madsim;
 
+use leasesim::machines::Machines;
 use leasesim::plan::PlanDirector;
 use leasesim::run::{judge, RunResult};
 use leasesim::setup::Setup;
@@ -181,9 +182,16 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// A run of `setup` with `seed`; `control` applies faults with the engine's means.
-    pub fn new(setup: &Setup, seed: u64, control: Box<dyn FabricControl>) -> Arc<Shared> {
-        let (nodes, clocks): (Vec<Node>, Vec<Clock>) = setup.build_nodes(seed).into_iter().unzip();
+    /// A run of `setup` with `seed` on `machines`; `control` applies faults with the engine's
+    /// means.
+    pub fn new(
+        setup: &Setup,
+        seed: u64,
+        machines: &Machines,
+        control: Box<dyn FabricControl>,
+    ) -> Arc<Shared> {
+        let (nodes, clocks): (Vec<Node>, Vec<Clock>) =
+            setup.build_nodes(seed, machines).into_iter().unzip();
         let n = nodes.len();
         let director = PlanDirector::new(
             setup.faults.clone(),
@@ -301,7 +309,13 @@ impl World {
         let wall = clock.wall(self.now);
         let before = self.wake[i];
         let mut out = Vec::new();
-        let wake = drive(&mut self.nodes[i], node, local, wall, before, &mut out, f);
+        let (wake, fault) = drive(&mut self.nodes[i], node, local, wall, before, &mut out, f);
+        if let Some(reason) = fault {
+            // The machine broke a rule of its host: the run ends as the simulator ends it.
+            self.problems
+                .push(format!("node {node} broke a rule of its host: {reason}"));
+            self.end.get_or_insert(leasesim_sim::End::ProcessFault);
+        }
         let mut ctl = Control::default();
         let mut lease_lost = false;
         let mut timed_out = false;

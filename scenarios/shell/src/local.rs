@@ -9,6 +9,7 @@
 use super::{
     client_bound_ns, conclude, node_main, supervise, Env, FabricControl, Port, Shared, ShellRun,
 };
+use leasesim::machines::Machines;
 use leasesim::plan::FaultKind;
 use leasesim::setup::Setup;
 use leasesim_sim::{NodeId, Prng, Stream};
@@ -107,8 +108,8 @@ impl Port for LocalPort {
     }
 }
 
-/// Runs `setup` with `seed` on the async shell over real tokio.
-pub fn run(setup: &Setup, seed: u64) -> Result<ShellRun, String> {
+/// Runs `setup` with `seed` on `machines` on the async shell over real tokio.
+pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> Result<ShellRun, String> {
     if let Some(why) = unsupported(setup) {
         return Err(why);
     }
@@ -129,7 +130,7 @@ pub fn run(setup: &Setup, seed: u64) -> Result<ShellRun, String> {
             rng: Mutex::new(Prng::new(seed ^ 0x6c6f_6361_6c6e_6574, Stream::Network)),
             latency: (setup.net.latency_min_ns, setup.net.latency_max_ns),
         });
-        let sh = Shared::new(setup, seed, Box::new(Control(net.clone())));
+        let sh = Shared::new(setup, seed, machines, Box::new(Control(net.clone())));
         let bound = client_bound_ns(setup);
         for (i, rx) in rxs.into_iter().enumerate() {
             let port = LocalPort {

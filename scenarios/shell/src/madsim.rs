@@ -9,6 +9,7 @@
 use super::{
     client_bound_ns, conclude, node_main, supervise, Env, FabricControl, Port, Shared, ShellRun,
 };
+use leasesim::machines::Machines;
 use leasesim::setup::Setup;
 use leasesim_sim::NodeId;
 use madsim::net::{Endpoint, NetSim};
@@ -107,7 +108,7 @@ pub fn config(setup: &Setup) -> Config {
 }
 
 /// The run inside a madsim runtime (the future `Runtime::block_on` runs as the supervisor).
-pub async fn run_inside(setup: Setup, seed: u64) -> ShellRun {
+pub async fn run_inside(setup: Setup, seed: u64, machines: Machines) -> ShellRun {
     let handle = Handle::current();
     let ids = Arc::new(OnceLock::new());
     let wire_id = Arc::new(OnceLock::new());
@@ -119,7 +120,7 @@ pub async fn run_inside(setup: Setup, seed: u64) -> ShellRun {
         wire_id: wire_id.clone(),
         wire: wire_tx,
     };
-    let sh = Shared::new(&setup, seed, Box::new(control));
+    let sh = Shared::new(&setup, seed, &machines, Box::new(control));
     let bound = client_bound_ns(&setup);
     let n = setup.node_infos().len();
     let mut built = Vec::with_capacity(n);
@@ -171,30 +172,32 @@ pub async fn run_inside(setup: Setup, seed: u64) -> ShellRun {
     conclude(&sh, &setup, seed, end)
 }
 
-/// Runs `setup` with `seed` on the madsim engine: one fresh madsim runtime seeded with `seed`.
-pub fn run(setup: &Setup, seed: u64) -> ShellRun {
+/// Runs `setup` with `seed` on `machines` on the madsim engine: one fresh madsim runtime seeded
+/// with `seed`.
+pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> ShellRun {
     let rt = Runtime::with_seed_and_config(seed, config(setup));
-    rt.block_on(run_inside(setup.clone(), seed))
+    rt.block_on(run_inside(setup.clone(), seed, machines.clone()))
 }
 
-static STASH: Mutex<Option<(Setup, u64)>> = Mutex::new(None);
+static STASH: Mutex<Option<(Setup, u64, Machines)>> = Mutex::new(None);
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// madsim's own determinism check: the run twice, each on a fresh thread, with madsim
 /// comparing every random draw of the second against the first. Returns the trace hash of the
 /// second run, or what madsim reported.
-pub fn check_determinism(setup: &Setup, seed: u64) -> Result<u64, String> {
+pub fn check_determinism(setup: &Setup, seed: u64, machines: &Machines) -> Result<u64, String> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    *STASH.lock().unwrap_or_else(|p| p.into_inner()) = Some((setup.clone(), seed));
+    *STASH.lock().unwrap_or_else(|p| p.into_inner()) =
+        Some((setup.clone(), seed, machines.clone()));
     let config = config(setup);
     let out = std::panic::catch_unwind(|| {
         Runtime::check_determinism(seed, config, || async {
-            let (setup, seed) = STASH
+            let (setup, seed, machines) = STASH
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone()
                 .expect("stashed before the check");
-            run_inside(setup, seed).await.result.trace_hash()
+            run_inside(setup, seed, machines).await.result.trace_hash()
         })
     });
     out.map_err(|e| {

@@ -16,8 +16,9 @@
 mod json;
 mod v1;
 
+use crate::machines::Machines;
 use crate::plan::Fault;
-use crate::run::{run_setup, RunResult, Verdict};
+use crate::run::{run, run_setup, RunResult, Verdict};
 use crate::scenarios;
 use crate::setup::Setup;
 pub use json::read_bounded;
@@ -137,15 +138,131 @@ pub struct Replay {
     pub expect: Option<Expect>,
     /// One line on the bug this run exposed (regression files).
     pub note: Option<String>,
+    /// The user's machines it was recorded with (`None`: leasesim's own, for the setup's
+    /// variant, which any `leasesim` runs).
+    pub machines: Option<RecordedMachines>,
+}
+
+/// The user's machines a replay was recorded with: their names, and the command that reruns the
+/// file with them (only the program that defines them can).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedMachines {
+    /// The name of the set.
+    pub name: String,
+    /// The coordinator's implementation.
+    pub coordinator: String,
+    /// The worker's.
+    pub worker: String,
+    /// The receiver's.
+    pub receiver: String,
+    /// How to rerun it (`<program> replay <file>`, or the test with `LEASESIM_REPLAY`).
+    pub rerun: String,
+}
+
+/// The machines a saved run must run on, from a catalogue: leasesim's own for its setup's
+/// variant, or the recorded user's machines if the catalogue has them. The error says who can
+/// rerun it: a file of a user's machines never runs silently on the reference.
+pub fn machines_in(
+    recorded: Option<&RecordedMachines>,
+    setup: &Setup,
+    catalogue: &[Machines],
+) -> Result<Machines, String> {
+    match recorded {
+        None => Ok(Machines::variant(setup.variant)),
+        Some(rec) => catalogue.iter().find(|m| rec.are(m)).cloned().ok_or_else(|| {
+            format!(
+                "it was recorded with the machines '{}' (coordinator {}, worker {}, receiver {}), which this program does not have; rerun it with: {}",
+                rec.name, rec.coordinator, rec.worker, rec.receiver, rec.rerun
+            )
+        }),
+    }
+}
+
+impl RecordedMachines {
+    /// As JSON, for trace files.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "coordinator": self.coordinator,
+            "worker": self.worker,
+            "receiver": self.receiver,
+            "rerun": self.rerun,
+        })
+    }
+
+    /// From a trace file's `machines` object.
+    fn from_json(v: &serde_json::Value) -> Result<RecordedMachines, String> {
+        let field = |k: &str| {
+            v.get(k)
+                .and_then(|x| x.as_str())
+                .map(str::to_string)
+                .ok_or_else(|| format!("malformed trace file: \"machines.{k}\" is not text"))
+        };
+        Ok(RecordedMachines {
+            name: field("name")?,
+            coordinator: field("coordinator")?,
+            worker: field("worker")?,
+            receiver: field("receiver")?,
+            rerun: field("rerun")?,
+        })
+    }
+
+    /// What to record for `machines` (nothing for leasesim's own), rerun by `rerun`.
+    pub fn of(machines: &Machines, rerun: &str) -> Option<RecordedMachines> {
+        (!machines.is_stock()).then(|| {
+            let p = machines.parts();
+            RecordedMachines {
+                name: machines.name().to_string(),
+                coordinator: p.coordinator.clone(),
+                worker: p.worker.clone(),
+                receiver: p.receiver.clone(),
+                rerun: rerun.to_string(),
+            }
+        })
+    }
+
+    /// Whether `machines` are the ones recorded.
+    pub fn are(&self, machines: &Machines) -> bool {
+        let p = machines.parts();
+        self.name == machines.name()
+            && self.coordinator == p.coordinator
+            && self.worker == p.worker
+            && self.receiver == p.receiver
+    }
 }
 
 impl Replay {
-    /// A replay of `setup` run with `seed`, recording what `result` saw.
+    /// A replay of `setup` run with `seed` on leasesim's own machines, recording what `result`
+    /// saw.
     pub fn record(
         setup: &Setup,
         seed: u64,
         allow_unsafe_timing: bool,
         result: &RunResult,
+    ) -> Replay {
+        Replay::record_with(setup, seed, allow_unsafe_timing, result, None)
+    }
+
+    /// A replay of `setup` run with `seed` on `machines`, recording what `result` saw and, for a
+    /// user's machines, their names and `rerun`, the command that reruns the file with them.
+    pub fn record_on(
+        setup: &Setup,
+        seed: u64,
+        allow_unsafe_timing: bool,
+        result: &RunResult,
+        machines: &Machines,
+        rerun: &str,
+    ) -> Replay {
+        let recorded = RecordedMachines::of(machines, rerun);
+        Replay::record_with(setup, seed, allow_unsafe_timing, result, recorded)
+    }
+
+    fn record_with(
+        setup: &Setup,
+        seed: u64,
+        allow_unsafe_timing: bool,
+        result: &RunResult,
+        machines: Option<RecordedMachines>,
     ) -> Replay {
         let mut invariants: Vec<String> = Vec::new();
         for f in &result.findings {
@@ -166,12 +283,34 @@ impl Replay {
                 events: result.events,
             }),
             note: None,
+            machines,
         }
     }
 
-    /// Runs it.
+    /// Runs it on leasesim's own machines (for a file recorded with a user's machines, see
+    /// [`Replay::run_on`]).
     pub fn run(&self) -> RunResult {
         run_setup(&self.setup, self.seed)
+    }
+
+    /// The machines this file must run on, from a catalogue (see [`machines_in`]).
+    pub fn machines_in(&self, catalogue: &[Machines]) -> Result<Machines, String> {
+        machines_in(self.machines.as_ref(), &self.setup, catalogue)
+    }
+
+    /// Runs it on `machines`, which must be the ones it was recorded with.
+    pub fn run_on(&self, machines: &Machines) -> Result<RunResult, String> {
+        let expected = match &self.machines {
+            None => machines.is_stock() && machines.setup_variant() == self.setup.variant,
+            Some(rec) => rec.are(machines),
+        };
+        if !expected {
+            return Err(format!(
+                "this replay was not recorded with the machines '{}'",
+                machines.name()
+            ));
+        }
+        Ok(run(&self.setup, self.seed, machines))
     }
 
     /// The file's text: pretty JSON of format [`VERSION`], ending in a newline.
@@ -263,6 +402,13 @@ impl TryFrom<&Replay> for v1::Replay {
                 events: e.events,
             }),
             note: r.note.clone(),
+            machines: r.machines.as_ref().map(|m| v1::RecordedMachines {
+                name: m.name.clone(),
+                coordinator: m.coordinator.clone(),
+                worker: m.worker.clone(),
+                receiver: m.receiver.clone(),
+                rerun: m.rerun.clone(),
+            }),
         })
     }
 }
@@ -283,6 +429,13 @@ impl From<v1::Replay> for Replay {
                 events: e.events,
             }),
             note: f.note,
+            machines: f.machines.map(|m| RecordedMachines {
+                name: m.name,
+                coordinator: m.coordinator,
+                worker: m.worker,
+                receiver: m.receiver,
+                rerun: m.rerun,
+            }),
         }
     }
 }
@@ -338,6 +491,8 @@ pub enum RunFile {
         seed: u64,
         /// The recorded trace hash.
         trace_hash: Option<String>,
+        /// The user's machines it was made with (`None`: leasesim's own).
+        machines: Option<RecordedMachines>,
     },
 }
 
@@ -371,10 +526,17 @@ impl RunFile {
                     .and_then(|s| s.as_u64())
                     .ok_or_else(|| format!("{shown}: malformed trace file: no numeric \"seed\""))?;
                 let trace_hash = value.get("trace_hash").and_then(|h| h.as_str()).map(str::to_string);
+                let machines = match value.get("machines") {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(m) => {
+                        Some(RecordedMachines::from_json(m).map_err(|e| format!("{shown}: {e}"))?)
+                    }
+                };
                 Ok(RunFile::Trace {
                     setup,
                     seed,
                     trace_hash,
+                    machines,
                 })
             }
             _ => Err(format!(

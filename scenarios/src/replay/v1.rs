@@ -35,6 +35,21 @@ pub(crate) struct Replay {
     pub expect: Option<Expect>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Added within version 1 (files of leasesim's own machines never hold it): the user's
+    /// machines the run was recorded with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machines: Option<RecordedMachines>,
+}
+
+/// The user's machines a replay was recorded with, and how to rerun it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RecordedMachines {
+    pub name: String,
+    pub coordinator: String,
+    pub worker: String,
+    pub receiver: String,
+    pub rerun: String,
 }
 
 /// What the recorded run saw.
@@ -93,7 +108,7 @@ macro_rules! unit_enum {
 
 unit_enum! {
     #[serde(rename_all = "snake_case")]
-    End <=> sim::End { Done, Idle, Horizon, EventBudget, QueueBound, TimeReversed }
+    End <=> sim::End { Done, Idle, Horizon, EventBudget, QueueBound, TimeReversed, ProcessFault }
 }
 
 unit_enum! {

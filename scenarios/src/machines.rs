@@ -1,0 +1,279 @@
+//! Machines as values: one factory per role, so that the reference protocol, each of its
+//! known-bad variants and a user's own coordinator, worker or receiver all plug into every run,
+//! sweep, replay, shrink, matrix and report the same way.
+//!
+//! A [`Machines`] value has a name (what a replay file records and the command line selects with
+//! `--variant`), the variant its scenarios are built with (the reference for a user's own
+//! machines), and a factory for each role that builds a machine from the node's configuration.
+//! The tool is not a role here: it is the outside world, the place where F7 faults are injected.
+//!
+//! ```
+//! use leasesim::machines::Machines;
+//! use leasesim::{run, scenarios, Variant};
+//! use leasesim_protocol::{Worker, WorkerMachine};
+//!
+//! // A user's worker, here the reference one built by a closure of the user's.
+//! let mine = Machines::reference().with_worker("my-worker", |spec| {
+//!     Box::new(Worker::new(spec.config.clone(), Variant::Reference.switches()))
+//!         as Box<dyn WorkerMachine>
+//! });
+//! assert_eq!(mine.name(), "my-worker");
+//! assert!(!mine.is_stock());
+//! let def = scenarios::find("w1-w2").unwrap();
+//! let setup = (def.build)(1, mine.setup_variant());
+//! let r = run(&setup, 1, &mine);
+//! assert_eq!(r.verdict(), leasesim::Verdict::Held);
+//! ```
+
+use leasesim_protocol::{
+    ClassSpec, Coordinator, CoordinatorMachine, JobSpec, OpId, Receiver, ReceiverMachine, Variant,
+    Worker, WorkerConfig, WorkerMachine,
+};
+use std::sync::Arc;
+
+/// What a coordinator is built from: the job table's classes and jobs.
+pub struct CoordinatorSpec<'a> {
+    /// Job classes, with their lease lengths (P7), attempt limits, capacities and caps.
+    pub classes: &'a [ClassSpec],
+    /// The jobs, in id order.
+    pub jobs: &'a [JobSpec],
+}
+
+/// What a worker is built from.
+pub struct WorkerSpec<'a> {
+    /// Its index among the setup's workers (two processes may share one logical name).
+    pub index: usize,
+    /// Its configuration: logical name, timing, drift bound, plans.
+    pub config: &'a WorkerConfig,
+}
+
+/// What an effect receiver is built from.
+pub struct ReceiverSpec<'a> {
+    /// Its index among receivers (`Peer::Receiver(index)` reaches it).
+    pub index: u8,
+    /// Whether it checks fences (P9); one that cannot relies on keys alone (I2).
+    pub supports_fence: bool,
+    /// Whether it answers status queries (P12 c).
+    pub supports_status: bool,
+    /// Operations its policy refuses (P16 commit-time authorization).
+    pub refused_ops: &'a [OpId],
+}
+
+/// Builds a coordinator.
+pub type CoordinatorFactory =
+    Arc<dyn Fn(&CoordinatorSpec<'_>) -> Box<dyn CoordinatorMachine> + Send + Sync>;
+/// Builds a worker.
+pub type WorkerFactory = Arc<dyn Fn(&WorkerSpec<'_>) -> Box<dyn WorkerMachine> + Send + Sync>;
+/// Builds a receiver.
+pub type ReceiverFactory = Arc<dyn Fn(&ReceiverSpec<'_>) -> Box<dyn ReceiverMachine> + Send + Sync>;
+
+/// The name of the implementation of each role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parts {
+    /// The coordinator's.
+    pub coordinator: String,
+    /// The worker's.
+    pub worker: String,
+    /// The receiver's.
+    pub receiver: String,
+}
+
+/// One set of machines: a factory per role, named. Cheap to clone (the factories are shared).
+#[derive(Clone)]
+pub struct Machines {
+    name: String,
+    variant: Variant,
+    known_bad: bool,
+    parts: Parts,
+    coordinator: CoordinatorFactory,
+    worker: WorkerFactory,
+    receiver: ReceiverFactory,
+}
+
+impl std::fmt::Debug for Machines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Machines")
+            .field("name", &self.name)
+            .field("variant", &self.variant)
+            .field("known_bad", &self.known_bad)
+            .field("parts", &self.parts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The prefix of the part names of leasesim's own machines.
+const STOCK: &str = "leasesim:";
+
+impl Machines {
+    /// The reference protocol, as the SPEC states it.
+    pub fn reference() -> Machines {
+        Machines::variant(Variant::Reference)
+    }
+
+    /// The reference protocol with one known-bad switch on (or the reference itself): leasesim's
+    /// own machines, named after the variant. Scenarios are built with that variant (V12 is a
+    /// configuration, not code).
+    pub fn variant(v: Variant) -> Machines {
+        let switches = v.switches();
+        let part = format!("{STOCK}{}", v.name());
+        Machines {
+            name: v.name().to_string(),
+            variant: v,
+            known_bad: v != Variant::Reference,
+            parts: Parts {
+                coordinator: part.clone(),
+                worker: part.clone(),
+                receiver: part,
+            },
+            coordinator: Arc::new(move |s: &CoordinatorSpec<'_>| {
+                Box::new(Coordinator::new(s.classes.to_vec(), s.jobs, switches))
+                    as Box<dyn CoordinatorMachine>
+            }),
+            worker: Arc::new(move |s: &WorkerSpec<'_>| {
+                Box::new(Worker::new(s.config.clone(), switches)) as Box<dyn WorkerMachine>
+            }),
+            receiver: Arc::new(move |s: &ReceiverSpec<'_>| {
+                Box::new(
+                    Receiver::new(s.supports_fence, switches)
+                        .with_status(s.supports_status)
+                        .with_refused_ops(s.refused_ops.to_vec()),
+                ) as Box<dyn ReceiverMachine>
+            }),
+        }
+    }
+
+    /// leasesim's own machines: the reference and every known-bad variant, in `list` order.
+    pub fn stock() -> Vec<Machines> {
+        Variant::ALL.iter().map(|&v| Machines::variant(v)).collect()
+    }
+
+    /// The same machines with this worker; the set takes `name` (for a set of several parts of
+    /// one's own, rename it last with [`Machines::named`]).
+    pub fn with_worker(
+        mut self,
+        name: &str,
+        factory: impl Fn(&WorkerSpec<'_>) -> Box<dyn WorkerMachine> + Send + Sync + 'static,
+    ) -> Machines {
+        self.worker = Arc::new(factory);
+        self.parts.worker = name.to_string();
+        self.name = name.to_string();
+        self.mine()
+    }
+
+    /// The same machines with this coordinator (see [`Machines::with_worker`]).
+    pub fn with_coordinator(
+        mut self,
+        name: &str,
+        factory: impl Fn(&CoordinatorSpec<'_>) -> Box<dyn CoordinatorMachine> + Send + Sync + 'static,
+    ) -> Machines {
+        self.coordinator = Arc::new(factory);
+        self.parts.coordinator = name.to_string();
+        self.name = name.to_string();
+        self.mine()
+    }
+
+    /// The same machines with this receiver (see [`Machines::with_worker`]).
+    pub fn with_receiver(
+        mut self,
+        name: &str,
+        factory: impl Fn(&ReceiverSpec<'_>) -> Box<dyn ReceiverMachine> + Send + Sync + 'static,
+    ) -> Machines {
+        self.receiver = Arc::new(factory);
+        self.parts.receiver = name.to_string();
+        self.name = name.to_string();
+        self.mine()
+    }
+
+    /// A user's machines are judged on the reference's scenarios, and are expected to hold
+    /// unless marked [`Machines::known_bad`].
+    fn mine(mut self) -> Machines {
+        self.variant = Variant::Reference;
+        self.known_bad = false;
+        self
+    }
+
+    /// The same machines under another name.
+    pub fn named(mut self, name: &str) -> Machines {
+        self.name = name.to_string();
+        self
+    }
+
+    /// Marks these machines as carrying a bug on purpose: a matrix expects them caught.
+    pub fn known_bad(mut self) -> Machines {
+        self.known_bad = true;
+        self
+    }
+
+    /// The name the command line selects and replay files record.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The implementation of each role.
+    pub fn parts(&self) -> &Parts {
+        &self.parts
+    }
+
+    /// The variant scenarios are built with for these machines.
+    pub fn setup_variant(&self) -> Variant {
+        self.variant
+    }
+
+    /// Whether they carry a bug on purpose.
+    pub fn is_known_bad(&self) -> bool {
+        self.known_bad
+    }
+
+    /// Whether every part is leasesim's own (any `leasesim` binary can run them).
+    pub fn is_stock(&self) -> bool {
+        let p = &self.parts;
+        [&p.coordinator, &p.worker, &p.receiver]
+            .iter()
+            .all(|n| n.starts_with(STOCK))
+            && Machines::variant(self.variant).parts == self.parts
+    }
+
+    /// Builds the coordinator.
+    pub fn coordinator(&self, spec: &CoordinatorSpec<'_>) -> Box<dyn CoordinatorMachine> {
+        (self.coordinator)(spec)
+    }
+
+    /// Builds a worker.
+    pub fn worker(&self, spec: &WorkerSpec<'_>) -> Box<dyn WorkerMachine> {
+        (self.worker)(spec)
+    }
+
+    /// Builds a receiver.
+    pub fn receiver(&self, spec: &ReceiverSpec<'_>) -> Box<dyn ReceiverMachine> {
+        (self.receiver)(spec)
+    }
+}
+
+/// Finds machines by name in a catalogue.
+pub fn find<'a>(catalogue: &'a [Machines], name: &str) -> Option<&'a Machines> {
+    catalogue.iter().find(|m| m.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stock_machines_are_named_after_their_variant() {
+        let stock = Machines::stock();
+        assert_eq!(stock.len(), Variant::ALL.len());
+        assert!(stock.iter().all(Machines::is_stock));
+        assert_eq!(stock[0].name(), "reference");
+        assert!(!stock[0].is_known_bad());
+        assert!(stock[1..].iter().all(Machines::is_known_bad));
+        let mixed = Machines::variant(Variant::UnconditionalCommit).with_receiver("mine", |s| {
+            Box::new(Receiver::new(
+                s.supports_fence,
+                Variant::Reference.switches(),
+            ))
+        });
+        assert!(!mixed.is_stock());
+        assert_eq!(mixed.setup_variant(), Variant::Reference);
+        assert_eq!(mixed.parts().worker, "leasesim:unconditional-commit");
+    }
+}
