@@ -90,7 +90,8 @@ pub fn compare(catalogue: &[Machines], seeds: u64, threads: usize) -> Matrix {
         .iter()
         .map(|m| row(m, cells.by_ref().take(n).collect()))
         .collect();
-    let (good, bad): (Vec<(&Machines, &Row)>, Vec<(&Machines, &Row)>) = catalogue
+    type Pairs<'a> = Vec<(&'a Machines, &'a Row)>;
+    let (good, bad): (Pairs<'_>, Pairs<'_>) = catalogue
         .iter()
         .zip(&rows)
         .partition(|(m, _)| !m.is_known_bad());
