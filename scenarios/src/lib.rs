@@ -12,6 +12,7 @@
 //! through small traits; scenarios are data built from a seed.
 
 pub mod advise;
+pub mod check;
 pub mod machines;
 pub mod matrix;
 pub mod plan;

@@ -29,8 +29,7 @@ pub use leasesim::run::reproduce_command;
 
 /// Where failing sweeps save what they found.
 pub const FAILURES_DIR: &str = "leasesim-failures";
-/// Sweeps at least this long per scenario must reach every hazard the scenario declares.
-pub const COVERAGE_MIN_SEEDS: u64 = 100;
+pub use leasesim::check::COVERAGE_MIN_SEEDS;
 
 #[derive(Parser, Debug)]
 #[command(
