@@ -22,6 +22,8 @@ pub mod run;
 pub mod scenarios;
 pub mod setup;
 pub mod shrink;
+#[cfg(feature = "proptest")]
+pub mod strategy;
 pub mod sweep;
 pub mod world;
 
