@@ -1,30 +1,75 @@
-//! The machine traits: how a host (the simulator's adapter, the async shell, a user's own
-//! harness) drives a coordinator, a worker or an effect receiver. The reference machines of this
-//! crate implement them, and so can a user's own (issue: "Test your own implementation").
+//! The machine traits: how a host (leasesim's simulator, its async shell, a user's own harness)
+//! drives a coordinator, a worker or an effect receiver. The reference machines of this crate
+//! implement them, and so can a user's own: leasesim then runs, sweeps, replays, shrinks and
+//! judges the user's machines exactly as it does its own (`leasesim::Machines`).
 //!
-//! The contract, for every trait (sans-IO, in the style of quinn-proto's `Connection`):
-//! - every input carries the node's own `now` (its local clock, nanoseconds); a machine reads no
-//!   clock, draws no random number, spawns no thread and does no I/O;
-//! - after every input the host drains [`Output`]s with `poll_output` until it returns `None`,
-//!   then reads `poll_timeout` and calls `handle_timeout` when that time comes (a spurious or
-//!   early call must be harmless);
-//! - `from` is the host address of the sender; a reply is sent to [`crate::Peer::Addr`] of it.
+//! # The contract
+//!
+//! **Sans-IO.** A machine reads no clock, draws no random number, spawns no thread, does no
+//! I/O and iterates no hash-ordered collection: every input carries the node's own `now` (its
+//! local monotonic clock in nanoseconds, which drifts and may jump; only the coordinator's clock
+//! is the arbiter of lease time), and the same inputs must give the same outputs. That is what
+//! makes a run a pure function of its seed, so that a failing seed reproduces.
+//!
+//! **Call order.** The host calls one input method (`start`, `handle_message`,
+//! `handle_timeout`), then drains [`Output`]s with `poll_output` until it returns `None` (at
+//! most 4,096 per input: a machine that never drains ends the run with a process fault naming
+//! it), then reads `poll_timeout` and calls `handle_timeout` when its local clock reaches that
+//! time. A spurious or early `handle_timeout` must do nothing. Nothing is sent or journaled
+//! except through `poll_output`.
+//!
+//! **Addresses.** `from` is the host address (node id) of the sender. A server (coordinator,
+//! receiver) answers with [`crate::Peer::Addr`]`(from)`: it has no other way to name a worker, and two
+//! processes may share one logical worker name after a restart. A worker names its peers by
+//! role ([`crate::Peer::Coordinator`], [`crate::Peer::Tool`], [`crate::Peer::Receiver`]`(i)` for `i` below the
+//! number of receivers). Addressing a node or receiver that does not exist ends the run with a
+//! process fault naming the machine, never a panic.
+//!
+//! **Crashes and restarts.** A worker's `crash` loses its volatile state; `start` is called
+//! again when it restarts under the same logical name. A coordinator's table and a receiver's
+//! store are durable: their crashes are outages (no messages in or out), not `crash` calls.
+//!
+//! **When a run ends.** A run's goal is reached when the coordinator says
+//! [`CoordinatorMachine::all_terminal`] and no worker [`WorkerMachine::is_busy`] (holds, or
+//! believes it holds, a job), and nothing is still on the wire. A worker that stays busy forever
+//! keeps the run going until its liveness bound (I7) or its limits end it.
+//!
+//! # What the checkers judge, and what they need from each role
+//!
+//! leasesim judges **behaviour**: what crossed the network and what the trusted parties
+//! answered. An effect is the [`Msg::Effect`] a worker sent (with its fence) and the receiver's
+//! answer; a commit is the [`Msg::Commit`] and the coordinator's reply; a grant is the
+//! coordinator's [`Msg::ClaimGranted`] or [`Msg::HeartbeatOk`] (a lease of `lease_ns` from the
+//! coordinator's clock at its answer). A machine's **journal** ([`Output::Journal`],
+//! [`crate::Event`]) adds what only it knows, and is judged when present; a machine that
+//! journals less is judged less, never wrongly passed on what it did:
+//!
+//! | role | journal events | what they let the checkers judge |
+//! |---|---|---|
+//! | coordinator | `lease_granted` (reason, epoch, taken-over token), `lease_renewed`, `heartbeat_refused`, `result_accepted`, `result_rejected`, `lease_revoked`, `checkpoint_saved`, `job_failed`, `renewal_cap_reached` | I8 (every takeover has a reason and a higher epoch), I6 (every refused commit and heartbeat is journaled), a checkpoint's fresh lease |
+//! | worker | `job_claimed` and `heartbeat_ok` with its conservative deadline on its own clock, `jeopardy_entered`/`jeopardy_exited`, `heartbeat_lost`, `commit_refused`, `success_claimed`, `effect_started` | I5: its belief stays within the grant (judged when formed), nothing is started in jeopardy; I6: every loss it was told of is journaled |
+//! | receiver | `effect_applied`, `effect_duplicate`, `effect_fenced`, `effect_unauthorized` | I2 from its own store's point of view |
+//!
+//! The reference machines of this crate emit all of them; `leasesim list` and the README's
+//! "Test your own implementation" section show a user's machines that do too.
 
 use crate::{Coordinator, Msg, Nanos, Output, Receiver, Worker};
 
-/// A coordinator implementation as the adapter sees it.
+/// A coordinator: the job table, the only arbiter of lease time (see the module's contract).
 pub trait CoordinatorMachine: Send {
-    /// Handles a request from host address `from`.
+    /// Handles a request (`Claim`, `Heartbeat`, `Commit`, `Checkpoint`, an operator's action)
+    /// from host address `from`, at `now` on the coordinator's clock. Answers go to
+    /// `Peer::Addr(from)`.
     fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg);
-    /// The next output.
+    /// The next output; drained until `None` after every input.
     fn poll_output(&mut self) -> Option<Output>;
-    /// Whether every job is terminal (the run's goal).
+    /// Whether every job is terminal: part of the run's goal.
     fn all_terminal(&self) -> bool;
-    /// The next wake-up, if the coordinator has timers at all.
+    /// The next wake-up on the coordinator's clock, if it has timers at all.
     fn poll_timeout(&self) -> Option<Nanos> {
         None
     }
-    /// Handles due timers.
+    /// Handles due timers; a spurious call does nothing.
     fn handle_timeout(&mut self, _now: Nanos) {}
 }
 
@@ -46,25 +91,29 @@ impl CoordinatorMachine for Coordinator {
     }
 }
 
-/// A worker implementation as the adapter sees it.
+/// A worker: claims jobs, renews its lease apart from its tool calls, runs the job's plan and
+/// commits conditionally (see the module's contract).
 pub trait WorkerMachine: Send {
-    /// Starts or restarts the process.
+    /// Starts, or restarts after a crash under the same logical name, at `now` on its clock.
     fn start(&mut self, now: Nanos);
-    /// Loses volatile state.
+    /// Loses its volatile state (F5); `start` follows when it restarts.
     fn crash(&mut self);
-    /// Handles a reply.
+    /// Handles a reply (from the coordinator, the tool or a receiver) at `now` on its clock.
     fn handle_message(&mut self, now: Nanos, msg: Msg);
-    /// Handles due timers.
+    /// Handles due timers (renewals, the jeopardy deadline, timeouts); a spurious call does
+    /// nothing.
     fn handle_timeout(&mut self, now: Nanos);
-    /// The next output.
+    /// The next output; drained until `None` after every input.
     fn poll_output(&mut self) -> Option<Output>;
-    /// The next wake-up.
+    /// The next wake-up on its own clock.
     fn poll_timeout(&self) -> Option<Nanos>;
-    /// Whether it holds (or believes it holds) a job right now.
+    /// Whether it holds (or believes it holds) a job right now: a run ends only when no worker
+    /// is busy and every job is terminal.
     fn is_busy(&self) -> bool;
-    /// The wall clock's reading, told before each input.
+    /// Its wall clock's reading, told before each input (only a known-bad variant uses it).
     fn observe_wall(&mut self, _wall: Nanos) {}
-    /// The tool call it waits for, if any (an async shell cancels its call when this changes).
+    /// The tool call it waits for, if any: the async shell cancels a call's wait when this
+    /// changes (the heartbeat was refused, the call timed out).
     fn tool_in_flight(&self) -> Option<u64> {
         None
     }
@@ -100,11 +149,13 @@ impl WorkerMachine for Worker {
     }
 }
 
-/// An effect receiver implementation as the adapter sees it.
+/// An effect receiver: an external system (payments, tickets) that fences by token and
+/// deduplicates by idempotency key (see the module's contract).
 pub trait ReceiverMachine: Send {
-    /// Handles an effect from host address `from`.
+    /// Handles an `Effect` or an `EffectStatus` query from host address `from`; answers go to
+    /// `Peer::Addr(from)`.
     fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg);
-    /// The next output.
+    /// The next output; drained until `None` after every input.
     fn poll_output(&mut self) -> Option<Output>;
 }
 

@@ -5,54 +5,17 @@
 use leasesim::advise;
 use leasesim::matrix::{self, Matrix};
 use leasesim::replay::Replay;
-use leasesim::run::{program_prefix, run, run_setup, RunResult};
+use leasesim::run::{program_prefix, run, run_setup};
 use leasesim::scenarios;
-use leasesim::setup::{Role, Setup};
 use leasesim::shrink;
 use leasesim::Machines;
 use leasesim_protocol::Variant;
-use leasesim_reports::{html, mermaid, NodeKind, NodeView, RunView};
 use std::path::{Path, PathBuf};
 
 /// Seeds per scenario of the example matrix (the matrix command's default too).
 pub const EXAMPLE_MATRIX_SEEDS: u64 = matrix::DEFAULT_SEEDS;
 
-/// The node views of a run.
-pub fn node_views(r: &RunResult) -> Vec<NodeView> {
-    r.nodes
-        .iter()
-        .map(|n| NodeView {
-            name: n.name.clone(),
-            kind: match n.role {
-                Role::Coordinator => NodeKind::Coordinator,
-                Role::Worker { .. } => NodeKind::Worker,
-                Role::Receiver { .. } => NodeKind::Receiver,
-                Role::Tool => NodeKind::Tool,
-                Role::Operator => NodeKind::Operator,
-            },
-        })
-        .collect()
-}
-
-/// A run rendered as (HTML, Markdown).
-pub fn render(r: &RunResult, title: &str, subtitle: &str) -> (String, String) {
-    let nodes = node_views(r);
-    let view = RunView {
-        title: title.to_string(),
-        subtitle: subtitle.to_string(),
-        verdict: r.verdict().word(),
-        nodes: &nodes,
-        ops: &r.op_names,
-        trace: &r.trace,
-        findings: &r.findings,
-    };
-    (html::render(&view), mermaid::render(&view))
-}
-
-/// A title for a run of a setup.
-pub fn title(setup: &Setup, seed: u64) -> String {
-    format!("{} seed {seed} ({})", setup.scenario, setup.variant.name())
-}
+pub use leasesim::report::{node_views, render, title};
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
     if let Some(dir) = path.parent() {
