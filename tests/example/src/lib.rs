@@ -1,5 +1,7 @@
 //! A worked example of testing one's own lease implementation with leasesim.
 
+pub mod coordinator;
 pub mod receiver;
 
+pub use coordinator::Coordinator;
 pub use receiver::Payments;
