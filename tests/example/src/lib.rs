@@ -2,6 +2,8 @@
 
 pub mod coordinator;
 pub mod receiver;
+pub mod worker;
 
 pub use coordinator::Coordinator;
 pub use receiver::Payments;
+pub use worker::{Bug, Worker};
