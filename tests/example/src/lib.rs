@@ -1,6 +1,7 @@
 //! A worked example of testing one's own lease implementation with leasesim.
 
 pub mod coordinator;
+pub mod harness;
 pub mod receiver;
 pub mod worker;
 
