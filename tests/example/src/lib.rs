@@ -1,0 +1,110 @@
+//! # Testing my own lease implementation with leasesim
+//!
+//! This package is a worked example of using leasesim the way its users do: I wrote my own
+//! worker, coordinator and effect receiver (a payments service), and let leasesim's scenarios,
+//! fault plans and checkers judge them. It depends on leasesim only through its public crates:
+//! `leasesim-protocol` for the messages, the journal events and the machine traits, `leasesim`
+//! and `leasesim-sim` to run the scenarios.
+//!
+//! ## What is here
+//!
+//! - [`worker`]: [`Worker`], which claims jobs, keeps its lease alive on its own timer, walks
+//!   each job's plan (payments with the fence and a stable key, tool calls with a client
+//!   timeout, checkpoints), goes quiet in jeopardy and reports through a conditional commit. It
+//!   carries one bug behind a switch, [`Bug::DeadlineFromReplyArrival`] (below).
+//! - [`coordinator`]: [`Coordinator`], an in-memory lease table: atomic claim, conditional
+//!   heartbeat, checkpoint and commit, lease lengths per class, attempt limits and retry
+//!   backoff, admission by class capacity, the renewal cap, operator actions.
+//! - [`receiver`]: [`Payments`], which captures once per idempotency key, fences per invoice
+//!   and answers "did this payment happen?".
+//! - [`harness`]: the interim way to run them on leasesim's named scenarios.
+//!
+//! ## Plugging a machine in
+//!
+//! Each role is a trait of `leasesim_protocol::machine`:
+//! [`CoordinatorMachine`](leasesim_protocol::CoordinatorMachine),
+//! [`WorkerMachine`](leasesim_protocol::WorkerMachine),
+//! [`ReceiverMachine`](leasesim_protocol::ReceiverMachine). The machines are sans-IO: every input carries the
+//! node's own clock reading (`now`); after each input the host drains `poll_output` (messages
+//! to send, journal events to record) and wakes the machine at `poll_timeout`. My machines read
+//! no clock, draw no random number and iterate no hash map, so a run is a pure function of its
+//! seed. A reply goes to `Peer::Addr(from)`: two processes may share one worker name after a
+//! restart.
+//!
+//! The checkers never look inside a machine; they read the messages and the journal. What I had
+//! to journal, and when:
+//!
+//! | role | event | when |
+//! |---|---|---|
+//! | coordinator | `LeaseGranted` | every grant, with `lease_until` on its clock, the token taken over and why |
+//! | coordinator | `LeaseRenewed`, `CheckpointSaved` | every extension (also the pick-up of a job an operator handed over) |
+//! | coordinator | `HeartbeatRefused`, `ResultRejected` | in the same step as every `HeartbeatRejected` / `CommitRejected` it sends |
+//! | coordinator | `ResultAccepted` (+ `RetryScheduled` / `JobFailed`) | once per accepted commit; a repeated commit is answered, not journaled again |
+//! | coordinator | `LeaseRevoked`, `RenewalCapReached` | operator actions (a new epoch each), the cap |
+//! | worker | `JobClaimed` | when it starts on a grant: from here on its actions are held against the grant |
+//! | worker | `EffectStarted` | for every effect it sends, with its belief (`in_jeopardy`) |
+//! | worker | `HeartbeatLost` / `CommitRefused` | in the same step as it learns "no row" / a refused commit |
+//! | worker | `SuccessClaimed` | only after `CommitAccepted` |
+//! | receiver | `EffectApplied` / `EffectDuplicate` / `EffectFenced` / `EffectUnauthorized` | every effect |
+//!
+//! ## Running them
+//!
+//! leasesim builds each scenario's nodes with its reference machines. Until it takes machines
+//! from its user, [`harness`] builds the nodes the usual way and swaps in mine, each made from
+//! its node's own configuration (the worker's `WorkerConfig`, the receiver's setup, the
+//! classes and jobs), then simulates and judges exactly as `leasesim::run::run_setup` does.
+//! [`harness::Cast`] says which of mine take part:
+//!
+//! ```
+//! use leasesim::scenarios::find;
+//! use leasesim_example::harness::{check, Cast};
+//! use leasesim_example::Bug;
+//!
+//! let w1_w2 = find("w1-w2").expect("a named scenario");
+//! // My worker, coordinator and receiver through the W1/W2 story, seed 7.
+//! assert_eq!(check(w1_w2, 7, Cast::all_mine(Bug::None)), Ok(()));
+//! ```
+//!
+//! [`harness::sweep`] runs many seeds of many scenarios on a few threads and returns the
+//! failures with the invariants their findings name.
+//!
+//! ## The bug, and how leasesim shows it
+//!
+//! A holder may act only while it is sure the coordinator still considers its lease valid. The
+//! coordinator starts (or extends) the lease when it handles the claim or heartbeat, which is
+//! somewhere between my send and the reply's arrival, so the fixed worker counts its window
+//! from the **send** time: `sent + L*(1 - rho)/(1 + rho) - G`. The buggy worker counts from
+//! the **arrival** of the reply, the way the code reads most naturally ("got the lease, now +
+//! lease"). On a healthy network the difference is a few milliseconds, inside the stop margin
+//! G, and nothing goes wrong; that is why the mistake survives ordinary testing.
+//!
+//! It goes wrong when the reply is late. leasesim's swarm produces both realistic ways: a grant
+//! held up in the network past the lease it grants (the coordinator meanwhile gives the job to
+//! someone else), and a process paused (a GC, a VM stop) with renewal acknowledgements waiting
+//! in its inbox. On resuming, the buggy worker takes those old acknowledgements for fresh
+//! leases, leaves jeopardy and pays. The checkers report `quiescent-holder` (I5): "W1 started
+//! tool-job:4:create_case believing it held token 2 while token 3 had been granted", or "... with
+//! token 2 after the coordinator's lease had expired". The tests in `tests/late_reply_bug.rs`
+//! show the mistake on the machine alone and find it on the named scenarios; every seed that
+//! catches it holds with the fix.
+//!
+//! ## What I left out on purpose
+//!
+//! - My coordinator keeps its table in memory. The simulator models a coordinator crash as an
+//!   outage, so nothing is lost; a real one would write each step in one transaction.
+//! - It never looks at `client_now` or at a lease length a payload asks for: lease time is the
+//!   coordinator's clock and the job's class.
+//! - My worker runs one job at a time and keeps only its request counter across a crash; after
+//!   a restart it claims again and the checkpoint tells it where to resume.
+//! - A payment whose outcome cannot be settled (no answer, or a provider that cannot answer
+//!   status questions) goes to a human; there is no automatic compensation.
+//! - The stage deadline runs per attempt, from the claim.
+
+pub mod coordinator;
+pub mod harness;
+pub mod receiver;
+pub mod worker;
+
+pub use coordinator::Coordinator;
+pub use receiver::Payments;
+pub use worker::{Bug, Worker};
