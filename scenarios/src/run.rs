@@ -270,7 +270,11 @@ pub fn program_prefix() -> String {
         .and_then(|d| d.parent())
         .is_some_and(|t| t.file_name().is_some_and(|n| n == "target"));
     if in_target {
-        format!("cargo run --release --bin {name} --")
+        // Under `cargo run` the package is known; run by hand, the binary's name must do.
+        match std::env::var("CARGO_PKG_NAME") {
+            Ok(pkg) => format!("cargo run --release -p {pkg} --bin {name} --"),
+            Err(_) => format!("cargo run --release --bin {name} --"),
+        }
     } else {
         exe.map_or(name, |p| p.display().to_string())
     }

@@ -39,6 +39,7 @@ const CRATES: &[(&str, &str)] = &[
     ("scenarios/cli", "leasesim-cli"),
     ("tests", "leasesim-tests"),
     ("tests/xtask", "leasesim-xtask"),
+    ("tests/example", "leasesim-example"),
 ];
 
 /// The names a crate's `[dependencies]` (normal and target-specific) list.
@@ -186,6 +187,7 @@ fn every_module_says_what_it_owns() {
         .map(|(f, _)| root().join(f).join("src"))
         .collect();
     folders.push(root().join("tests/tests"));
+    folders.push(root().join("tests/example/tests"));
     for folder in folders {
         for file in sources(&folder) {
             let text = std::fs::read_to_string(&file).unwrap();

@@ -538,6 +538,10 @@ pub(super) fn shrink_cmd(
     let shrunk = shrink::shrink_on(&replay, &m)
         .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
     let elapsed = started.elapsed().as_secs_f64();
+    let mut shrunk = shrunk;
+    if let Some(rec) = &mut shrunk.replay.machines {
+        rec.rerun = rerun_command(&m, &dest);
+    }
     shrunk.replay.save(&dest).map_err(UsageError)?;
     let verdict = shrunk
         .replay

@@ -275,9 +275,12 @@ fn save_failures(
     if let (Some((path, replay)), true) = (first, shrink_first) {
         #[allow(clippy::disallowed_methods)] // the shrinker's own duration
         let started = std::time::Instant::now();
-        if let Ok(s) = shrink::shrink_on(&replay, m) {
+        if let Ok(mut s) = shrink::shrink_on(&replay, m) {
             let elapsed = started.elapsed().as_secs_f64();
             let dest = shrunk_path(&path);
+            if let Some(rec) = &mut s.replay.machines {
+                rec.rerun = rerun_command(m, &dest);
+            }
             match s.replay.save(&dest) {
                 Ok(()) => {
                     saved.shrunk = Some((

@@ -17,7 +17,8 @@
 //!   backoff, admission by class capacity, the renewal cap, operator actions.
 //! - [`receiver`]: [`Payments`], which captures once per idempotency key, fences per invoice
 //!   and answers "did this payment happen?".
-//! - [`harness`]: the interim way to run them on leasesim's named scenarios.
+//! - [`machines`]: my machines as leasesim takes them ([`leasesim::Machines`]), and the
+//!   catalogue my own command line, `payments-leasesim` (`src/bin/`), runs.
 //!
 //! ## Plugging a machine in
 //!
@@ -49,24 +50,21 @@
 //!
 //! ## Running them
 //!
-//! leasesim builds each scenario's nodes with its reference machines. Until it takes machines
-//! from its user, [`harness`] builds the nodes the usual way and swaps in mine, each made from
-//! its node's own configuration (the worker's `WorkerConfig`, the receiver's setup, the
-//! classes and jobs), then simulates and judges exactly as `leasesim::run::run_setup` does.
-//! [`harness::Cast`] says which of mine take part:
+//! [`machines::my_worker`] plugs my worker in among leasesim's reference coordinator and
+//! receivers; [`machines::all_mine`] plugs in all three of mine. From there everything is
+//! leasesim's: one run, a sweep as a test (a failure saves the run under
+//! `target/leasesim-failures/` and prints the command that reruns it), the matrix comparing my
+//! implementations, and, through `payments-leasesim`, every command of the CLI.
 //!
 //! ```
-//! use leasesim::scenarios::find;
-//! use leasesim_example::harness::{check, Cast};
-//! use leasesim_example::Bug;
+//! use leasesim::{run, scenarios, Verdict};
+//! use leasesim_example::{machines, Bug};
 //!
-//! let w1_w2 = find("w1-w2").expect("a named scenario");
+//! let mine = machines::all_mine(Bug::None);
+//! let setup = (scenarios::find("w1-w2").unwrap().build)(7, mine.setup_variant());
 //! // My worker, coordinator and receiver through the W1/W2 story, seed 7.
-//! assert_eq!(check(w1_w2, 7, Cast::all_mine(Bug::None)), Ok(()));
+//! assert_eq!(run(&setup, 7, &mine).verdict(), Verdict::Held);
 //! ```
-//!
-//! [`harness::sweep`] runs many seeds of many scenarios on a few threads and returns the
-//! failures with the invariants their findings name.
 //!
 //! ## The bug, and how leasesim shows it
 //!
@@ -101,7 +99,7 @@
 //! - The stage deadline runs per attempt, from the claim.
 
 pub mod coordinator;
-pub mod harness;
+pub mod machines;
 pub mod receiver;
 pub mod worker;
 

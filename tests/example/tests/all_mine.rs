@@ -1,28 +1,31 @@
 //! (c) My coordinator, my payments service and my fixed worker together hold on every named
-//! scenario and on the swarm.
+//! scenario and on the swarm, swept as leasesim sweeps (with its hazard coverage).
 
-use leasesim::scenarios::{ScenarioDef, ALL};
-use leasesim_example::harness::{sweep, Cast, Failure};
-use leasesim_example::Bug;
-
-fn report(failures: &[Failure]) -> String {
-    failures
-        .iter()
-        .map(|f| format!("{} seed {}: {} {}", f.scenario, f.seed, f.verdict, f.first))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+use leasesim::scenarios::ALL;
+use leasesim::{SeedRange, SweepConfig};
+use leasesim_example::{machines, Bug};
 
 #[test]
 fn hold_on_every_named_scenario_for_seeds_0_to_50() {
-    let all: Vec<&'static ScenarioDef> = ALL.iter().collect();
-    let failures = sweep(&all, 0..50, Cast::all_mine(Bug::None), 2);
-    assert!(failures.is_empty(), "{}", report(&failures));
+    let named = ALL.iter().filter(|d| d.name != "swarm").collect();
+    let config = SweepConfig::new(
+        named,
+        SeedRange { start: 0, end: 50 },
+        machines::all_mine(Bug::None),
+    );
+    assert_eq!(config.check().runs, 50 * (ALL.len() as u64 - 1));
 }
 
 #[test]
 fn hold_on_1_000_swarm_seeds() {
-    let swarm = ALL.iter().find(|d| d.name == "swarm").expect("the swarm");
-    let failures = sweep(&[swarm], 0..1_000, Cast::all_mine(Bug::None), 2);
-    assert!(failures.is_empty(), "{}", report(&failures));
+    let swarm = leasesim::scenarios::find("swarm").expect("the swarm");
+    let config = SweepConfig::new(
+        vec![swarm],
+        SeedRange {
+            start: 0,
+            end: 1_000,
+        },
+        machines::all_mine(Bug::None),
+    );
+    assert_eq!(config.check().runs, 1_000);
 }

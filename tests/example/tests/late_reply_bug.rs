@@ -2,13 +2,14 @@
 //! Here is the mistake by hand, on the machine alone, and then leasesim's checkers catching it on
 //! its named scenarios with the reference coordinator and receiver.
 
-use leasesim::scenarios::{ScenarioDef, ALL};
-use leasesim_example::harness::{check, sweep, Cast};
-use leasesim_example::{Bug, Worker};
+use leasesim::scenarios::ALL;
+use leasesim::{run, SeedRange, SweepConfig, Verdict};
+use leasesim_example::{machines, Bug, Worker};
 use leasesim_protocol::{
     ClassId, Event, JobId, Msg, Nanos, OpId, Output, Plan, Step, Token, ToolAnswer, WorkerConfig,
     WorkerMachine, WorkerName, MILLI_NS, SECOND_NS,
 };
+use std::sync::atomic::AtomicBool;
 
 const L: Nanos = 30 * SECOND_NS;
 const H: Nanos = 10 * SECOND_NS;
@@ -150,58 +151,81 @@ fn the_buggy_worker_states_a_deadline_past_the_grant() {
     assert_eq!(deadline(Bug::DeadlineFromReplyArrival), L + 4 * SECOND_NS);
 }
 
-#[test]
-fn leasesim_catches_the_buggy_worker_on_a_named_scenario() {
-    let all: Vec<&'static ScenarioDef> = ALL.iter().collect();
-    let caught = sweep(
-        &all,
-        0..2_000,
-        Cast::worker(Bug::DeadlineFromReplyArrival),
-        2,
+/// Every scenario, 2,000 seeds each, with the buggy worker: where leasesim catches it.
+fn caught(m: leasesim::Machines) -> leasesim::SweepReport {
+    let config = SweepConfig::new(
+        ALL.iter().collect(),
+        SeedRange {
+            start: 0,
+            end: 2_000,
+        },
+        m,
     );
-    for f in &caught {
+    leasesim::sweep(&config, &AtomicBool::new(false), &leasesim::Quiet)
+}
+
+#[test]
+fn leasesim_catches_the_buggy_worker_and_says_how_to_rerun_it() {
+    let report = caught(machines::my_worker(Bug::DeadlineFromReplyArrival));
+    let failures: Vec<_> = report.scenarios.iter().flat_map(|o| &o.failures).collect();
+    for f in &failures {
         println!(
-            "caught: {} seed {}: {} {:?} {}",
-            f.scenario, f.seed, f.verdict, f.invariants, f.first
+            "caught: {} seed {}: {}",
+            ALL[f.scenario].name, f.seed, f.first
         );
     }
     assert!(
-        !caught.is_empty(),
-        "no named scenario caught the late-reply bug in 2,000 seeds"
+        !failures.is_empty(),
+        "no scenario caught the late-reply bug in 2,000 seeds"
     );
-    let def = |name| {
-        ALL.iter()
-            .find(|d| d.name == name)
-            .expect("a named scenario")
-    };
-    for f in &caught {
-        // Named by the invariant it breaks: a holder acting outside the coordinator's grant.
+    let fixed = machines::my_worker(Bug::None);
+    for f in &failures {
+        // Named by the invariant it breaks: a holder acting or believing outside the grant.
         assert!(
             f.invariants.contains(&"quiescent-holder"),
             "{} seed {}: {:?}",
-            f.scenario,
+            ALL[f.scenario].name,
             f.seed,
             f.invariants
         );
         // And it is the bug, nothing else: the same seed holds with the fix.
-        assert_eq!(
-            check(def(f.scenario), f.seed, Cast::worker(Bug::None)),
-            Ok(())
-        );
+        let setup = (ALL[f.scenario].build)(f.seed, fixed.setup_variant());
+        assert_eq!(run(&setup, f.seed, &fixed).verdict(), Verdict::Held);
     }
+    // As a test would see it: the seed, the invariant, the saved replay and the command.
+    let first = failures[0];
+    let config = SweepConfig::new(
+        vec![&ALL[first.scenario]],
+        SeedRange {
+            start: first.seed,
+            end: first.seed + 1,
+        },
+        machines::my_worker(Bug::DeadlineFromReplyArrival),
+    );
+    let message = config.try_check().expect_err("it fails");
+    assert!(
+        message.contains(&format!("seed {}", first.seed)),
+        "{message}"
+    );
+    assert!(message.contains("quiescent-holder"), "{message}");
+    assert!(message.contains("LEASESIM_REPLAY="), "{message}");
+    assert!(
+        message.contains("cargo test -p leasesim-example"),
+        "{message}"
+    );
+    let saved = message
+        .lines()
+        .find_map(|l| l.strip_prefix("  saved: "))
+        .expect("saved");
+    assert!(std::path::Path::new(saved).exists());
 }
 
 #[test]
 fn the_bug_is_caught_among_my_own_coordinator_and_receivers_too() {
-    let swarm = ALL.iter().find(|d| d.name == "swarm").expect("the swarm");
-    let caught = sweep(
-        &[swarm],
-        0..2_000,
-        Cast::all_mine(Bug::DeadlineFromReplyArrival),
-        2,
-    );
-    assert!(!caught.is_empty());
-    assert!(caught
+    let report = caught(machines::all_mine(Bug::DeadlineFromReplyArrival));
+    let failures: Vec<_> = report.scenarios.iter().flat_map(|o| &o.failures).collect();
+    assert!(!failures.is_empty());
+    assert!(failures
         .iter()
         .all(|f| f.invariants.contains(&"quiescent-holder")));
 }
