@@ -1,10 +1,13 @@
 //! Every checker rejects a hand-made history that breaks its invariant, and accepts a clean one.
-//! (The known-bad variants prove the same checkers on real runs: see `w1_w2.rs`.)
+//! (The known-bad variants prove the same checkers on real runs: see `w1_w2.rs`.) Decisions that
+//! crossed the network are judged from their messages when their node journaled nothing, once
+//! when it did both.
 
 use leasesim::checkers::{check, World};
 use leasesim::setup::{NodeInfo, Role};
 use leasesim_protocol::{
-    EntityId, Event, GrantReason, IdemKey, Invariant, JobId, JobState, Msg, OpId, Token, WorkerName,
+    EffectOutcome, EntityId, Event, GrantReason, IdemKey, Invariant, JobId, JobState, Msg, OpId,
+    Outcome, Token, WorkerName,
 };
 use leasesim_sim::{Clock, End, EventKind, TraceEvent};
 
@@ -491,5 +494,288 @@ fn takeovers_without_reason_or_higher_epoch_are_rejected_i8() {
     assert_eq!(
         findings(vec![grant(0, W1, 1, 100), revoke_same_epoch]),
         vec![Invariant::RecordedTakeover]
+    );
+}
+
+// ---- judged from what crossed the network ----
+
+fn effect_msg(fence: u64) -> Msg {
+    Msg::Effect {
+        req: 7,
+        job: JobId(0),
+        entity: EntityId(0),
+        key: key(1),
+        fence: Token(fence),
+    }
+}
+
+#[test]
+fn an_effect_sent_without_a_journal_note_is_judged_from_the_message_i5() {
+    // Within its grant: fine.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            sent(50, W1, RECV, effect_msg(1))
+        ]),
+        vec![]
+    );
+    // After the grant expired, journaling nothing.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            sent(120, W1, RECV, effect_msg(1))
+        ]),
+        vec![Invariant::QuiescentHolder]
+    );
+    // After a higher token was granted, journaling nothing.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            grant(101, W2, 2, 200),
+            sent(105, W1, RECV, effect_msg(1)),
+        ]),
+        vec![Invariant::QuiescentHolder]
+    );
+    // Told its lease was lost (a refusal delivered to it), it still sends, within the time the
+    // coordinator would have allowed.
+    let refused = Msg::HeartbeatRejected {
+        req: 3,
+        job: JobId(0),
+        token: Token(1),
+    };
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            delivered(40, W1, COORD, refused),
+            sent(50, W1, RECV, effect_msg(1)),
+        ]),
+        vec![Invariant::QuiescentHolder]
+    );
+    // Its journal says it is in jeopardy; it sends anyway without a note of the effect.
+    let jeopardy = at(
+        30,
+        W1,
+        Event::JeopardyEntered {
+            job: JobId(0),
+            token: Token(1),
+            last_confirmed: 0,
+            request: None,
+        },
+    );
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            claimed(1, W1, 1),
+            jeopardy,
+            sent(50, W1, RECV, effect_msg(1)),
+        ]),
+        vec![Invariant::QuiescentHolder]
+    );
+}
+
+#[test]
+fn an_effect_both_journaled_and_sent_is_judged_once() {
+    // The reference journals and sends in the same handler: one decision, one finding.
+    let found = findings(vec![
+        grant(0, W1, 1, 100),
+        effect(120, W1, 1, false),
+        sent(120, W1, RECV, effect_msg(1)),
+    ]);
+    assert_eq!(found, vec![Invariant::QuiescentHolder]);
+    // A note in another handler does not stand for the message.
+    let found = findings(vec![
+        grant(0, W1, 1, 100),
+        effect(110, W1, 1, false),
+        sent(120, W1, RECV, effect_msg(1)),
+    ]);
+    assert_eq!(
+        found,
+        vec![Invariant::QuiescentHolder, Invariant::QuiescentHolder]
+    );
+}
+
+fn granted_msg(token: u64, lease_ns: u64) -> Msg {
+    Msg::ClaimGranted {
+        req: 1,
+        job: JobId(0),
+        token: Token(token),
+        lease_ns,
+        class: leasesim_protocol::ClassId(0),
+        checkpoint: None,
+    }
+}
+
+#[test]
+fn coordinator_answers_without_journal_notes_are_judged_from_the_messages_i1_i3_i4() {
+    // I3: a second grant while the first, told only by its message, is still valid.
+    assert_eq!(
+        findings(vec![
+            sent(0, COORD, W1, granted_msg(1, 100)),
+            sent(50, COORD, W2, granted_msg(2, 100)),
+        ]),
+        vec![Invariant::SingleValidLease]
+    );
+    // The same grant again to the same worker answers its repeated claim: no new decision.
+    assert_eq!(
+        findings(vec![
+            sent(0, COORD, W1, granted_msg(1, 100)),
+            sent(50, COORD, W1, granted_msg(1, 100)),
+            sent(101, COORD, W2, granted_msg(2, 100)),
+        ]),
+        vec![]
+    );
+    // Journaled and sent in one handler: judged once.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            grant(50, W2, 2, 150),
+            sent(50, COORD, W2, granted_msg(2, 100)),
+        ]),
+        vec![Invariant::SingleValidLease]
+    );
+    // I4: a renewal answered after the lease expired.
+    let renewed = Msg::HeartbeatOk {
+        req: 2,
+        job: JobId(0),
+        token: Token(1),
+        lease_ns: 100,
+    };
+    assert_eq!(
+        findings(vec![
+            sent(0, COORD, W1, granted_msg(1, 100)),
+            sent(50, COORD, W1, renewed),
+        ]),
+        vec![]
+    );
+    assert_eq!(
+        findings(vec![
+            sent(0, COORD, W1, granted_msg(1, 100)),
+            sent(150, COORD, W1, renewed),
+        ]),
+        vec![Invariant::NoStaleExtension]
+    );
+    // I1: a commit of a superseded token accepted, only on the wire.
+    let commit = Msg::Commit {
+        req: 9,
+        job: JobId(0),
+        worker: WorkerName(1),
+        token: Token(1),
+        outcome: Outcome::Success { result: 5 },
+        client_now: 150,
+    };
+    let accepted = Msg::CommitAccepted {
+        req: 9,
+        job: JobId(0),
+        token: Token(1),
+    };
+    let stale_accept = vec![
+        grant(0, W1, 1, 100),
+        grant(101, W2, 2, 200),
+        delivered(150, COORD, W1, commit),
+        sent(150, COORD, W1, accepted),
+    ];
+    assert_eq!(
+        findings(stale_accept.clone()),
+        vec![Invariant::NoStaleCommit]
+    );
+    // Answered again to the same repeated commit: still one decision.
+    let mut again = stale_accept;
+    again.push(delivered(160, COORD, W1, commit));
+    again.push(sent(160, COORD, W1, accepted));
+    assert_eq!(findings(again), vec![Invariant::NoStaleCommit]);
+    // The current holder's commit, accepted only on the wire: fine.
+    let current = |t, token: u64| {
+        vec![
+            delivered(
+                t,
+                COORD,
+                W2,
+                Msg::Commit {
+                    req: t,
+                    job: JobId(0),
+                    worker: WorkerName(2),
+                    token: Token(token),
+                    outcome: Outcome::Success { result: 5 },
+                    client_now: t,
+                },
+            ),
+            sent(
+                t,
+                COORD,
+                W2,
+                Msg::CommitAccepted {
+                    req: t,
+                    job: JobId(0),
+                    token: Token(token),
+                },
+            ),
+        ]
+    };
+    let mut trace = vec![grant(0, W1, 1, 100), grant(101, W2, 2, 200)];
+    trace.extend(current(150, 2));
+    assert_eq!(findings(trace.clone()), vec![]);
+}
+
+#[test]
+fn receiver_answers_without_journal_notes_are_judged_from_the_messages_i2() {
+    let ack = |req: u64, op: u8| Msg::EffectAck {
+        req,
+        job: JobId(0),
+        key: key(op),
+        outcome: EffectOutcome::Applied,
+    };
+    let effect_to = |req: u64, op: u8, fence: u64| Msg::Effect {
+        req,
+        job: JobId(0),
+        entity: EntityId(0),
+        key: key(op),
+        fence: Token(fence),
+    };
+    // One key applied twice, told only by the receiver's answers.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            delivered(10, RECV, W1, effect_to(1, 1, 1)),
+            sent(10, RECV, W1, ack(1, 1)),
+            delivered(20, RECV, W1, effect_to(2, 1, 1)),
+            sent(20, RECV, W1, ack(2, 1)),
+        ]),
+        vec![Invariant::NoDoubleEffect]
+    );
+    // A fencing receiver applies a lower fence after a higher one.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            grant(101, W2, 2, 200),
+            delivered(110, RECV, W2, effect_to(1, 1, 2)),
+            sent(110, RECV, W2, ack(1, 1)),
+            delivered(120, RECV, W1, effect_to(2, 2, 1)),
+            sent(120, RECV, W1, ack(2, 2)),
+        ]),
+        vec![Invariant::NoDoubleEffect]
+    );
+    // Journaled and answered in one handler: judged once.
+    let applied = |t, op: u8| {
+        at(
+            t,
+            RECV,
+            Event::EffectApplied {
+                entity: EntityId(0),
+                key: key(op),
+                fence: Token(1),
+            },
+        )
+    };
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            delivered(10, RECV, W1, effect_to(1, 1, 1)),
+            applied(10, 1),
+            sent(10, RECV, W1, ack(1, 1)),
+            delivered(20, RECV, W1, effect_to(2, 1, 1)),
+            applied(20, 1),
+            sent(20, RECV, W1, ack(2, 1)),
+        ]),
+        vec![Invariant::NoDoubleEffect]
     );
 }

@@ -3,13 +3,17 @@
 //! acts outside the coordinator's grant (judged at each moment it acts, in true time). A holder
 //! whose clock left its bound is not judged by the belief check; one acting before it learned
 //! of an operator's revocation reached a hazard (P15), not a violation.
+//!
+//! An effect is judged from the journal note its holder made when it sent it, and from the
+//! `Effect` message alone when it made none: what it journaled elsewhere (jeopardy, a loss)
+//! still counts, and so does every refusal of its lease delivered to it.
 
 use crate::hazard::Hazard;
 use crate::table::expiry_true;
 use crate::{Cx, Ev, Judgement};
 use leasesim_protocol::{IdemKey, Invariant, JobId, Token};
 
-/// I5 at an effect a holder started.
+/// I5 at an effect a holder started, as it journaled it.
 pub(crate) fn effect_started(
     cx: &Cx<'_>,
     e: &Ev,
@@ -19,17 +23,65 @@ pub(crate) fn effect_started(
     in_jeopardy: bool,
     out: &mut Judgement,
 ) {
-    // Texts are built only for a finding: this runs for every effect of every run.
-    let texts = || (cx.name(e.node).to_string(), cx.key(key));
     if in_jeopardy {
-        let (who, key_text) = texts();
         out.flag(
             Invariant::QuiescentHolder,
             e,
-            format!("{who} started {key_text} with token {token} while in jeopardy"),
+            format!(
+                "{} started {} with token {token} while in jeopardy",
+                cx.name(e.node),
+                cx.key(key)
+            ),
         );
         return;
     }
+    acted(cx, e, job, token, key, out);
+}
+
+/// I5 at an effect a holder sent without journaling it: its journal's jeopardy, if it keeps
+/// one, and every refusal of the lease it was told of still count.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn effect_sent(
+    cx: &Cx<'_>,
+    e: &Ev,
+    job: JobId,
+    token: Token,
+    key: IdemKey,
+    told_lost: bool,
+    out: &mut Judgement,
+) {
+    let in_jeopardy = cx.history.lease(job, token).is_some_and(|l| {
+        l.attempts()
+            .filter(|a| a.node() == e.node)
+            .last()
+            .is_some_and(|a| {
+                a.jeopardy()
+                    .any(|s| s.from < cx.i && s.to.is_none_or(|to| to > cx.i))
+            })
+    });
+    let why = if in_jeopardy {
+        "while in jeopardy (as it journaled)"
+    } else if told_lost {
+        "after it was told the lease was lost"
+    } else {
+        return acted(cx, e, job, token, key, out);
+    };
+    out.flag(
+        Invariant::QuiescentHolder,
+        e,
+        format!(
+            "{} sent {} with token {token} {why}",
+            cx.name(e.node),
+            cx.key(key)
+        ),
+    );
+}
+
+/// I5 at an effect, whatever told the checkers of it: not after the holder learned the loss,
+/// and, while its clock keeps its bound, never outside the coordinator's grant in true time.
+fn acted(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, key: IdemKey, out: &mut Judgement) {
+    // Texts are built only for a finding: this runs for every effect of every run.
+    let texts = || (cx.name(e.node).to_string(), cx.key(key));
     let lease = cx.history.lease(job, token);
     if lease.is_some_and(|l| l.loss_known_before(e.node, cx.i)) {
         let (who, key_text) = texts();
@@ -46,35 +98,39 @@ pub(crate) fn effect_started(
         return;
     }
     let m = cx.table.row(job);
-    if m.token != token {
-        let revoked_since = cx.history.job(job).is_some_and(|j| {
-            j.leases()
-                .any(|l| l.token() >= token && l.revoked_before(cx.i))
-        });
+    // An operator's action the coordinator answered without journaling it ends the lease
+    // without a new token; the table keeps the token it ended.
+    let revoked_here = m.revoked.is_some_and(|r| r >= token);
+    let what = if m.token != token {
+        let revoked_since = revoked_here
+            || cx.history.job(job).is_some_and(|j| {
+                j.leases()
+                    .any(|l| l.token() >= token && l.revoked_before(cx.i))
+            });
         if revoked_since {
             // The operator ended it; the holder learns at its next heartbeat (P15).
             out.hit(Hazard::ActedAfterRevoke);
             return;
         }
-        let (who, key_text) = texts();
-        out.flag(
-            Invariant::QuiescentHolder,
-            e,
-            format!(
-                "{who} started {key_text} believing it held token {token} while token {} had been granted",
-                m.token
-            ),
-        );
+        format!(
+            "believing it held token {token} while token {} had been granted",
+            m.token
+        )
+    } else if expiry_true(&cx.world.coordinator_clock, &m).is_none_or(|t| t <= e.t) {
+        if revoked_here {
+            out.hit(Hazard::ActedAfterRevoke);
+            return;
+        }
+        format!("with token {token} after the coordinator's lease had expired")
+    } else {
         return;
-    }
-    if expiry_true(&cx.world.coordinator_clock, &m).is_none_or(|t| t <= e.t) {
-        let (who, key_text) = texts();
-        out.flag(
-            Invariant::QuiescentHolder,
-            e,
-            format!("{who} started {key_text} with token {token} after the coordinator's lease had expired"),
-        );
-    }
+    };
+    let (who, key_text) = texts();
+    out.flag(
+        Invariant::QuiescentHolder,
+        e,
+        format!("{who} started {key_text} {what}"),
+    );
 }
 
 /// I5 at a success claim: only after the coordinator accepted the holder's result.

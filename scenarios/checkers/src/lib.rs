@@ -11,6 +11,13 @@
 //! history says came before it and two models shared by all: the reference lease table
 //! (`table`) and what the faults did so far (`faults`), both advanced after the checkers saw
 //! the event. Findings come out in trace order, and within one event in the order of that list.
+//!
+//! Behaviour is judged, not self-report: a decision that crossed the network (an effect a
+//! worker sent, a grant, renewal or acceptance the coordinator answered, an effect a receiver
+//! acknowledged) is judged from its message when its node journaled nothing about it in the
+//! same handler, and from the journal note when it did, once either way (`wire.rs`). The
+//! journal adds what only its node knows (a holder's deadline and jeopardy, a grant's reason);
+//! a machine that journals less is judged less, never passed on what it sent.
 
 pub mod commit;
 pub mod effects;
@@ -24,17 +31,19 @@ pub mod lost;
 pub mod metrics;
 pub mod node;
 mod table;
+mod wire;
 
 use faults::Faults;
 pub use hazard::{Hazard, Hazards};
 use history::History;
 use leasesim_protocol::{
-    Event, Finding, GrantReason, IdemKey, Invariant, JobId, Msg, Token, WorkerName,
+    Event, Finding, GrantReason, IdemKey, Invariant, JobId, JobState, Msg, Token, WorkerName,
 };
 use leasesim_sim::{Clock, Command, End, EventKind, NodeId, TraceEvent};
 pub use node::{NodeInfo, Role};
 use std::cell::RefCell;
 use table::Table;
+use wire::{Said, Wire};
 
 /// A run's trace.
 pub type Trace = [TraceEvent<Msg, Event>];
@@ -143,15 +152,14 @@ impl Cx<'_> {
 }
 
 /// The checkers that keep state of their own between events.
-#[derive(Default)]
 struct Checkers {
     effects: effects::Effects,
     lost: lost::Lost,
     counter: hazard::Counter,
+    wire: Wire,
 }
 
 /// The models every checker reads, advanced after the checkers saw each event.
-#[derive(Default)]
 struct Models {
     table: Table,
     faults: Faults,
@@ -183,9 +191,17 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
         .iter()
         .position(|n| n.role == Role::Coordinator)
         .unwrap_or(0) as NodeId;
-    let mut checkers = Checkers::default();
-    let mut models = Models::default();
     let mut out = Judgement::default();
+    let mut checkers = Checkers {
+        effects: effects::Effects::default(),
+        lost: lost::Lost::default(),
+        counter: hazard::Counter::default(),
+        wire: Wire::default(),
+    };
+    let mut models = Models {
+        table: Table::default(),
+        faults: Faults::default(),
+    };
     for (i, e) in trace.iter().enumerate() {
         // The history grows with the walk; what the checkers ask of it is what came before.
         history.record(trace, i);
@@ -200,8 +216,8 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
             coordinator,
             i,
         };
-        checkers.event(cx, coordinator, e, &mut out);
-        models.event(world, coordinator, e, &mut out.hazards);
+        let said = checkers.event(cx, coordinator, e, &mut out);
+        models.event(world, coordinator, e, said.as_ref(), &mut out);
     }
     let cx = Cx {
         world,
@@ -220,14 +236,16 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
 
 impl Checkers {
     /// Judges one trace event against the history and the models as they stood before it
-    /// (`cx` makes the context to read them through).
+    /// (`cx` makes the context to read them through). Returns the decision a message announced
+    /// without a journal note, for the models to take in.
+    #[inline(always)]
     fn event<'a>(
         &mut self,
         cx: impl Fn() -> Cx<'a>,
         coordinator: NodeId,
         e: &Ev,
         out: &mut Judgement,
-    ) {
+    ) -> Option<Said> {
         match &e.kind {
             EventKind::Note { note } => {
                 if let Some(h) = hazard::of_note(note) {
@@ -239,19 +257,79 @@ impl Checkers {
                 self.counter.command(&cx(), command, e.t, out);
                 if let Command::Crash { node } = *command {
                     self.lost.crashed(node);
+                    self.wire.crashed(node);
                 }
             }
-            EventKind::Send { msg, .. } => {
+            EventKind::Send { to, msg, .. } => {
                 if e.node == coordinator {
                     self.counter.answered(msg, out);
-                    lost::coordinator_sent(cx, e, msg, out);
+                    lost::coordinator_sent(&cx, e, msg, out);
                 }
+                let said = self.wire.sent(&cx, coordinator, e, *to, msg)?;
+                self.said(&cx(), e, said, out);
+                return Some(said);
             }
             EventKind::Deliver { msg, .. } => {
                 self.lost.delivered(&cx, e, msg, out);
                 self.counter.delivered(&cx, e, msg, out);
+                self.wire.delivered(e, msg);
             }
             EventKind::Release { .. } | EventKind::Lost { .. } => {}
+        }
+        None
+    }
+
+    /// A decision judged from its message, its node having journaled none: the same checks its
+    /// journal note would get, as far as the message tells.
+    fn said(&mut self, cx: &Cx<'_>, e: &Ev, said: Said, out: &mut Judgement) {
+        match said {
+            Said::Grant {
+                job, token, holder, ..
+            } => {
+                let m = cx.table.row(job);
+                leases::granted_said(cx, e, job, holder, token, out);
+                if m.state == Some(JobState::Running) && m.token < token {
+                    liveness::takeover(cx, e, job, m.token, out);
+                }
+            }
+            Said::Renewal {
+                job, token, worker, ..
+            } => leases::renewed(cx, e, job, worker, token, out),
+            Said::Accepted {
+                job,
+                token,
+                worker,
+                success,
+            } => {
+                commit::accepted(cx, e, job, worker, token, out);
+                if success == Some(true) {
+                    liveness::ended(cx, e, job, out);
+                }
+            }
+            // Revocations are judged from the journal only (I8: the epoch is not in the answer).
+            Said::Operated { .. } => {}
+            Said::Admitted {
+                entity,
+                key,
+                fence,
+                applied,
+            } => {
+                self.effects
+                    .admitted(cx, e, entity, key, fence, applied, out);
+                if applied {
+                    lost::effect_applied(cx, e, key, fence, out);
+                }
+            }
+            Said::Effect {
+                job,
+                fence,
+                receiver,
+                key,
+            } => {
+                effects::started(cx, e, job, fence, receiver, key, out);
+                let told_lost = self.wire.refused(e.node, job, fence);
+                holder::effect_sent(cx, e, job, fence, key, told_lost, out);
+            }
         }
     }
 
@@ -355,16 +433,27 @@ impl Checkers {
 }
 
 impl Models {
-    /// Advances the models past one trace event.
-    fn event(&mut self, world: &World<'_>, coordinator: NodeId, e: &Ev, hazards: &mut Hazards) {
+    /// Advances the models past one trace event, and a decision its message announced.
+    fn event(
+        &mut self,
+        world: &World<'_>,
+        coordinator: NodeId,
+        e: &Ev,
+        said: Option<&Said>,
+        out: &mut Judgement,
+    ) {
         match &e.kind {
-            EventKind::Note { note } => self.table.note(e, note, hazards),
+            EventKind::Note { note } => self.table.note(e, note, &mut out.hazards),
             EventKind::Fault { command } => {
                 self.faults
-                    .command(world, coordinator, command, e.t, hazards)
+                    .command(world, coordinator, command, e.t, &mut out.hazards)
             }
             EventKind::Send { to, fate, .. } => {
-                self.faults.sent(world, coordinator, e, *to, fate, hazards)
+                self.faults
+                    .sent(world, coordinator, e, *to, fate, &mut out.hazards);
+                if let Some(said) = said {
+                    self.table.said(e, said, &mut out.hazards);
+                }
             }
             EventKind::Release { .. } => self.faults.released(coordinator, e.node, e.t),
             EventKind::Deliver { .. } | EventKind::Lost { .. } => {}
