@@ -3,9 +3,9 @@
 use crate::hazard::Hazards;
 use crate::plan::PlanDirector;
 use crate::setup::{NodeInfo, Setup};
-use leasesim_checkers::{self as oracle, World};
+use leasesim_checkers::{self as oracle, Skipped, World};
 use leasesim_protocol::{Event, Finding, Msg};
-use leasesim_sim::{stable_hash, End, Sim, TraceEvent};
+use leasesim_sim::{stable_hash, Clock, End, Sim, TraceEvent};
 use serde::{Deserialize, Serialize};
 
 /// The judgement of one run.
@@ -75,6 +75,8 @@ pub struct RunResult {
     pub findings: Vec<Finding>,
     /// Hazards reached.
     pub hazards: Hazards,
+    /// Judgements the checkers did not make (a clock out of its drift bound), and why.
+    pub skipped: Vec<Skipped>,
 }
 
 impl RunResult {
@@ -121,9 +123,15 @@ pub fn judge(
     events: u64,
 ) -> RunResult {
     let nodes = setup.node_infos();
+    // The checkers map a holder's stated deadline to true time through its clock.
+    let mut clocks = vec![Clock::new(0, 0); nodes.len()];
+    for (i, w) in setup.workers.iter().enumerate() {
+        clocks[setup.worker_node(i) as usize] = w.clock.clock();
+    }
     let world = World {
         nodes: &nodes,
         coordinator_clock: setup.coordinator_clock.clock(),
+        clocks: &clocks,
         op_names: &setup.op_names,
         jobs: setup.jobs.len(),
         latency_max_ns: setup.net.latency_max_ns,
@@ -144,6 +152,7 @@ pub fn judge(
         events,
         findings: judgement.findings,
         hazards: judgement.hazards,
+        skipped: judgement.skipped,
     }
 }
 

@@ -1,8 +1,9 @@
 //! I5, the quiescent holder: a holder in jeopardy or after loss starts no external effect and
 //! claims no success; and, while its clock stays within the configured drift bound, it never
-//! acts outside the coordinator's grant (judged at each moment it acts, in true time). A holder
-//! whose clock left its bound is not judged by the belief check; one acting before it learned
-//! of an operator's revocation reached a hazard (P15), not a violation.
+//! acts outside the coordinator's grant (judged at each moment it acts, in true time) and never
+//! believes it may (judged when it states its deadline). A holder whose clock left its bound is
+//! not judged by the belief check (the verdict lists it as skipped); one acting before it
+//! learned of an operator's revocation reached a hazard (P15), not a violation.
 //!
 //! An effect is judged from the journal note its holder made when it sent it, and from the
 //! `Effect` message alone when it made none: what it journaled elsewhere (jeopardy, a loss)
@@ -10,7 +11,7 @@
 
 use crate::hazard::Hazard;
 use crate::table::expiry_true;
-use crate::{Cx, Ev, Judgement};
+use crate::{fmt_ns, Cx, Ev, Judgement, Skipped};
 use leasesim_protocol::{IdemKey, Invariant, JobId, Token};
 
 /// I5 at an effect a holder started, as it journaled it.
@@ -131,6 +132,76 @@ fn acted(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, key: IdemKey, out: &mut 
         e,
         format!("{who} started {key_text} {what}"),
     );
+}
+
+/// I5 when a holder states its deadline, at its claim or at an acknowledged heartbeat: mapped to
+/// true time through its clock, the deadline must not pass the coordinator's grant for that
+/// token (`issued`, the latest expiry the coordinator set for it, on its own clock). Judged
+/// when the belief is formed, whether the holder acts on it or not.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn stated(
+    cx: &Cx<'_>,
+    e: &Ev,
+    job: JobId,
+    token: Token,
+    deadline: u64,
+    claim: bool,
+    issued: Option<u64>,
+    out: &mut Judgement,
+) {
+    let node = e.node;
+    if cx.faults.clock_out(node) {
+        return;
+    }
+    let Some(drift_ppm) = cx.faults.rate(node) else {
+        out.skip(Skipped {
+            invariant: Invariant::QuiescentHolder,
+            judgement: "belief-within-grant",
+            node,
+            from_ns: 0,
+            reason: format!(
+                "belief-within-grant (I5) not judged at the deadlines {} stated: its clock is not known to the checkers",
+                cx.name(node)
+            ),
+        });
+        return;
+    };
+    let Some(until) = issued else {
+        // No grant of that token crossed the network: nothing to hold the belief against.
+        return;
+    };
+    let expiry = cx.world.coordinator_clock.true_at(until, 0);
+    // A deadline the clock already reads is no belief at all: the holder is in jeopardy.
+    let believed = |d: u64| (d > e.local).then(|| reads_at(e.t, e.local, drift_ppm, d));
+    if let Some(t_deadline) = believed(deadline).filter(|&t| t > expiry) {
+        out.flag(
+            Invariant::QuiescentHolder,
+            e,
+            format!(
+                "{} stated at its {} a deadline for {job} with token {token} that runs to {}, past the coordinator's grant, which ends at {} ({} later)",
+                cx.name(node),
+                if claim { "claim" } else { "renewal" },
+                fmt_ns(t_deadline),
+                fmt_ns(expiry),
+                fmt_ns(t_deadline - expiry)
+            ),
+        );
+    }
+}
+
+/// The first true time at which a clock that reads `local` at true time `t` and runs at
+/// `1 + drift_ppm/1e6` from then on reads `target` (above `local`): the inverse of
+/// `Clock::local` from that anchor, `t + ceil((target - local) * 1e6 / (1e6 + drift))`, in 64 bits
+/// when the interval allows (a deadline is a lease away, not days).
+fn reads_at(t: u64, local: u64, drift_ppm: i32, target: u64) -> u64 {
+    const PPM: u64 = 1_000_000;
+    let rate = (PPM as i64 + drift_ppm as i64).max(1) as u64;
+    let dl = target - local;
+    let dt = match dl.checked_mul(PPM) {
+        Some(scaled) => scaled.div_ceil(rate),
+        None => (dl as u128 * PPM as u128).div_ceil(rate as u128) as u64,
+    };
+    t.saturating_add(dt)
 }
 
 /// I5 at a success claim: only after the coordinator accepted the holder's result.

@@ -17,7 +17,8 @@
 //! acknowledged) is judged from its message when its node journaled nothing about it in the
 //! same handler, and from the journal note when it did, once either way (`wire.rs`). The
 //! journal adds what only its node knows (a holder's deadline and jeopardy, a grant's reason);
-//! a machine that journals less is judged less, never passed on what it sent.
+//! a machine that journals less is judged less, and what could not be judged is listed in
+//! [`Judgement::skipped`].
 
 pub mod commit;
 pub mod effects;
@@ -42,6 +43,7 @@ use leasesim_protocol::{
 use leasesim_sim::{Clock, Command, End, EventKind, NodeId, TraceEvent};
 pub use node::{NodeInfo, Role};
 use std::cell::RefCell;
+use std::fmt;
 use table::Table;
 use wire::{Said, Wire};
 
@@ -59,6 +61,11 @@ pub struct World<'a> {
     pub nodes: &'a [NodeInfo],
     /// The coordinator's clock (the arbiter: never stepped, F4).
     pub coordinator_clock: Clock,
+    /// Each worker's clock as configured at true time 0, by node id (the entries of other nodes
+    /// are not read): a holder's stated deadline is mapped to true time through it. A worker
+    /// whose clock is not here has its stated deadlines left unjudged, and
+    /// [`Judgement::skipped`] says so.
+    pub clocks: &'a [Clock],
     /// Operation names, by op id, for readable keys.
     pub op_names: &'a [String],
     /// The number of jobs.
@@ -80,9 +87,45 @@ pub struct Judgement {
     pub findings: Vec<Finding>,
     /// Hazards reached.
     pub hazards: Hazards,
+    /// Judgements the checkers did not make, in the order they were given up: a verdict that
+    /// held says what it does not rest on.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A judgement the checkers did not make for one node from some moment on, and why (a clock
+/// that left its drift bound, a clock the checkers were not told).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// The invariant the judgement belongs to.
+    pub invariant: Invariant,
+    /// The judgement's name (`belief-within-grant`, `needless-takeover`).
+    pub judgement: &'static str,
+    /// The node it was not made for.
+    pub node: NodeId,
+    /// True time from which it was not made.
+    pub from_ns: u64,
+    /// The whole sentence: `belief-within-grant (I5) not judged for W1 from 12.300s: ...`.
+    pub reason: String,
+}
+
+impl fmt::Display for Skipped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
 }
 
 impl Judgement {
+    /// Records a skipped judgement, once per (judgement, node).
+    fn skip(&mut self, s: Skipped) {
+        let known = self
+            .skipped
+            .iter()
+            .any(|k| k.judgement == s.judgement && k.node == s.node);
+        if !known {
+            self.skipped.push(s);
+        }
+    }
+
     fn flag(&mut self, invariant: Invariant, e: &Ev, message: String) {
         self.flag_at(invariant, e.t, e.node, message);
     }
@@ -200,7 +243,7 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
     };
     let mut models = Models {
         table: Table::default(),
-        faults: Faults::default(),
+        faults: Faults::new(world, &mut out),
     };
     for (i, e) in trace.iter().enumerate() {
         // The history grows with the walk; what the checkers ask of it is what came before.
@@ -340,21 +383,31 @@ impl Checkers {
                 job,
                 holder,
                 token,
+                lease_until,
                 took_over,
                 reason,
                 ..
             } => {
+                self.wire.issue(job, token, lease_until);
                 leases::granted(cx, e, job, holder, token, took_over, reason, out);
                 if let (Some(old), GrantReason::Expired) = (took_over, reason) {
                     liveness::takeover(cx, e, job, old, out);
                 }
             }
             Event::LeaseRenewed {
-                job, worker, token, ..
+                job,
+                worker,
+                token,
+                lease_until,
             }
             | Event::CheckpointSaved {
-                job, worker, token, ..
+                job,
+                worker,
+                token,
+                lease_until,
+                ..
             } => {
+                self.wire.issue(job, token, lease_until);
                 // A checkpoint renews the lease for the next stage: judged like a renewal (I4).
                 leases::renewed(cx, e, job, worker, token, out);
             }
@@ -395,7 +448,23 @@ impl Checkers {
                 effects::started(cx, e, job, token, receiver, key, out);
                 holder::effect_started(cx, e, job, token, key, in_jeopardy, out);
             }
-            Event::JobClaimed { .. } => self.counter.claimed(cx, e, out),
+            Event::JobClaimed {
+                job,
+                token,
+                deadline,
+            } => {
+                self.counter.claimed(cx, e, out);
+                let issued = self.wire.issued(cx.history, job, token);
+                holder::stated(cx, e, job, token, deadline, true, issued, out);
+            }
+            Event::HeartbeatOk {
+                job,
+                token,
+                deadline,
+            } => {
+                let issued = self.wire.issued(cx.history, job, token);
+                holder::stated(cx, e, job, token, deadline, false, issued, out);
+            }
             Event::HeartbeatLost { job, token } | Event::CommitRefused { job, token } => {
                 self.lost.learned_loss(cx, e, note, job, token, out);
             }
@@ -419,7 +488,6 @@ impl Checkers {
             | Event::EffectFenced { .. }
             | Event::EffectAnswered { .. }
             | Event::CommitSent { .. }
-            | Event::HeartbeatOk { .. }
             | Event::JeopardyEntered { .. }
             | Event::JeopardyExited { .. }
             | Event::ToolRequestStarted { .. }
@@ -445,8 +513,7 @@ impl Models {
         match &e.kind {
             EventKind::Note { note } => self.table.note(e, note, &mut out.hazards),
             EventKind::Fault { command } => {
-                self.faults
-                    .command(world, coordinator, command, e.t, &mut out.hazards)
+                self.faults.command(world, coordinator, command, e.t, out)
             }
             EventKind::Send { to, fate, .. } => {
                 self.faults

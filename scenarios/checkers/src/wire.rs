@@ -23,9 +23,11 @@
 //! operator's new epoch, the renewal cap, a refusal's reason, and a holder's deadline and
 //! jeopardy (I5 at its statements).
 //!
-//! Besides, it keeps the refusals of a lease delivered to each worker: a holder told its lease
-//! is lost and still sending effects is judged so even when it journals nothing.
+//! Besides, it keeps the facts of the wire other checkers read: the latest expiry the
+//! coordinator set for each (job, token), from its journal and from its answers alike (the grant
+//! a holder's stated deadline is held against), and the refusals delivered to each worker.
 
+use crate::history::History;
 use crate::{Cx, Ev, Role, Trace};
 use leasesim_protocol::{
     EffectOutcome, EntityId, Event, IdemKey, JobId, Msg, OperatorAction, Outcome, Token, WorkerName,
@@ -87,6 +89,9 @@ const NEAR: u32 = 4096;
 /// What crossed the network about one job.
 #[derive(Copy, Clone, Debug, Default)]
 struct JobWire {
+    /// The highest token the coordinator set an expiry for, and the latest expiry it set for
+    /// it, on its clock.
+    issued: Option<(Token, u64)>,
     /// The highest token a `ClaimGranted` carried, and the node its first one went to.
     granted: Option<(Token, NodeId)>,
 }
@@ -104,6 +109,13 @@ pub(crate) struct Wire {
 }
 
 impl Wire {
+    fn job(&self, job: JobId) -> JobWire {
+        match self.near.get(job.0 as usize) {
+            Some(j) => *j,
+            None => self.far.get(&job).copied().unwrap_or_default(),
+        }
+    }
+
     fn job_mut(&mut self, job: JobId) -> &mut JobWire {
         if job.0 >= NEAR {
             return self.far.entry(job).or_default();
@@ -113,6 +125,31 @@ impl Wire {
             self.near.resize(i + 1, JobWire::default());
         }
         &mut self.near[i]
+    }
+
+    /// The coordinator set the expiry of (job, token) to `until` on its clock.
+    pub(crate) fn issue(&mut self, job: JobId, token: Token, until: u64) {
+        let j = self.job_mut(job);
+        j.issued = match j.issued {
+            Some((t, u)) if t == token => Some((t, u.max(until))),
+            // An expiry set for an older token (a renewal the reference refuses) is not the
+            // current grant's; the history keeps it.
+            Some((t, u)) if t > token => Some((t, u)),
+            _ => Some((token, until)),
+        };
+    }
+
+    /// The latest expiry the coordinator set for (job, token), on its clock: the one it set for
+    /// the job's highest token, or what its journal says of an older one.
+    pub(crate) fn issued(&self, history: &History, job: JobId, token: Token) -> Option<u64> {
+        match self.job(job).issued {
+            Some((t, until)) if t == token => Some(until),
+            _ => history
+                .lease(job, token)?
+                .issues()
+                .map(|x| x.lease_until)
+                .max(),
+        }
     }
 
     /// Whether a refusal of (job, token) was delivered to `node`.
@@ -231,6 +268,7 @@ impl Wire {
                     _ => j.granted = Some((token, to)),
                 }
                 let lease_until = e.local.saturating_add(lease_ns);
+                self.issue(job, token, lease_until);
                 let cx = cx();
                 let journaled = journaled_here(cx.trace, cx.i, |n| match *n {
                     Event::LeaseGranted {
@@ -274,6 +312,7 @@ impl Wire {
                 ..
             } if from_coordinator => {
                 let lease_until = e.local.saturating_add(lease_ns);
+                self.issue(job, token, lease_until);
                 let cx = cx();
                 let journaled = journaled_here(
                     cx.trace,
