@@ -28,7 +28,7 @@ pub(crate) enum Soft {
 pub(crate) struct Faults {
     /// Worker nodes whose clocks left their bound (belief checks are void for them).
     clocks_out: BTreeSet<NodeId>,
-    /// Each node's clock, by node id.
+    /// Each node's clock and pauses, by node id.
     clocks: Vec<NodeClock>,
     /// The last true time a fault touched a worker node or its link to the coordinator.
     disturbed_at: BTreeMap<NodeId, u64>,
@@ -46,11 +46,13 @@ pub(crate) struct Faults {
     outage: bool,
 }
 
-/// What the faults did to one node's clock.
+/// What the faults did to one node's clock and run.
 #[derive(Copy, Clone, Debug, Default)]
 struct NodeClock {
     /// Its clock's rate error now (`None`: its clock is not known).
     rate: Option<i32>,
+    /// The last true time it resumed from a pause.
+    resumed_at: Option<u64>,
 }
 
 /// The judgements a worker's clock voids once it left its drift bound: the SPEC promises belief
@@ -70,6 +72,7 @@ impl Faults {
             clocks: (0..n)
                 .map(|i| NodeClock {
                     rate: world.clocks.get(i).map(|c| c.drift_ppm),
+                    resumed_at: None,
                 })
                 .collect(),
             ..Faults::default()
@@ -99,6 +102,13 @@ impl Faults {
     /// A node's clock rate error now, if its clock is known.
     pub fn rate(&self, node: NodeId) -> Option<i32> {
         self.clocks.get(node as usize).and_then(|c| c.rate)
+    }
+
+    /// Whether `node` resumed from a pause at true time `t`.
+    pub fn resumed_at(&self, node: NodeId, t: u64) -> bool {
+        self.clocks
+            .get(node as usize)
+            .is_some_and(|c| c.resumed_at == Some(t))
     }
 
     /// A worker's clock left its drift bound at true time `t`: from then on the judgements it
@@ -203,6 +213,9 @@ impl Faults {
             Command::Resume { node } => {
                 self.down.remove(&node);
                 self.disturb(coordinator, node, t);
+                if let Some(c) = self.clocks.get_mut(node as usize) {
+                    c.resumed_at = Some(t);
+                }
             }
             Command::Crash { node } => {
                 self.down.insert(node);

@@ -11,6 +11,7 @@
 
 use crate::hazard::Hazard;
 use crate::table::expiry_true;
+use crate::wire::request_answered_here;
 use crate::{fmt_ns, Cx, Ev, Judgement, Skipped};
 use leasesim_protocol::{IdemKey, Invariant, JobId, Token};
 
@@ -137,7 +138,8 @@ fn acted(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, key: IdemKey, out: &mut 
 /// I5 when a holder states its deadline, at its claim or at an acknowledged heartbeat: mapped to
 /// true time through its clock, the deadline must not pass the coordinator's grant for that
 /// token (`issued`, the latest expiry the coordinator set for it, on its own clock). Judged
-/// when the belief is formed, whether the holder acts on it or not.
+/// when the belief is formed, whether the holder acts on it or not. Counts the hazards of the
+/// reply it rests on, and returns whether that reply came late.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn stated(
     cx: &Cx<'_>,
@@ -148,10 +150,15 @@ pub(crate) fn stated(
     claim: bool,
     issued: Option<u64>,
     out: &mut Judgement,
-) {
+) -> bool {
     let node = e.node;
+    let sent = request_answered_here(cx.trace, cx.i, job, token);
+    let late = sent.is_some_and(|(t, _)| e.t - t > 2 * cx.world.latency_max_ns);
+    if late {
+        out.hit(Hazard::LateLeaseReply);
+    }
     if cx.faults.clock_out(node) {
-        return;
+        return late;
     }
     let Some(drift_ppm) = cx.faults.rate(node) else {
         out.skip(Skipped {
@@ -164,11 +171,11 @@ pub(crate) fn stated(
                 cx.name(node)
             ),
         });
-        return;
+        return late;
     };
     let Some(until) = issued else {
         // No grant of that token crossed the network: nothing to hold the belief against.
-        return;
+        return late;
     };
     let expiry = cx.world.coordinator_clock.true_at(until, 0);
     // A deadline the clock already reads is no belief at all: the holder is in jeopardy.
@@ -187,6 +194,15 @@ pub(crate) fn stated(
             ),
         );
     }
+    // The same deadline measured from the reply's arrival instead of the request's send: where
+    // it would pass the grant, a holder that measures it so shows its bug here.
+    if let Some((_, sent_local)) = sent {
+        let from_arrival = deadline.saturating_add(e.local.saturating_sub(sent_local));
+        if believed(from_arrival).is_some_and(|t| t > expiry) {
+            out.hit(Hazard::LeaseReplyPastMargin);
+        }
+    }
+    late
 }
 
 /// The first true time at which a clock that reads `local` at true time `t` and runs at
@@ -202,6 +218,26 @@ fn reads_at(t: u64, local: u64, drift_ppm: i32, target: u64) -> u64 {
         None => (dl as u128 * PPM as u128).div_ceil(rate as u128) as u64,
     };
     t.saturating_add(dt)
+}
+
+/// A holder entered jeopardy: a hazard when its last confirmation came in a late reply and it
+/// still has work (no commit sent).
+pub(crate) fn jeopardy_entered(
+    cx: &Cx<'_>,
+    e: &Ev,
+    job: JobId,
+    token: Token,
+    late: bool,
+    out: &mut Judgement,
+) {
+    let committing = || {
+        cx.history
+            .lease(job, token)
+            .is_some_and(|l| l.commit_sent_before(e.node, cx.i))
+    };
+    if late && !committing() {
+        out.hit(Hazard::SilenceAfterLateReply);
+    }
 }
 
 /// I5 at a success claim: only after the coordinator accepted the holder's result.

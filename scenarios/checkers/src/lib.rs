@@ -239,7 +239,7 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
         effects: effects::Effects::default(),
         lost: lost::Lost::default(),
         counter: hazard::Counter::default(),
-        wire: Wire::default(),
+        wire: Wire::new(world.nodes.len()),
     };
     let mut models = Models {
         table: Table::default(),
@@ -303,19 +303,19 @@ impl Checkers {
                     self.wire.crashed(node);
                 }
             }
-            EventKind::Send { to, msg, .. } => {
+            EventKind::Send { to, msg, fate, .. } => {
                 if e.node == coordinator {
                     self.counter.answered(msg, out);
                     lost::coordinator_sent(&cx, e, msg, out);
                 }
-                let said = self.wire.sent(&cx, coordinator, e, *to, msg)?;
+                let said = self.wire.sent(&cx, coordinator, e, *to, msg, fate, out)?;
                 self.said(&cx(), e, said, out);
                 return Some(said);
             }
             EventKind::Deliver { msg, .. } => {
                 self.lost.delivered(&cx, e, msg, out);
                 self.counter.delivered(&cx, e, msg, out);
-                self.wire.delivered(e, msg);
+                self.wire.delivered(&cx, e, msg, out);
             }
             EventKind::Release { .. } | EventKind::Lost { .. } => {}
         }
@@ -455,7 +455,8 @@ impl Checkers {
             } => {
                 self.counter.claimed(cx, e, out);
                 let issued = self.wire.issued(cx.history, job, token);
-                holder::stated(cx, e, job, token, deadline, true, issued, out);
+                let late = holder::stated(cx, e, job, token, deadline, true, issued, out);
+                self.wire.confirmed(e.node, late);
             }
             Event::HeartbeatOk {
                 job,
@@ -463,7 +464,11 @@ impl Checkers {
                 deadline,
             } => {
                 let issued = self.wire.issued(cx.history, job, token);
-                holder::stated(cx, e, job, token, deadline, false, issued, out);
+                let late = holder::stated(cx, e, job, token, deadline, false, issued, out);
+                self.wire.confirmed(e.node, late);
+            }
+            Event::JeopardyEntered { job, token, .. } => {
+                holder::jeopardy_entered(cx, e, job, token, self.wire.late(e.node), out);
             }
             Event::HeartbeatLost { job, token } | Event::CommitRefused { job, token } => {
                 self.lost.learned_loss(cx, e, note, job, token, out);
@@ -488,7 +493,6 @@ impl Checkers {
             | Event::EffectFenced { .. }
             | Event::EffectAnswered { .. }
             | Event::CommitSent { .. }
-            | Event::JeopardyEntered { .. }
             | Event::JeopardyExited { .. }
             | Event::ToolRequestStarted { .. }
             | Event::ToolAnswered { .. }

@@ -25,14 +25,16 @@
 //!
 //! Besides, it keeps the facts of the wire other checkers read: the latest expiry the
 //! coordinator set for each (job, token), from its journal and from its answers alike (the grant
-//! a holder's stated deadline is held against), and the refusals delivered to each worker.
+//! a holder's stated deadline is held against); the refusals delivered to each worker; and the
+//! hazards of lease replies (late, after a pause, duplicated, reordered).
 
+use crate::hazard::Hazard;
 use crate::history::History;
-use crate::{Cx, Ev, Role, Trace};
+use crate::{Cx, Ev, Judgement, Role, Trace};
 use leasesim_protocol::{
     EffectOutcome, EntityId, Event, IdemKey, JobId, Msg, OperatorAction, Outcome, Token, WorkerName,
 };
-use leasesim_sim::{EventKind, NodeId};
+use leasesim_sim::{Command, EventKind, Fate, NodeId};
 use std::collections::BTreeMap;
 
 /// A decision a message announced and no journal note of its handler did: the checkers judge it
@@ -83,6 +85,10 @@ pub(crate) enum Said {
 /// notes and sends a few messages, and the director's commands come between them.
 const HANDLER_EVENTS_MAX: usize = 64;
 
+/// Most trace events looked through, back from a lease reply, for the request it answers: the
+/// reference keeps 8 requests in flight, each at most a heartbeat period after the last.
+const REQUEST_EVENTS_MAX: usize = 1 << 16;
+
 /// Job ids below this have their facts by position; the rest in a map.
 const NEAR: u32 = 4096;
 
@@ -96,12 +102,22 @@ struct JobWire {
     granted: Option<(Token, NodeId)>,
 }
 
+/// What crossed the network about one node.
+#[derive(Copy, Clone, Debug, Default)]
+struct NodeWire {
+    /// The highest request a grant or renewal reply delivered to it answered.
+    replied: Option<u64>,
+    /// Whether its last stated deadline came with a late reply.
+    late: bool,
+}
+
 /// The facts of the wire the checkers keep between events. Small vectors, searched in place:
 /// most runs have a handful of jobs and nodes, and every run pays for what it allocates.
 #[derive(Default)]
 pub(crate) struct Wire {
     near: Vec<JobWire>,
     far: BTreeMap<JobId, JobWire>,
+    nodes: Vec<NodeWire>,
     /// `CommitAccepted` answers sent: (job, token, to).
     accepted: Vec<(JobId, Token, NodeId)>,
     /// Refusals of a lease delivered to a worker: (node, job, token).
@@ -109,6 +125,14 @@ pub(crate) struct Wire {
 }
 
 impl Wire {
+    /// The wire of a run with `nodes` nodes.
+    pub(crate) fn new(nodes: usize) -> Wire {
+        Wire {
+            nodes: vec![NodeWire::default(); nodes],
+            ..Wire::default()
+        }
+    }
+
     fn job(&self, job: JobId) -> JobWire {
         match self.near.get(job.0 as usize) {
             Some(j) => *j,
@@ -157,21 +181,42 @@ impl Wire {
         self.refused.contains(&(node, job, token))
     }
 
+    /// Whether `node`'s last stated deadline came with a late reply.
+    pub(crate) fn late(&self, node: NodeId) -> bool {
+        self.nodes.get(node as usize).is_some_and(|n| n.late)
+    }
+
+    /// `node` stated a deadline on a reply that came `late` or not.
+    pub(crate) fn confirmed(&mut self, node: NodeId, late: bool) {
+        if let Some(n) = self.nodes.get_mut(node as usize) {
+            n.late = late;
+        }
+    }
+
     /// A worker process crashed: what it was told and asked went with it.
     pub(crate) fn crashed(&mut self, node: NodeId) {
+        if let Some(n) = self.nodes.get_mut(node as usize) {
+            *n = NodeWire::default();
+        }
         self.refused.retain(|&(n, _, _)| n != node);
     }
 
     /// A message was delivered to `e.node`.
     #[inline(always)]
-    pub(crate) fn delivered(&mut self, e: &Ev, msg: &Msg) {
+    pub(crate) fn delivered<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        e: &Ev,
+        msg: &Msg,
+        out: &mut Judgement,
+    ) {
         match msg {
             Msg::HeartbeatRejected { .. }
             | Msg::CommitRejected { .. }
-            | Msg::CheckpointAck { .. } => self.delivered_refusal(e, msg),
-            Msg::ClaimGranted { .. }
-            | Msg::HeartbeatOk { .. }
-            | Msg::Claim { .. }
+            | Msg::CheckpointAck { .. }
+            | Msg::ClaimGranted { .. }
+            | Msg::HeartbeatOk { .. } => self.delivered_lease(cx, e, msg, out),
+            Msg::Claim { .. }
             | Msg::ClaimEmpty { .. }
             | Msg::Heartbeat { .. }
             | Msg::Commit { .. }
@@ -189,7 +234,13 @@ impl Wire {
         }
     }
 
-    fn delivered_refusal(&mut self, e: &Ev, msg: &Msg) {
+    fn delivered_lease<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        e: &Ev,
+        msg: &Msg,
+        out: &mut Judgement,
+    ) {
         match *msg {
             Msg::HeartbeatRejected { job, token, .. }
             | Msg::CommitRejected { job, token, .. }
@@ -199,6 +250,17 @@ impl Wire {
                 saved: false,
                 ..
             } if !self.refused(e.node, job, token) => self.refused.push((e.node, job, token)),
+            Msg::ClaimGranted { req, .. } | Msg::HeartbeatOk { req, .. } => {
+                if cx().faults.resumed_at(e.node, e.t) {
+                    out.hit(Hazard::LeaseReplyAfterPause);
+                }
+                if let Some(n) = self.nodes.get_mut(e.node as usize) {
+                    match n.replied {
+                        Some(highest) if req < highest => out.hit(Hazard::LeaseReplyReordered),
+                        _ => n.replied = Some(req),
+                    }
+                }
+            }
             // A refusal it was told of already, a checkpoint saved, or what `delivered` leaves.
             _ => {}
         }
@@ -206,6 +268,7 @@ impl Wire {
 
     /// A message `e.node` sent to `to`: the decision to judge from it, if its handler journaled
     /// none.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(crate) fn sent<'a>(
         &mut self,
@@ -214,6 +277,8 @@ impl Wire {
         e: &Ev,
         to: NodeId,
         msg: &Msg,
+        fate: &Fate,
+        out: &mut Judgement,
     ) -> Option<Said> {
         match msg {
             Msg::ClaimGranted { .. }
@@ -221,7 +286,7 @@ impl Wire {
             | Msg::CommitAccepted { .. }
             | Msg::OperatorDone { .. }
             | Msg::EffectAck { .. }
-            | Msg::Effect { .. } => self.decision(cx, coordinator, e, to, msg),
+            | Msg::Effect { .. } => self.decision(cx, coordinator, e, to, msg, fate, out),
             // Requests decide nothing; a refusal is judged by `lost.rs` and its reason is the
             // journal's; a checkpoint's answer carries no lease length; tool traffic and status
             // queries change no lease and admit no effect.
@@ -242,6 +307,7 @@ impl Wire {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn decision<'a>(
         &mut self,
         cx: &impl Fn() -> Cx<'a>,
@@ -249,6 +315,8 @@ impl Wire {
         e: &Ev,
         to: NodeId,
         msg: &Msg,
+        fate: &Fate,
+        out: &mut Judgement,
     ) -> Option<Said> {
         let from_coordinator = e.node == coordinator;
         match *msg {
@@ -258,10 +326,14 @@ impl Wire {
                 lease_ns,
                 ..
             } if from_coordinator => {
+                if matches!(fate, Fate::Duplicate { .. }) {
+                    out.hit(Hazard::LeaseReplyDuplicated);
+                }
                 let j = self.job_mut(job);
                 match j.granted {
                     Some((t, n)) if t == token && n == to => {
                         // A repeated claim's first answer again: no new decision.
+                        out.hit(Hazard::LeaseReplyDuplicated);
                         return None;
                     }
                     Some((t, _)) if t >= token => {}
@@ -311,6 +383,9 @@ impl Wire {
                 lease_ns,
                 ..
             } if from_coordinator => {
+                if matches!(fate, Fate::Duplicate { .. }) {
+                    out.hit(Hazard::LeaseReplyDuplicated);
+                }
                 let lease_until = e.local.saturating_add(lease_ns);
                 self.issue(job, token, lease_until);
                 let cx = cx();
@@ -502,6 +577,60 @@ pub(crate) fn delivered_here(trace: &Trace, i: usize) -> Option<(NodeId, Msg)> {
             | EventKind::Send { .. }
             | EventKind::Fault { .. }
             | EventKind::Release { .. } => {}
+        }
+    }
+    None
+}
+
+/// The true time and the holder's clock reading at which it sent the claim or heartbeat that
+/// the grant or renewal reply of (job, token) starting the handler of trace event `i` answers.
+pub(crate) fn request_answered_here(
+    trace: &Trace,
+    i: usize,
+    job: JobId,
+    token: Token,
+) -> Option<(u64, u64)> {
+    let req = match delivered_here(trace, i)? {
+        (
+            _,
+            Msg::ClaimGranted {
+                req,
+                job: j,
+                token: t,
+                ..
+            }
+            | Msg::HeartbeatOk {
+                req,
+                job: j,
+                token: t,
+                ..
+            },
+        ) if j == job && t == token => req,
+        _ => return None,
+    };
+    let node = trace[i].node;
+    // Requests are numbered upwards by each process: going back, a lower number of the same
+    // process means the request is not there; a crash or restart ends the process.
+    for p in trace[..i].iter().rev().take(REQUEST_EVENTS_MAX) {
+        if p.node != node {
+            continue;
+        }
+        match &p.kind {
+            EventKind::Send {
+                msg: Msg::Claim { req: r, .. } | Msg::Heartbeat { req: r, .. },
+                ..
+            } => {
+                if *r == req {
+                    return Some((p.t, p.local));
+                }
+                if *r < req {
+                    return None;
+                }
+            }
+            EventKind::Fault {
+                command: Command::Crash { .. } | Command::Restart { .. },
+            } => return None,
+            _ => {}
         }
     }
     None
