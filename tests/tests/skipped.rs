@@ -83,7 +83,7 @@ fn the_same_drift_configured_from_the_start_is_skipped_the_same_way() {
 
 #[test]
 fn a_run_whose_clocks_keep_their_bound_skips_nothing() {
-    for name in ["w1-w2", "clock-skew-fast-worker"] {
+    for name in ["w1-w2", "clock-skew-fast-worker", "late-grant-reply"] {
         for seed in 0..20 {
             let r = run(name, seed, Variant::Reference);
             assert!(r.skipped.is_empty(), "{name} seed {seed}: {:?}", r.skipped);
