@@ -28,8 +28,10 @@ pub(crate) enum Soft {
 pub(crate) struct Faults {
     /// Worker nodes whose clocks left their bound (belief checks are void for them).
     clocks_out: BTreeSet<NodeId>,
-    /// Each node's clock and pauses, by node id.
-    clocks: Vec<NodeClock>,
+    /// Clock rates a fault set, by node, latest last (the others are as configured).
+    rates: Vec<(NodeId, i32)>,
+    /// The last true time each node that was paused resumed.
+    resumed: Vec<(NodeId, u64)>,
     /// The last true time a fault touched a worker node or its link to the coordinator.
     disturbed_at: BTreeMap<NodeId, u64>,
     /// The last true time a fault touched the coordinator itself.
@@ -46,15 +48,6 @@ pub(crate) struct Faults {
     outage: bool,
 }
 
-/// What the faults did to one node's clock and run.
-#[derive(Copy, Clone, Debug, Default)]
-struct NodeClock {
-    /// Its clock's rate error now (`None`: its clock is not known).
-    rate: Option<i32>,
-    /// The last true time it resumed from a pause.
-    resumed_at: Option<u64>,
-}
-
 /// The judgements a worker's clock voids once it left its drift bound: the SPEC promises belief
 /// within grant only within the bound, and a takeover is needless only of a holder whose clock
 /// kept to it.
@@ -64,19 +57,10 @@ const VOIDED_BY_CLOCK: [(Invariant, &str); 2] = [
 ];
 
 impl Faults {
-    /// The faults of a run about to begin: every clock as the world configured it, and every
-    /// worker configured beyond its drift bound already out of it.
+    /// The faults of a run about to begin: a worker configured beyond its drift bound is out of
+    /// it from the start.
     pub fn new(world: &World<'_>, out: &mut Judgement) -> Faults {
-        let n = world.nodes.len();
-        let mut faults = Faults {
-            clocks: (0..n)
-                .map(|i| NodeClock {
-                    rate: world.clocks.get(i).map(|c| c.drift_ppm),
-                    resumed_at: None,
-                })
-                .collect(),
-            ..Faults::default()
-        };
+        let mut faults = Faults::default();
         for (node, info) in world.nodes.iter().enumerate() {
             let (Role::Worker { drift_ppm_max, .. }, Some(clock)) =
                 (&info.role, world.clocks.get(node))
@@ -99,16 +83,18 @@ impl Faults {
         self.clocks_out.contains(&node)
     }
 
-    /// A node's clock rate error now, if its clock is known.
-    pub fn rate(&self, node: NodeId) -> Option<i32> {
-        self.clocks.get(node as usize).and_then(|c| c.rate)
+    /// A node's clock rate error now, if its clock is known: the last a fault set, or the one
+    /// the world configured.
+    pub fn rate(&self, world: &World<'_>, node: NodeId) -> Option<i32> {
+        match self.rates.iter().rev().find(|(n, _)| *n == node) {
+            Some(&(_, rate)) => Some(rate),
+            None => world.clocks.get(node as usize).map(|c| c.drift_ppm),
+        }
     }
 
     /// Whether `node` resumed from a pause at true time `t`.
     pub fn resumed_at(&self, node: NodeId, t: u64) -> bool {
-        self.clocks
-            .get(node as usize)
-            .is_some_and(|c| c.resumed_at == Some(t))
+        !self.resumed.is_empty() && self.resumed.contains(&(node, t))
     }
 
     /// A worker's clock left its drift bound at true time `t`: from then on the judgements it
@@ -213,8 +199,9 @@ impl Faults {
             Command::Resume { node } => {
                 self.down.remove(&node);
                 self.disturb(coordinator, node, t);
-                if let Some(c) = self.clocks.get_mut(node as usize) {
-                    c.resumed_at = Some(t);
+                match self.resumed.iter_mut().find(|(n, _)| *n == node) {
+                    Some(r) => r.1 = t,
+                    None => self.resumed.push((node, t)),
                 }
             }
             Command::Crash { node } => {
@@ -243,10 +230,7 @@ impl Faults {
             Command::WallStep { .. } => hazards.hit(Hazard::ClockFault),
             Command::SetDrift { node, drift_ppm } => {
                 hazards.hit(Hazard::ClockFault);
-                if let Some(c) = self.clocks.get_mut(node as usize) {
-                    // A rate set on a clock the world did not describe is known from here on.
-                    c.rate = Some(drift_ppm);
-                }
+                self.rates.push((node, drift_ppm));
                 if let Some(&Role::Worker { drift_ppm_max, .. }) = role(node) {
                     if drift_ppm.unsigned_abs() > drift_ppm_max {
                         let why = format!(

@@ -10,7 +10,7 @@
 //! still counts, and so does every refusal of its lease delivered to it.
 
 use crate::hazard::Hazard;
-use crate::table::expiry_true;
+use crate::table::{coordinator_true, expiry_true};
 use crate::wire::request_answered_here;
 use crate::{fmt_ns, Cx, Ev, Judgement, Skipped};
 use leasesim_protocol::{IdemKey, Invariant, JobId, Token};
@@ -160,7 +160,7 @@ pub(crate) fn stated(
     if cx.faults.clock_out(node) {
         return late;
     }
-    let Some(drift_ppm) = cx.faults.rate(node) else {
+    let Some(drift_ppm) = cx.faults.rate(cx.world, node) else {
         out.skip(Skipped {
             invariant: Invariant::QuiescentHolder,
             judgement: "belief-within-grant",
@@ -177,7 +177,7 @@ pub(crate) fn stated(
         // No grant of that token crossed the network: nothing to hold the belief against.
         return late;
     };
-    let expiry = cx.world.coordinator_clock.true_at(until, 0);
+    let expiry = coordinator_true(&cx.world.coordinator_clock, until);
     // A deadline the clock already reads is no belief at all: the holder is in jeopardy.
     let believed = |d: u64| (d > e.local).then(|| reads_at(e.t, e.local, drift_ppm, d));
     if let Some(t_deadline) = believed(deadline).filter(|&t| t > expiry) {

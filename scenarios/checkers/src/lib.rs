@@ -195,11 +195,11 @@ impl Cx<'_> {
 }
 
 /// The checkers that keep state of their own between events.
-struct Checkers {
+struct Checkers<'w> {
     effects: effects::Effects,
     lost: lost::Lost,
     counter: hazard::Counter,
-    wire: Wire,
+    wire: &'w mut Wire,
 }
 
 /// The models every checker reads, advanced after the checkers saw each event.
@@ -214,6 +214,9 @@ thread_local! {
     /// small-object heap (where the simulator grows its own buffers run after run), so that
     /// judging a run allocates almost nothing and leaves that heap as it found it.
     static HISTORY: RefCell<History> = RefCell::new(History::with_room(HISTORY_ROOM_BYTES));
+    /// The wire's facts, kept per thread and reused the same way: once the first runs grew its
+    /// vectors, judging a run allocates nothing for them.
+    static WIRE: RefCell<Wire> = RefCell::new(Wire::default());
 }
 
 /// Room reserved for each kind of record of the per-thread history: above the usual threshold
@@ -223,12 +226,15 @@ const HISTORY_ROOM_BYTES: usize = 256 * 1024;
 /// Checks every invariant over a trace and counts the hazards reached.
 pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
     HISTORY.with_borrow_mut(|history| {
-        history.clear();
-        judge(world, trace, history)
+        WIRE.with_borrow_mut(|wire| {
+            history.clear();
+            wire.clear(world.nodes.len());
+            judge(world, trace, history, wire)
+        })
     })
 }
 
-fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
+fn judge(world: &World<'_>, trace: &Trace, history: &mut History, wire: &mut Wire) -> Judgement {
     let coordinator = world
         .nodes
         .iter()
@@ -239,7 +245,7 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
         effects: effects::Effects::default(),
         lost: lost::Lost::default(),
         counter: hazard::Counter::default(),
-        wire: Wire::new(world.nodes.len()),
+        wire,
     };
     let mut models = Models {
         table: Table::default(),
@@ -277,7 +283,7 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
     out
 }
 
-impl Checkers {
+impl Checkers<'_> {
     /// Judges one trace event against the history and the models as they stood before it
     /// (`cx` makes the context to read them through). Returns the decision a message announced
     /// without a journal note, for the models to take in.
@@ -377,6 +383,9 @@ impl Checkers {
     }
 
     /// A journal event, handed to the checkers it concerns in the order of the crate's list.
+    /// Out of line, so that the walk's loop stays small for the sends and deliveries that make
+    /// most of a trace.
+    #[inline(never)]
     fn note(&mut self, cx: &Cx<'_>, e: &Ev, note: &Event, out: &mut Judgement) {
         match *note {
             Event::LeaseGranted {

@@ -111,8 +111,9 @@ struct NodeWire {
     late: bool,
 }
 
-/// The facts of the wire the checkers keep between events. Small vectors, searched in place:
-/// most runs have a handful of jobs and nodes, and every run pays for what it allocates.
+/// The facts of the wire the checkers keep between events. Small vectors, searched in place, and
+/// kept per thread from run to run (see `Wire::clear`): most runs have a handful of jobs and
+/// nodes, and a run that allocates pays for it.
 #[derive(Default)]
 pub(crate) struct Wire {
     near: Vec<JobWire>,
@@ -125,12 +126,14 @@ pub(crate) struct Wire {
 }
 
 impl Wire {
-    /// The wire of a run with `nodes` nodes.
-    pub(crate) fn new(nodes: usize) -> Wire {
-        Wire {
-            nodes: vec![NodeWire::default(); nodes],
-            ..Wire::default()
-        }
+    /// Empties the wire for a run with `nodes` nodes, keeping its storage.
+    pub(crate) fn clear(&mut self, nodes: usize) {
+        self.near.clear();
+        self.far.clear();
+        self.accepted.clear();
+        self.refused.clear();
+        self.nodes.clear();
+        self.nodes.resize(nodes, NodeWire::default());
     }
 
     fn job(&self, job: JobId) -> JobWire {
