@@ -4,9 +4,9 @@ use crate::hazard::Hazards;
 use crate::machines::Machines;
 use crate::plan::PlanDirector;
 use crate::setup::{NodeInfo, Role, Setup};
-use leasesim_checkers::{self as oracle, World};
+use leasesim_checkers::{self as oracle, Skipped, World};
 use leasesim_protocol::{Event, Finding, Msg};
-use leasesim_sim::{stable_hash, End, Sim, TraceEvent, WORLD};
+use leasesim_sim::{stable_hash, Clock, End, Sim, TraceEvent, WORLD};
 use serde::{Deserialize, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -84,6 +84,8 @@ pub struct RunResult {
     /// then ended with `End::ProcessFault`): a peer that does not exist, output without end, a
     /// panic.
     pub machine_fault: Option<String>,
+    /// Judgements the checkers did not make (a clock out of its drift bound), and why.
+    pub skipped: Vec<Skipped>,
 }
 
 impl RunResult {
@@ -183,9 +185,15 @@ pub fn judge(
     events: u64,
 ) -> RunResult {
     let nodes = setup.node_infos();
+    // The checkers map a holder's stated deadline to true time through its clock.
+    let mut clocks = vec![Clock::new(0, 0); nodes.len()];
+    for (i, w) in setup.workers.iter().enumerate() {
+        clocks[setup.worker_node(i) as usize] = w.clock.clock();
+    }
     let world = World {
         nodes: &nodes,
         coordinator_clock: setup.coordinator_clock.clock(),
+        clocks: &clocks,
         op_names: &setup.op_names,
         jobs: setup.jobs.len(),
         latency_max_ns: setup.net.latency_max_ns,
@@ -207,6 +215,7 @@ pub fn judge(
         findings: judgement.findings,
         hazards: judgement.hazards,
         machine_fault: None,
+        skipped: judgement.skipped,
     }
 }
 

@@ -1,12 +1,15 @@
 //! Every checker rejects a hand-made history that breaks its invariant, and accepts a clean one.
-//! (The known-bad variants prove the same checkers on real runs: see `w1_w2.rs`.)
+//! (The known-bad variants prove the same checkers on real runs: see `w1_w2.rs`.) Decisions that
+//! crossed the network are judged from their messages when their node journaled nothing, once
+//! when it did both; a holder's stated deadline is judged where it is stated.
 
-use leasesim::checkers::{check, World};
+use leasesim::checkers::{check, Judgement, World};
 use leasesim::setup::{NodeInfo, Role};
 use leasesim_protocol::{
-    EntityId, Event, GrantReason, IdemKey, Invariant, JobId, JobState, Msg, OpId, Token, WorkerName,
+    EffectOutcome, EntityId, Event, GrantReason, IdemKey, Invariant, JobId, JobState, Msg, OpId,
+    Outcome, Token, WorkerName,
 };
-use leasesim_sim::{Clock, End, EventKind, TraceEvent};
+use leasesim_sim::{Clock, Command, End, EventKind, TraceEvent, WORLD};
 
 const COORD: u32 = 0;
 const W1: u32 = 1;
@@ -91,11 +94,13 @@ fn effect(t: u64, node: u32, token: u64, in_jeopardy: bool) -> TraceEvent<Msg, E
     )
 }
 
-fn findings(trace: Vec<TraceEvent<Msg, Event>>) -> Vec<Invariant> {
+/// The judgement of a hand-made trace, every node's clock as given (true time when empty).
+fn judged(trace: &[TraceEvent<Msg, Event>], clocks: &[Clock]) -> Judgement {
     let nodes = nodes();
     let world = World {
         nodes: &nodes,
         coordinator_clock: Clock::new(0, 0),
+        clocks,
         op_names: &[],
         jobs: 1,
         latency_max_ns: 10,
@@ -103,7 +108,11 @@ fn findings(trace: Vec<TraceEvent<Msg, Event>>) -> Vec<Invariant> {
         end: End::Done,
         end_ns: trace.last().map_or(0, |e| e.t),
     };
-    check(&world, &trace)
+    check(&world, trace)
+}
+
+fn findings(trace: Vec<TraceEvent<Msg, Event>>) -> Vec<Invariant> {
+    judged(&trace, &[Clock::new(0, 0); 4])
         .findings
         .into_iter()
         .map(|f| f.invariant)
@@ -443,6 +452,7 @@ fn a_healthy_holder_taken_over_and_an_unfinished_job_are_rejected_i7() {
     let world = World {
         nodes: &nodes,
         coordinator_clock: Clock::new(0, 0),
+        clocks: &[Clock::new(0, 0); 4],
         op_names: &[],
         jobs: 1,
         latency_max_ns: 10,
@@ -492,4 +502,441 @@ fn takeovers_without_reason_or_higher_epoch_are_rejected_i8() {
         findings(vec![grant(0, W1, 1, 100), revoke_same_epoch]),
         vec![Invariant::RecordedTakeover]
     );
+}
+
+// ---- judged from what crossed the network ----
+
+fn effect_msg(fence: u64) -> Msg {
+    Msg::Effect {
+        req: 7,
+        job: JobId(0),
+        entity: EntityId(0),
+        key: key(1),
+        fence: Token(fence),
+    }
+}
+
+#[test]
+fn an_effect_sent_without_a_journal_note_is_judged_from_the_message_i5() {
+    // Within its grant: fine.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            sent(50, W1, RECV, effect_msg(1))
+        ]),
+        vec![]
+    );
+    // After the grant expired, journaling nothing.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            sent(120, W1, RECV, effect_msg(1))
+        ]),
+        vec![Invariant::QuiescentHolder]
+    );
+    // After a higher token was granted, journaling nothing.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            grant(101, W2, 2, 200),
+            sent(105, W1, RECV, effect_msg(1)),
+        ]),
+        vec![Invariant::QuiescentHolder]
+    );
+    // Told its lease was lost (a refusal delivered to it), it still sends, within the time the
+    // coordinator would have allowed.
+    let refused = Msg::HeartbeatRejected {
+        req: 3,
+        job: JobId(0),
+        token: Token(1),
+    };
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            delivered(40, W1, COORD, refused),
+            sent(50, W1, RECV, effect_msg(1)),
+        ]),
+        vec![Invariant::QuiescentHolder]
+    );
+    // Its journal says it is in jeopardy; it sends anyway without a note of the effect.
+    let jeopardy = at(
+        30,
+        W1,
+        Event::JeopardyEntered {
+            job: JobId(0),
+            token: Token(1),
+            last_confirmed: 0,
+            request: None,
+        },
+    );
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            claimed(1, W1, 1),
+            jeopardy,
+            sent(50, W1, RECV, effect_msg(1)),
+        ]),
+        vec![Invariant::QuiescentHolder]
+    );
+}
+
+#[test]
+fn an_effect_both_journaled_and_sent_is_judged_once() {
+    // The reference journals and sends in the same handler: one decision, one finding.
+    let found = findings(vec![
+        grant(0, W1, 1, 100),
+        effect(120, W1, 1, false),
+        sent(120, W1, RECV, effect_msg(1)),
+    ]);
+    assert_eq!(found, vec![Invariant::QuiescentHolder]);
+    // A note in another handler does not stand for the message.
+    let found = findings(vec![
+        grant(0, W1, 1, 100),
+        effect(110, W1, 1, false),
+        sent(120, W1, RECV, effect_msg(1)),
+    ]);
+    assert_eq!(
+        found,
+        vec![Invariant::QuiescentHolder, Invariant::QuiescentHolder]
+    );
+}
+
+fn granted_msg(token: u64, lease_ns: u64) -> Msg {
+    Msg::ClaimGranted {
+        req: 1,
+        job: JobId(0),
+        token: Token(token),
+        lease_ns,
+        class: leasesim_protocol::ClassId(0),
+        checkpoint: None,
+    }
+}
+
+#[test]
+fn coordinator_answers_without_journal_notes_are_judged_from_the_messages_i1_i3_i4() {
+    // I3: a second grant while the first, told only by its message, is still valid.
+    assert_eq!(
+        findings(vec![
+            sent(0, COORD, W1, granted_msg(1, 100)),
+            sent(50, COORD, W2, granted_msg(2, 100)),
+        ]),
+        vec![Invariant::SingleValidLease]
+    );
+    // The same grant again to the same worker answers its repeated claim: no new decision.
+    assert_eq!(
+        findings(vec![
+            sent(0, COORD, W1, granted_msg(1, 100)),
+            sent(50, COORD, W1, granted_msg(1, 100)),
+            sent(101, COORD, W2, granted_msg(2, 100)),
+        ]),
+        vec![]
+    );
+    // Journaled and sent in one handler: judged once.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            grant(50, W2, 2, 150),
+            sent(50, COORD, W2, granted_msg(2, 100)),
+        ]),
+        vec![Invariant::SingleValidLease]
+    );
+    // I4: a renewal answered after the lease expired.
+    let renewed = Msg::HeartbeatOk {
+        req: 2,
+        job: JobId(0),
+        token: Token(1),
+        lease_ns: 100,
+    };
+    assert_eq!(
+        findings(vec![
+            sent(0, COORD, W1, granted_msg(1, 100)),
+            sent(50, COORD, W1, renewed),
+        ]),
+        vec![]
+    );
+    assert_eq!(
+        findings(vec![
+            sent(0, COORD, W1, granted_msg(1, 100)),
+            sent(150, COORD, W1, renewed),
+        ]),
+        vec![Invariant::NoStaleExtension]
+    );
+    // I1: a commit of a superseded token accepted, only on the wire.
+    let commit = Msg::Commit {
+        req: 9,
+        job: JobId(0),
+        worker: WorkerName(1),
+        token: Token(1),
+        outcome: Outcome::Success { result: 5 },
+        client_now: 150,
+    };
+    let accepted = Msg::CommitAccepted {
+        req: 9,
+        job: JobId(0),
+        token: Token(1),
+    };
+    let stale_accept = vec![
+        grant(0, W1, 1, 100),
+        grant(101, W2, 2, 200),
+        delivered(150, COORD, W1, commit),
+        sent(150, COORD, W1, accepted),
+    ];
+    assert_eq!(
+        findings(stale_accept.clone()),
+        vec![Invariant::NoStaleCommit]
+    );
+    // Answered again to the same repeated commit: still one decision.
+    let mut again = stale_accept;
+    again.push(delivered(160, COORD, W1, commit));
+    again.push(sent(160, COORD, W1, accepted));
+    assert_eq!(findings(again), vec![Invariant::NoStaleCommit]);
+    // The current holder's commit, accepted only on the wire: fine.
+    let current = |t, token: u64| {
+        vec![
+            delivered(
+                t,
+                COORD,
+                W2,
+                Msg::Commit {
+                    req: t,
+                    job: JobId(0),
+                    worker: WorkerName(2),
+                    token: Token(token),
+                    outcome: Outcome::Success { result: 5 },
+                    client_now: t,
+                },
+            ),
+            sent(
+                t,
+                COORD,
+                W2,
+                Msg::CommitAccepted {
+                    req: t,
+                    job: JobId(0),
+                    token: Token(token),
+                },
+            ),
+        ]
+    };
+    let mut trace = vec![grant(0, W1, 1, 100), grant(101, W2, 2, 200)];
+    trace.extend(current(150, 2));
+    assert_eq!(findings(trace.clone()), vec![]);
+}
+
+#[test]
+fn receiver_answers_without_journal_notes_are_judged_from_the_messages_i2() {
+    let ack = |req: u64, op: u8| Msg::EffectAck {
+        req,
+        job: JobId(0),
+        key: key(op),
+        outcome: EffectOutcome::Applied,
+    };
+    let effect_to = |req: u64, op: u8, fence: u64| Msg::Effect {
+        req,
+        job: JobId(0),
+        entity: EntityId(0),
+        key: key(op),
+        fence: Token(fence),
+    };
+    // One key applied twice, told only by the receiver's answers.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            delivered(10, RECV, W1, effect_to(1, 1, 1)),
+            sent(10, RECV, W1, ack(1, 1)),
+            delivered(20, RECV, W1, effect_to(2, 1, 1)),
+            sent(20, RECV, W1, ack(2, 1)),
+        ]),
+        vec![Invariant::NoDoubleEffect]
+    );
+    // A fencing receiver applies a lower fence after a higher one.
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            grant(101, W2, 2, 200),
+            delivered(110, RECV, W2, effect_to(1, 1, 2)),
+            sent(110, RECV, W2, ack(1, 1)),
+            delivered(120, RECV, W1, effect_to(2, 2, 1)),
+            sent(120, RECV, W1, ack(2, 2)),
+        ]),
+        vec![Invariant::NoDoubleEffect]
+    );
+    // Journaled and answered in one handler: judged once.
+    let applied = |t, op: u8| {
+        at(
+            t,
+            RECV,
+            Event::EffectApplied {
+                entity: EntityId(0),
+                key: key(op),
+                fence: Token(1),
+            },
+        )
+    };
+    assert_eq!(
+        findings(vec![
+            grant(0, W1, 1, 100),
+            delivered(10, RECV, W1, effect_to(1, 1, 1)),
+            applied(10, 1),
+            sent(10, RECV, W1, ack(1, 1)),
+            delivered(20, RECV, W1, effect_to(2, 1, 1)),
+            applied(20, 1),
+            sent(20, RECV, W1, ack(2, 1)),
+        ]),
+        vec![Invariant::NoDoubleEffect]
+    );
+}
+
+// ---- belief within grant, judged where it is stated ----
+
+/// W1's claim of token 1 at true time `t`, reading `local`, stating `deadline` on its clock.
+fn stated(t: u64, local: u64, deadline: u64) -> TraceEvent<Msg, Event> {
+    TraceEvent {
+        t,
+        node: W1,
+        local,
+        kind: EventKind::Note {
+            note: Event::JobClaimed {
+                job: JobId(0),
+                token: Token(1),
+                deadline,
+            },
+        },
+    }
+}
+
+#[test]
+fn a_stated_deadline_past_the_grant_is_flagged_even_when_the_holder_never_acts_i5() {
+    let true_time = [Clock::new(0, 0); 4];
+    let invariants = |j: Judgement| {
+        j.findings
+            .into_iter()
+            .map(|f| f.invariant)
+            .collect::<Vec<_>>()
+    };
+    // Grant until 100; W1 believes until 90, or until 150.
+    let within = [grant(0, W1, 1, 100), stated(10, 10, 90)];
+    assert_eq!(invariants(judged(&within, &true_time)), vec![]);
+    let past = [grant(0, W1, 1, 100), stated(10, 10, 150)];
+    let j = judged(&past, &true_time);
+    assert_eq!(j.findings.len(), 1, "{:?}", j.findings);
+    assert_eq!(j.findings[0].invariant, Invariant::QuiescentHolder);
+    assert!(j.findings[0]
+        .message
+        .contains("past the coordinator's grant"));
+    // A deadline its clock already reads is no belief: the holder is in jeopardy at once.
+    let late = [grant(0, W1, 1, 100), stated(120, 120, 110)];
+    assert_eq!(invariants(judged(&late, &true_time)), vec![]);
+    // The same local deadline means different true times on different clocks: mapped through
+    // the holder's own clock (500 ppm is its bound, so both are judged). Grant until 100 ms; W1
+    // claims at 0 and states 100.04 ms on its clock.
+    const MS: u64 = 1_000_000;
+    let trace = [grant(0, W1, 1, 100 * MS), stated(0, 0, 100 * MS + 40_000)];
+    let with_w1 = |drift_ppm| {
+        let mut clocks = [Clock::new(0, 0); 4];
+        clocks[W1 as usize] = Clock::new(0, drift_ppm);
+        clocks
+    };
+    // Fast: it reads 100.04 ms at about 99.99 ms of true time, inside the grant.
+    assert_eq!(invariants(judged(&trace, &with_w1(500))), vec![]);
+    // Slow: at about 100.09 ms, past it.
+    assert_eq!(
+        invariants(judged(&trace, &with_w1(-500))),
+        vec![Invariant::QuiescentHolder]
+    );
+}
+
+#[test]
+fn a_clock_out_of_its_bound_skips_the_belief_judgements_however_it_was_set() {
+    let past = |t: u64| stated(t, t, t + 200);
+    let skipped = |j: &Judgement| j.skipped.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // Configured beyond its 500 ppm bound: not judged from the start, and said so.
+    let mut clocks = [Clock::new(0, 0); 4];
+    clocks[W1 as usize] = Clock::new(0, 2_000);
+    let j = judged(&[grant(0, W1, 1, 100), past(10)], &clocks);
+    assert_eq!(j.findings, vec![]);
+    assert_eq!(
+        skipped(&j),
+        vec![
+            "belief-within-grant (I5) not judged for W1 from 0.000s: its clock left its 500 ppm drift bound (configured at 2000 ppm)",
+            "needless-takeover (I7) not judged for W1 from 0.000s: its clock left its 500 ppm drift bound (configured at 2000 ppm)",
+        ]
+    );
+    // Set beyond it by a drift fault: judged before, not after, and said so.
+    let drift = TraceEvent {
+        t: 20,
+        node: W1,
+        local: 20,
+        kind: EventKind::Fault {
+            command: Command::SetDrift {
+                node: W1,
+                drift_ppm: 2_000,
+            },
+        },
+    };
+    let true_time = [Clock::new(0, 0); 4];
+    let j = judged(&[grant(0, W1, 1, 100), drift.clone(), past(30)], &true_time);
+    assert_eq!(j.findings, vec![]);
+    assert_eq!(j.skipped.len(), 2);
+    assert!(skipped(&j)[0].starts_with(
+        "belief-within-grant (I5) not judged for W1 from 0.000s: its clock left its 500 ppm drift bound (its rate was set to 2000 ppm)"
+    ));
+    let j = judged(&[grant(0, W1, 1, 100), past(10), drift], &true_time);
+    assert_eq!(
+        j.findings.iter().map(|f| f.invariant).collect::<Vec<_>>(),
+        vec![Invariant::QuiescentHolder]
+    );
+    // A frozen pause and a monotonic step leave the bound too; a wall-clock step does not.
+    for (command, left) in [
+        (
+            Command::Pause {
+                node: W1,
+                frozen: true,
+            },
+            true,
+        ),
+        (
+            Command::ClockStep {
+                node: W1,
+                delta_ns: 5,
+            },
+            true,
+        ),
+        (
+            Command::WallStep {
+                node: W1,
+                delta_ns: 5,
+            },
+            false,
+        ),
+    ] {
+        let fault = TraceEvent {
+            t: 5,
+            node: W1,
+            local: 5,
+            kind: EventKind::Fault { command },
+        };
+        let j = judged(&[grant(0, W1, 1, 100), fault], &true_time);
+        assert_eq!(!j.skipped.is_empty(), left, "{command:?}: {:?}", j.skipped);
+    }
+    // A clock the checkers were not told: its statements are not judged, and that is said.
+    let j = judged(&[grant(0, W1, 1, 100), past(10)], &[]);
+    assert_eq!(j.findings, vec![]);
+    assert_eq!(j.skipped.len(), 1);
+    assert!(skipped(&j)[0].contains("its clock is not known"));
+    // A cut from the world (not a clock fault) skips nothing.
+    let cut = TraceEvent {
+        t: 5,
+        node: WORLD,
+        local: 0,
+        kind: EventKind::Fault {
+            command: Command::Cut {
+                from: W1,
+                to: COORD,
+            },
+        },
+    };
+    assert!(judged(&[grant(0, W1, 1, 100), cut], &true_time)
+        .skipped
+        .is_empty());
 }

@@ -82,6 +82,7 @@ snapshot_tests! {
     human_handoff => "human-handoff",
     admission_and_authorization => "admission-and-authorization",
     stages_and_checkpoints => "stages-and-checkpoints",
+    late_grant_reply => "late-grant-reply",
 }
 
 fn snapshot_dir() -> PathBuf {

@@ -27,7 +27,7 @@ fn the_main_command_finishes_at_a_terminal_with_its_results() {
     assert!(!f.timed_out, "the sweep hung at a terminal: {}", f.out);
     assert_eq!(f.code, Some(0), "{}", f.out);
     assert!(f.out.contains("hazard coverage"), "{}", f.out);
-    assert!(f.out.contains("sweep: 19000 runs"), "{}", f.out);
+    assert!(f.out.contains("sweep: 20000 runs"), "{}", f.out);
     assert!(
         f.out.contains("seeds ("),
         "the progress bar drew: {}",

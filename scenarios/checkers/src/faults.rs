@@ -1,11 +1,15 @@
-//! What the faults did: which are in force, what each one disturbed and when, and which
-//! workers' clocks left their bound. Advanced event by event from the fault plan's commands and
-//! the fate of each message; the liveness checker reads it to tell a needed takeover from a
-//! needless one, the holder checker to know when the belief check is void. It counts the fault
-//! hazards as they happen.
+//! What the faults did: which are in force, what each one disturbed and when, each worker's clock
+//! rate, and which workers' clocks left their bound. Advanced event by event from the fault
+//! plan's commands and the fate of each message; the liveness checker reads it to tell a needed
+//! takeover from a needless one, the holder checker to map a stated deadline to true time and to
+//! know when the belief check is void. A clock leaves its bound the same way whether it was
+//! configured beyond it or a fault set it there (a rate beyond the bound, a monotonic step, a
+//! frozen pause), and each time the judgements it voids are listed as skipped. It counts the
+//! fault hazards as they happen.
 
 use crate::hazard::{Hazard, Hazards};
-use crate::{Ev, Role, World};
+use crate::{fmt_ns, Ev, Judgement, Role, Skipped, World};
+use leasesim_protocol::Invariant;
 use leasesim_sim::{Command, Fate, NodeId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,6 +28,10 @@ pub(crate) enum Soft {
 pub(crate) struct Faults {
     /// Worker nodes whose clocks left their bound (belief checks are void for them).
     clocks_out: BTreeSet<NodeId>,
+    /// Clock rates a fault set, by node, latest last (the others are as configured).
+    rates: Vec<(NodeId, i32)>,
+    /// The last true time each node that was paused resumed.
+    resumed: Vec<(NodeId, u64)>,
     /// The last true time a fault touched a worker node or its link to the coordinator.
     disturbed_at: BTreeMap<NodeId, u64>,
     /// The last true time a fault touched the coordinator itself.
@@ -40,10 +48,85 @@ pub(crate) struct Faults {
     outage: bool,
 }
 
+/// The judgements a worker's clock voids once it left its drift bound: the SPEC promises belief
+/// within grant only within the bound, and a takeover is needless only of a holder whose clock
+/// kept to it.
+const VOIDED_BY_CLOCK: [(Invariant, &str); 2] = [
+    (Invariant::QuiescentHolder, "belief-within-grant"),
+    (Invariant::Liveness, "needless-takeover"),
+];
+
 impl Faults {
+    /// The faults of a run about to begin: a worker configured beyond its drift bound is out of
+    /// it from the start.
+    pub fn new(world: &World<'_>, out: &mut Judgement) -> Faults {
+        let mut faults = Faults::default();
+        for (node, info) in world.nodes.iter().enumerate() {
+            let (Role::Worker { drift_ppm_max, .. }, Some(clock)) =
+                (&info.role, world.clocks.get(node))
+            else {
+                continue;
+            };
+            if clock.drift_ppm.unsigned_abs() > *drift_ppm_max {
+                let why = format!(
+                    "its clock left its {drift_ppm_max} ppm drift bound (configured at {} ppm)",
+                    clock.drift_ppm
+                );
+                faults.leave_bound(world, node as NodeId, 0, why, out);
+            }
+        }
+        faults
+    }
+
     /// Whether a worker's clock has left its bound.
     pub fn clock_out(&self, node: NodeId) -> bool {
         self.clocks_out.contains(&node)
+    }
+
+    /// A node's clock rate error now, if its clock is known: the last a fault set, or the one
+    /// the world configured.
+    pub fn rate(&self, world: &World<'_>, node: NodeId) -> Option<i32> {
+        match self.rates.iter().rev().find(|(n, _)| *n == node) {
+            Some(&(_, rate)) => Some(rate),
+            None => world.clocks.get(node as usize).map(|c| c.drift_ppm),
+        }
+    }
+
+    /// Whether `node` resumed from a pause at true time `t`.
+    pub fn resumed_at(&self, node: NodeId, t: u64) -> bool {
+        !self.resumed.is_empty() && self.resumed.contains(&(node, t))
+    }
+
+    /// A worker's clock left its drift bound at true time `t`: from then on the judgements it
+    /// voids are skipped for it, and the verdict says so (once per worker, with the first cause).
+    fn leave_bound(
+        &mut self,
+        world: &World<'_>,
+        node: NodeId,
+        t: u64,
+        why: String,
+        out: &mut Judgement,
+    ) {
+        if !self.clocks_out.insert(node) {
+            return;
+        }
+        let who = world
+            .nodes
+            .get(node as usize)
+            .map_or("world", |n| n.name.as_str());
+        for (invariant, judgement) in VOIDED_BY_CLOCK {
+            out.skip(Skipped {
+                invariant,
+                judgement,
+                node,
+                from_ns: t,
+                reason: format!(
+                    "{judgement} ({}) not judged for {who} from {}: {why}",
+                    invariant.spec_id(),
+                    fmt_ns(t)
+                ),
+            });
+        }
     }
 
     /// Whether a fault touched `node` (or its link to the coordinator), or the coordinator, at
@@ -88,10 +171,11 @@ impl Faults {
         coordinator: NodeId,
         command: &Command,
         t: u64,
-        hazards: &mut Hazards,
+        out: &mut Judgement,
     ) {
         let role = |node: NodeId| world.nodes.get(node as usize).map(|n| &n.role);
         let is_worker = |node: NodeId| matches!(role(node), Some(Role::Worker { .. }));
+        let hazards = &mut out.hazards;
         match *command {
             Command::Cut { from, to } => {
                 self.cuts.insert((from, to));
@@ -104,16 +188,21 @@ impl Faults {
             Command::Pause { node, frozen } => {
                 self.down.insert(node);
                 self.disturb(coordinator, node, t);
-                if frozen && is_worker(node) {
-                    self.clocks_out.insert(node);
-                }
                 if node == coordinator {
                     hazards.hit(Hazard::CoordinatorOutage);
+                }
+                if frozen && is_worker(node) {
+                    let why = "its clock stopped in a frozen pause (a VM stop)".to_string();
+                    self.leave_bound(world, node, t, why, out);
                 }
             }
             Command::Resume { node } => {
                 self.down.remove(&node);
                 self.disturb(coordinator, node, t);
+                match self.resumed.iter_mut().find(|(n, _)| *n == node) {
+                    Some(r) => r.1 = t,
+                    None => self.resumed.push((node, t)),
+                }
             }
             Command::Crash { node } => {
                 self.down.insert(node);
@@ -127,18 +216,27 @@ impl Faults {
                     hazards.hit(Hazard::RestartSameName);
                 }
             }
-            Command::ClockStep { node, .. } => {
+            Command::ClockStep { node, delta_ns } => {
                 hazards.hit(Hazard::ClockFault);
                 if is_worker(node) {
-                    self.clocks_out.insert(node);
+                    let sign = if delta_ns < 0 { "-" } else { "+" };
+                    let why = format!(
+                        "its monotonic clock was stepped by {sign}{}",
+                        fmt_ns(delta_ns.unsigned_abs())
+                    );
+                    self.leave_bound(world, node, t, why, out);
                 }
             }
             Command::WallStep { .. } => hazards.hit(Hazard::ClockFault),
             Command::SetDrift { node, drift_ppm } => {
                 hazards.hit(Hazard::ClockFault);
-                if let Some(Role::Worker { drift_ppm_max, .. }) = role(node) {
-                    if drift_ppm.unsigned_abs() > *drift_ppm_max {
-                        self.clocks_out.insert(node);
+                self.rates.push((node, drift_ppm));
+                if let Some(&Role::Worker { drift_ppm_max, .. }) = role(node) {
+                    if drift_ppm.unsigned_abs() > drift_ppm_max {
+                        let why = format!(
+                            "its clock left its {drift_ppm_max} ppm drift bound (its rate was set to {drift_ppm} ppm)"
+                        );
+                        self.leave_bound(world, node, t, why, out);
                     }
                 }
             }

@@ -3,7 +3,9 @@
 //! lease bugs live (a "sometimes" property, in the sense of model checkers).
 //!
 //! Most hazards are counted where they are met: a fault's by the fault tracker, an overlap or
-//! an unfenced stale effect by the effect checker, a long hold by the reference table. What is
+//! an unfenced stale effect by the effect checker, a long hold by the reference table, the
+//! lease replies' by the wire and the holder checker (the situations in which a holder's
+//! deadline arithmetic shows: late, after a pause, duplicated, reordered, then silence). What is
 //! left is here: the journal events that are a hazard by their kind ([`of_note`]) and the few
 //! that need a little state of their own (`Counter`).
 
@@ -81,6 +83,12 @@ hazards! {
     AdmissionDeferred => "admission-deferred", "a job waited because its class was at capacity (P16 admission)";
     AuthorizationRefused => "authorization-refused", "a receiver's policy refused a valid holder's effect (P16 commit-time authorization)";
     RequestReplayed => "request-replayed", "a repeated claim or commit got the first answer again, not a second decision";
+    LateLeaseReply => "late-lease-reply", "a holder stated its deadline on a grant or renewal reply that came back later than two ordinary flights after its request";
+    LeaseReplyPastMargin => "lease-reply-past-margin", "a grant or renewal reply came back so late that a deadline measured from its arrival, not from the request's send, would have passed the grant";
+    LeaseReplyAfterPause => "lease-reply-after-pause", "a grant or renewal reply waited for its holder through a pause and was handled at the resume";
+    LeaseReplyDuplicated => "lease-reply-duplicated", "a grant or renewal reply was delivered twice, or a repeated claim got its grant again";
+    LeaseReplyReordered => "lease-reply-reordered", "a grant or renewal reply reached its holder after the reply to a later request";
+    SilenceAfterLateReply => "silence-after-late-reply", "a holder whose last confirmation came in a late reply heard nothing more and reached its deadline with work left";
 }
 
 /// How often each hazard was reached in one run (or summed over runs).

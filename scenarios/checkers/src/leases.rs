@@ -1,7 +1,9 @@
 //! I3 (tokens strictly increase; at most one valid lease per job at any coordinator instant),
 //! I4 (no extension for a non-owner, a stale token or an expired lease) and I8 (every takeover
 //! has a recorded reason and a higher epoch), judged at each grant, renewal, checkpoint and
-//! revocation against the reference lease table as it stood just before.
+//! revocation against the reference lease table as it stood just before: from the
+//! coordinator's journal, or from its `ClaimGranted` and `HeartbeatOk` where it journaled none
+//! (I3 and I4 only: the reason and the epoch a takeover records are in the journal alone).
 
 use crate::table::RenewalFault;
 use crate::{fmt_ns, Cx, Ev, Judgement};
@@ -22,37 +24,15 @@ pub(crate) fn granted(
     out: &mut Judgement,
 ) {
     let m = cx.table.row(job);
-    if token <= m.token {
-        out.flag(
-            Invariant::SingleValidLease,
-            e,
-            format!(
-                "{job} granted token {token} to {holder}, not above the previous token {}",
-                m.token
-            ),
-        );
-    }
-    if let Some(until) = m.valid_until {
-        if until >= e.local && reason != GrantReason::Operator {
-            out.flag(
-                Invariant::SingleValidLease,
-                e,
-                format!(
-                    "{job} granted token {token} to {holder} while token {} of {} was valid for {} more",
-                    m.token,
-                    holder_name(m.holder),
-                    fmt_ns(until - e.local + 1)
-                ),
-            );
-        }
-    }
-    if m.state.is_some_and(JobState::is_terminal) {
-        out.flag(
-            Invariant::SingleValidLease,
-            e,
-            format!("{job} granted token {token} to {holder} after it ended"),
-        );
-    }
+    single_valid_lease(
+        cx,
+        e,
+        job,
+        holder,
+        token,
+        reason == GrantReason::Operator,
+        out,
+    );
     // I8: replacing a running lease is a takeover, and a takeover records why.
     if m.state == Some(JobState::Running) && m.valid_until.is_some() {
         match (took_over, reason) {
@@ -75,6 +55,65 @@ pub(crate) fn granted(
                 format!("{job} takeover from token {old} to a token {token} that is not higher"),
             );
         }
+    }
+}
+
+/// I3 at a grant the coordinator answered without journaling it. Its reason and the epoch it
+/// took over are the journal's to say: I8 is not judged, and the grant is held to the rule of an
+/// ordinary claim (an operator's handoff it answered the same way ended the old lease first).
+pub(crate) fn granted_said(
+    cx: &Cx<'_>,
+    e: &Ev,
+    job: JobId,
+    holder: WorkerName,
+    token: Token,
+    out: &mut Judgement,
+) {
+    single_valid_lease(cx, e, job, holder, token, false, out);
+}
+
+/// I3 at a grant: a higher token, no other valid lease (an operator's takeover aside), a job
+/// that has not ended.
+fn single_valid_lease(
+    cx: &Cx<'_>,
+    e: &Ev,
+    job: JobId,
+    holder: WorkerName,
+    token: Token,
+    operator: bool,
+    out: &mut Judgement,
+) {
+    let m = cx.table.row(job);
+    if token <= m.token {
+        out.flag(
+            Invariant::SingleValidLease,
+            e,
+            format!(
+                "{job} granted token {token} to {holder}, not above the previous token {}",
+                m.token
+            ),
+        );
+    }
+    if let Some(until) = m.valid_until {
+        if until >= e.local && !operator {
+            out.flag(
+                Invariant::SingleValidLease,
+                e,
+                format!(
+                    "{job} granted token {token} to {holder} while token {} of {} was valid for {} more",
+                    m.token,
+                    holder_name(m.holder),
+                    fmt_ns(until - e.local + 1)
+                ),
+            );
+        }
+    }
+    if m.state.is_some_and(JobState::is_terminal) {
+        out.flag(
+            Invariant::SingleValidLease,
+            e,
+            format!("{job} granted token {token} to {holder} after it ended"),
+        );
     }
 }
 

@@ -11,6 +11,14 @@
 //! history says came before it and two models shared by all: the reference lease table
 //! (`table`) and what the faults did so far (`faults`), both advanced after the checkers saw
 //! the event. Findings come out in trace order, and within one event in the order of that list.
+//!
+//! Behaviour is judged, not self-report: a decision that crossed the network (an effect a
+//! worker sent, a grant, renewal or acceptance the coordinator answered, an effect a receiver
+//! acknowledged) is judged from its message when its node journaled nothing about it in the
+//! same handler, and from the journal note when it did, once either way (`wire.rs`). The
+//! journal adds what only its node knows (a holder's deadline and jeopardy, a grant's reason);
+//! a machine that journals less is judged less, and what could not be judged is listed in
+//! [`Judgement::skipped`].
 
 pub mod commit;
 pub mod effects;
@@ -24,17 +32,20 @@ pub mod lost;
 pub mod metrics;
 pub mod node;
 mod table;
+mod wire;
 
 use faults::Faults;
 pub use hazard::{Hazard, Hazards};
 use history::History;
 use leasesim_protocol::{
-    Event, Finding, GrantReason, IdemKey, Invariant, JobId, Msg, Token, WorkerName,
+    Event, Finding, GrantReason, IdemKey, Invariant, JobId, JobState, Msg, Token, WorkerName,
 };
 use leasesim_sim::{Clock, Command, End, EventKind, NodeId, TraceEvent};
 pub use node::{NodeInfo, Role};
 use std::cell::RefCell;
+use std::fmt;
 use table::Table;
+use wire::{Said, Wire};
 
 /// A run's trace.
 pub type Trace = [TraceEvent<Msg, Event>];
@@ -50,6 +61,11 @@ pub struct World<'a> {
     pub nodes: &'a [NodeInfo],
     /// The coordinator's clock (the arbiter: never stepped, F4).
     pub coordinator_clock: Clock,
+    /// Each worker's clock as configured at true time 0, by node id (the entries of other nodes
+    /// are not read): a holder's stated deadline is mapped to true time through it. A worker
+    /// whose clock is not here has its stated deadlines left unjudged, and
+    /// [`Judgement::skipped`] says so.
+    pub clocks: &'a [Clock],
     /// Operation names, by op id, for readable keys.
     pub op_names: &'a [String],
     /// The number of jobs.
@@ -71,9 +87,45 @@ pub struct Judgement {
     pub findings: Vec<Finding>,
     /// Hazards reached.
     pub hazards: Hazards,
+    /// Judgements the checkers did not make, in the order they were given up: a verdict that
+    /// held says what it does not rest on.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A judgement the checkers did not make for one node from some moment on, and why (a clock
+/// that left its drift bound, a clock the checkers were not told).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// The invariant the judgement belongs to.
+    pub invariant: Invariant,
+    /// The judgement's name (`belief-within-grant`, `needless-takeover`).
+    pub judgement: &'static str,
+    /// The node it was not made for.
+    pub node: NodeId,
+    /// True time from which it was not made.
+    pub from_ns: u64,
+    /// The whole sentence: `belief-within-grant (I5) not judged for W1 from 12.300s: ...`.
+    pub reason: String,
+}
+
+impl fmt::Display for Skipped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
 }
 
 impl Judgement {
+    /// Records a skipped judgement, once per (judgement, node).
+    fn skip(&mut self, s: Skipped) {
+        let known = self
+            .skipped
+            .iter()
+            .any(|k| k.judgement == s.judgement && k.node == s.node);
+        if !known {
+            self.skipped.push(s);
+        }
+    }
+
     fn flag(&mut self, invariant: Invariant, e: &Ev, message: String) {
         self.flag_at(invariant, e.t, e.node, message);
     }
@@ -143,15 +195,14 @@ impl Cx<'_> {
 }
 
 /// The checkers that keep state of their own between events.
-#[derive(Default)]
-struct Checkers {
+struct Checkers<'w> {
     effects: effects::Effects,
     lost: lost::Lost,
     counter: hazard::Counter,
+    wire: &'w mut Wire,
 }
 
 /// The models every checker reads, advanced after the checkers saw each event.
-#[derive(Default)]
 struct Models {
     table: Table,
     faults: Faults,
@@ -163,6 +214,9 @@ thread_local! {
     /// small-object heap (where the simulator grows its own buffers run after run), so that
     /// judging a run allocates almost nothing and leaves that heap as it found it.
     static HISTORY: RefCell<History> = RefCell::new(History::with_room(HISTORY_ROOM_BYTES));
+    /// The wire's facts, kept per thread and reused the same way: once the first runs grew its
+    /// vectors, judging a run allocates nothing for them.
+    static WIRE: RefCell<Wire> = RefCell::new(Wire::default());
 }
 
 /// Room reserved for each kind of record of the per-thread history: above the usual threshold
@@ -172,20 +226,31 @@ const HISTORY_ROOM_BYTES: usize = 256 * 1024;
 /// Checks every invariant over a trace and counts the hazards reached.
 pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
     HISTORY.with_borrow_mut(|history| {
-        history.clear();
-        judge(world, trace, history)
+        WIRE.with_borrow_mut(|wire| {
+            history.clear();
+            wire.clear(world.nodes.len());
+            judge(world, trace, history, wire)
+        })
     })
 }
 
-fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
+fn judge(world: &World<'_>, trace: &Trace, history: &mut History, wire: &mut Wire) -> Judgement {
     let coordinator = world
         .nodes
         .iter()
         .position(|n| n.role == Role::Coordinator)
         .unwrap_or(0) as NodeId;
-    let mut checkers = Checkers::default();
-    let mut models = Models::default();
     let mut out = Judgement::default();
+    let mut checkers = Checkers {
+        effects: effects::Effects::default(),
+        lost: lost::Lost::default(),
+        counter: hazard::Counter::default(),
+        wire,
+    };
+    let mut models = Models {
+        table: Table::default(),
+        faults: Faults::new(world, &mut out),
+    };
     for (i, e) in trace.iter().enumerate() {
         // The history grows with the walk; what the checkers ask of it is what came before.
         history.record(trace, i);
@@ -200,8 +265,8 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
             coordinator,
             i,
         };
-        checkers.event(cx, coordinator, e, &mut out);
-        models.event(world, coordinator, e, &mut out.hazards);
+        let said = checkers.event(cx, coordinator, e, &mut out);
+        models.event(world, coordinator, e, said.as_ref(), &mut out);
     }
     let cx = Cx {
         world,
@@ -218,16 +283,18 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History) -> Judgement {
     out
 }
 
-impl Checkers {
+impl Checkers<'_> {
     /// Judges one trace event against the history and the models as they stood before it
-    /// (`cx` makes the context to read them through).
+    /// (`cx` makes the context to read them through). Returns the decision a message announced
+    /// without a journal note, for the models to take in.
+    #[inline(always)]
     fn event<'a>(
         &mut self,
         cx: impl Fn() -> Cx<'a>,
         coordinator: NodeId,
         e: &Ev,
         out: &mut Judgement,
-    ) {
+    ) -> Option<Said> {
         match &e.kind {
             EventKind::Note { note } => {
                 if let Some(h) = hazard::of_note(note) {
@@ -239,44 +306,117 @@ impl Checkers {
                 self.counter.command(&cx(), command, e.t, out);
                 if let Command::Crash { node } = *command {
                     self.lost.crashed(node);
+                    self.wire.crashed(node);
                 }
             }
-            EventKind::Send { msg, .. } => {
+            EventKind::Send { to, msg, fate, .. } => {
                 if e.node == coordinator {
                     self.counter.answered(msg, out);
-                    lost::coordinator_sent(cx, e, msg, out);
+                    lost::coordinator_sent(&cx, e, msg, out);
                 }
+                let said = self.wire.sent(&cx, coordinator, e, *to, msg, fate, out)?;
+                self.said(&cx(), e, said, out);
+                return Some(said);
             }
             EventKind::Deliver { msg, .. } => {
                 self.lost.delivered(&cx, e, msg, out);
                 self.counter.delivered(&cx, e, msg, out);
+                self.wire.delivered(&cx, e, msg, out);
             }
             EventKind::Release { .. } | EventKind::Lost { .. } => {}
+        }
+        None
+    }
+
+    /// A decision judged from its message, its node having journaled none: the same checks its
+    /// journal note would get, as far as the message tells.
+    fn said(&mut self, cx: &Cx<'_>, e: &Ev, said: Said, out: &mut Judgement) {
+        match said {
+            Said::Grant {
+                job, token, holder, ..
+            } => {
+                let m = cx.table.row(job);
+                leases::granted_said(cx, e, job, holder, token, out);
+                if m.state == Some(JobState::Running) && m.token < token {
+                    liveness::takeover(cx, e, job, m.token, out);
+                }
+            }
+            Said::Renewal {
+                job, token, worker, ..
+            } => leases::renewed(cx, e, job, worker, token, out),
+            Said::Accepted {
+                job,
+                token,
+                worker,
+                success,
+            } => {
+                commit::accepted(cx, e, job, worker, token, out);
+                if success == Some(true) {
+                    liveness::ended(cx, e, job, out);
+                }
+            }
+            // Revocations are judged from the journal only (I8: the epoch is not in the answer).
+            Said::Operated { .. } => {}
+            Said::Admitted {
+                entity,
+                key,
+                fence,
+                applied,
+            } => {
+                self.effects
+                    .admitted(cx, e, entity, key, fence, applied, out);
+                if applied {
+                    lost::effect_applied(cx, e, key, fence, out);
+                }
+            }
+            Said::Effect {
+                job,
+                fence,
+                receiver,
+                key,
+            } => {
+                effects::started(cx, e, job, fence, receiver, key, out);
+                let told_lost = self.wire.refused(e.node, job, fence);
+                holder::effect_sent(cx, e, job, fence, key, told_lost, out);
+            }
         }
     }
 
     /// A journal event, handed to the checkers it concerns in the order of the crate's list.
+    /// Out of line, so that the walk's loop stays small for the sends and deliveries that make
+    /// most of a trace.
+    #[inline(never)]
     fn note(&mut self, cx: &Cx<'_>, e: &Ev, note: &Event, out: &mut Judgement) {
         match *note {
             Event::LeaseGranted {
                 job,
                 holder,
                 token,
+                lease_until,
                 took_over,
                 reason,
                 ..
             } => {
+                self.wire.issue(job, token, lease_until);
                 leases::granted(cx, e, job, holder, token, took_over, reason, out);
                 if let (Some(old), GrantReason::Expired) = (took_over, reason) {
                     liveness::takeover(cx, e, job, old, out);
                 }
             }
             Event::LeaseRenewed {
-                job, worker, token, ..
+                job,
+                worker,
+                token,
+                lease_until,
             }
             | Event::CheckpointSaved {
-                job, worker, token, ..
+                job,
+                worker,
+                token,
+                lease_until,
+                ..
             } => {
+                self.wire.issue(job, token, lease_until);
                 // A checkpoint renews the lease for the next stage: judged like a renewal (I4).
                 leases::renewed(cx, e, job, worker, token, out);
             }
@@ -317,7 +457,28 @@ impl Checkers {
                 effects::started(cx, e, job, token, receiver, key, out);
                 holder::effect_started(cx, e, job, token, key, in_jeopardy, out);
             }
-            Event::JobClaimed { .. } => self.counter.claimed(cx, e, out),
+            Event::JobClaimed {
+                job,
+                token,
+                deadline,
+            } => {
+                self.counter.claimed(cx, e, out);
+                let issued = self.wire.issued(cx.history, job, token);
+                let late = holder::stated(cx, e, job, token, deadline, true, issued, out);
+                self.wire.confirmed(e.node, late);
+            }
+            Event::HeartbeatOk {
+                job,
+                token,
+                deadline,
+            } => {
+                let issued = self.wire.issued(cx.history, job, token);
+                let late = holder::stated(cx, e, job, token, deadline, false, issued, out);
+                self.wire.confirmed(e.node, late);
+            }
+            Event::JeopardyEntered { job, token, .. } => {
+                holder::jeopardy_entered(cx, e, job, token, self.wire.late(e.node), out);
+            }
             Event::HeartbeatLost { job, token } | Event::CommitRefused { job, token } => {
                 self.lost.learned_loss(cx, e, note, job, token, out);
             }
@@ -341,8 +502,6 @@ impl Checkers {
             | Event::EffectFenced { .. }
             | Event::EffectAnswered { .. }
             | Event::CommitSent { .. }
-            | Event::HeartbeatOk { .. }
-            | Event::JeopardyEntered { .. }
             | Event::JeopardyExited { .. }
             | Event::ToolRequestStarted { .. }
             | Event::ToolAnswered { .. }
@@ -355,16 +514,26 @@ impl Checkers {
 }
 
 impl Models {
-    /// Advances the models past one trace event.
-    fn event(&mut self, world: &World<'_>, coordinator: NodeId, e: &Ev, hazards: &mut Hazards) {
+    /// Advances the models past one trace event, and a decision its message announced.
+    fn event(
+        &mut self,
+        world: &World<'_>,
+        coordinator: NodeId,
+        e: &Ev,
+        said: Option<&Said>,
+        out: &mut Judgement,
+    ) {
         match &e.kind {
-            EventKind::Note { note } => self.table.note(e, note, hazards),
+            EventKind::Note { note } => self.table.note(e, note, &mut out.hazards),
             EventKind::Fault { command } => {
-                self.faults
-                    .command(world, coordinator, command, e.t, hazards)
+                self.faults.command(world, coordinator, command, e.t, out)
             }
             EventKind::Send { to, fate, .. } => {
-                self.faults.sent(world, coordinator, e, *to, fate, hazards)
+                self.faults
+                    .sent(world, coordinator, e, *to, fate, &mut out.hazards);
+                if let Some(said) = said {
+                    self.table.said(e, said, &mut out.hazards);
+                }
             }
             EventKind::Release { .. } => self.faults.released(coordinator, e.node, e.t),
             EventKind::Deliver { .. } | EventKind::Lost { .. } => {}

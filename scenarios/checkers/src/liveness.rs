@@ -79,7 +79,10 @@ pub(crate) fn finish(cx: &Cx<'_>, out: &mut Judgement) {
     let world = cx.world;
     let open: Vec<JobId> = (0..world.jobs as u32)
         .map(JobId)
-        .filter(|&j| !cx.table.row(j).state.is_some_and(JobState::is_terminal))
+        .filter(|&j| {
+            let m = cx.table.row(j);
+            !m.state.is_some_and(JobState::is_terminal) && !m.maybe_ended
+        })
         .collect();
     if !open.is_empty() && (world.end_ns >= deadline || world.end != End::Done) {
         let list: Vec<String> = open.iter().take(8).map(|j| j.to_string()).collect();

@@ -4,9 +4,10 @@
 //! answer (before anything else reaches it), and never journals a loss of a lease whose result
 //! the coordinator had accepted.
 
+use crate::wire::journaled_here;
 use crate::{Cx, Ev, Judgement};
 use leasesim_protocol::{Event, IdemKey, Invariant, JobId, Msg, Token};
-use leasesim_sim::{EventKind, NodeId};
+use leasesim_sim::NodeId;
 use std::collections::BTreeMap;
 
 /// The journal entries workers owe.
@@ -167,7 +168,7 @@ fn refusal_sent(
     heartbeat: bool,
     out: &mut Judgement,
 ) {
-    let journaled = journaled_here(cx, e, |n| match *n {
+    let journaled = journaled_here(cx.trace, cx.i, |n| match *n {
         Event::HeartbeatRefused {
             job: j, token: t, ..
         } => heartbeat && j == job && t == token,
@@ -188,16 +189,6 @@ fn refusal_sent(
             format!("coordinator answered {what} without journaling it"),
         );
     }
-}
-
-/// Whether the node of `e` journaled a matching event in the same handler: among the trace
-/// events just before it at the same node and the same instant.
-fn journaled_here(cx: &Cx<'_>, e: &Ev, matches: impl Fn(&Event) -> bool) -> bool {
-    cx.trace[..cx.i]
-        .iter()
-        .rev()
-        .take_while(|p| p.node == e.node && p.t == e.t)
-        .any(|p| matches!(&p.kind, EventKind::Note { note } if matches(note)))
 }
 
 /// The (job, token) a refusal is about, and whether it refused a heartbeat (else a commit).

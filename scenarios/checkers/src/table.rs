@@ -7,8 +7,13 @@
 //! against the lease the reference would have let expire (I1). It keeps only the current
 //! scalar facts of each job; what was ever granted or revoked is in the
 //! [`History`](crate::history::History).
+//!
+//! A decision the coordinator answered without journaling it (see `wire.rs`) advances the table
+//! as its journal note would have, with what the message tells: no operator's epoch, and no
+//! job state after an accepted failure (re-queued or failed for good, the message does not say).
 
 use crate::hazard::{Hazard, Hazards};
+use crate::wire::Said;
 use crate::Ev;
 use leasesim_protocol::{Event, JobId, JobState, OperatorAction, Token, WorkerName};
 use leasesim_sim::Clock;
@@ -33,6 +38,11 @@ pub(crate) struct Row {
     pub succeeded: bool,
     /// Renewals the reference applied to the current token.
     pub renewals: u32,
+    /// The highest token whose lease an operator ended.
+    pub revoked: Option<Token>,
+    /// Whether the job may have ended for good without the table knowing: the coordinator
+    /// answered a failure's commit without journaling the job's state after it.
+    pub maybe_ended: bool,
 }
 
 /// Why the reference would refuse a renewal (I4).
@@ -133,8 +143,12 @@ impl Table {
                 ..
             } => self.renew(job, worker, token, lease_until, e, hazards),
             Event::LeaseRevoked {
-                job, epoch, action, ..
-            } => self.revoke(job, epoch, action),
+                job,
+                token,
+                epoch,
+                action,
+                ..
+            } => self.revoke(job, token, epoch, action),
             Event::ResultAccepted { job, state, .. } => self.decide(job, state),
             Event::RenewalCapReached { job, .. } => self.cap(job),
             // A refused heartbeat or commit, or a failure, changes no live lease here (the
@@ -192,6 +206,47 @@ impl Table {
         m.confirmed_t = t;
         m.lease_ns = lease_until.saturating_sub(local);
         m.state = Some(JobState::Running);
+        m.maybe_ended = false;
+    }
+
+    /// A decision the coordinator answered without journaling it: applied as its note would be.
+    pub fn said(&mut self, e: &Ev, said: &Said, hazards: &mut Hazards) {
+        match *said {
+            Said::Grant {
+                job,
+                token,
+                holder,
+                lease_until,
+            } => self.grant(job, holder, token, lease_until, e.t, e.local),
+            Said::Renewal {
+                job,
+                token,
+                worker,
+                lease_until,
+            } => self.renew(job, worker, token, lease_until, e, hazards),
+            Said::Accepted { job, success, .. } => {
+                if success == Some(true) {
+                    self.decide(job, JobState::Succeeded);
+                } else {
+                    // Re-queued or failed for good: the answer does not say. Taken as
+                    // re-queued (a later grant is no violation), and possibly ended (no
+                    // liveness finding for a job that may have failed).
+                    self.decide(job, JobState::Queued);
+                    self.row_mut(job).maybe_ended = true;
+                }
+            }
+            Said::Operated {
+                job,
+                action: OperatorAction::HumanResolves,
+            } => self.decide(job, JobState::Succeeded),
+            Said::Operated { job, action } => {
+                // The new epoch is not in the answer: the lease ends, its token stays current
+                // until the next grant.
+                let token = self.row(job).token;
+                self.revoke(job, token, token, action);
+            }
+            Said::Admitted { .. } | Said::Effect { .. } => {}
+        }
     }
 
     /// A renewal or checkpoint; applied only if the reference would have made it. A holder
@@ -217,9 +272,10 @@ impl Table {
         }
     }
 
-    /// An operator ended the lease of `job` with `epoch`.
-    fn revoke(&mut self, job: JobId, epoch: Token, action: OperatorAction) {
+    /// An operator ended the lease of (job, `token`) with `epoch`.
+    fn revoke(&mut self, job: JobId, token: Token, epoch: Token, action: OperatorAction) {
         let m = self.row_mut(job);
+        m.revoked = Some(m.revoked.map_or(token, |r| r.max(token)));
         if !matches!(
             action,
             OperatorAction::Takeover { .. } | OperatorAction::HandToHuman
@@ -243,6 +299,7 @@ impl Table {
     /// The coordinator accepted a result; the job is now in `state`.
     fn decide(&mut self, job: JobId, state: JobState) {
         let m = self.row_mut(job);
+        m.maybe_ended = false;
         m.valid_until = None;
         m.state = Some(state);
         if state == JobState::Succeeded {
@@ -263,5 +320,47 @@ impl Table {
 
 /// True expiry of a job's current lease, if it has one.
 pub(crate) fn expiry_true(clock: &Clock, m: &Row) -> Option<u64> {
-    m.valid_until.map(|until| clock.true_at(until, 0))
+    m.valid_until.map(|until| coordinator_true(clock, until))
+}
+
+/// The first true time at which the coordinator's clock reads `local`: `Clock::true_at(local,
+/// 0)`, without its 128-bit division for the clock every setup gives the arbiter (an offset
+/// from true time 0, rate 1), which the checkers ask about at every effect and grant.
+pub(crate) fn coordinator_true(clock: &Clock, local: u64) -> u64 {
+    if clock.drift_ppm == 0 && clock.anchor_true == 0 {
+        local.saturating_sub(clock.anchor_local)
+    } else {
+        clock.true_at(local, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_coordinator_fast_path_is_true_at() {
+        // A small deterministic generator: offsets, readings before and after them, rates.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..100_000u64 {
+            let drift = [0, 0, 0, 1, -1, 500, -500][(i % 7) as usize];
+            let clock = Clock::new(next() % (1 << 40), drift);
+            let local = match i % 3 {
+                0 => next() % (1 << 41),
+                1 => clock.anchor_local.saturating_sub(next() % 1000),
+                _ => clock.anchor_local + next() % 1000,
+            };
+            assert_eq!(
+                coordinator_true(&clock, local),
+                clock.true_at(local, 0),
+                "{clock:?} reading {local}"
+            );
+        }
+    }
 }

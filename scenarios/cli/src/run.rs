@@ -352,6 +352,7 @@ fn present(
             "events": r.events,
             "trace_hash": format!("{:016x}", r.trace_hash()),
             "findings": findings_json(&r),
+            "skipped": r.skipped.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "hazards": r.hazards.0.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "metrics": metrics.to_json(),
             "deterministic": determinism.as_ref().map(|d| d.is_ok()),
@@ -483,6 +484,9 @@ fn print_text(
     ))?;
     for f in &r.findings {
         io(writeln!(out, "  {}", reports::finding(&names, f)))?;
+    }
+    for s in &r.skipped {
+        io(writeln!(out, "skipped: {s}"))?;
     }
     let reached: Vec<String> = r
         .hazards

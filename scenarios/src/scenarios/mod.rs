@@ -15,6 +15,7 @@ mod duplicate_delivery;
 mod gc_pause_after_check;
 mod heartbeat_ack_lost;
 mod human_handoff;
+mod late_grant_reply;
 mod late_tool_answer;
 mod operator_takeover;
 mod renewal_cap;
@@ -73,6 +74,7 @@ pub const ALL: &[ScenarioDef] = &[
     human_handoff::DEF,
     admission::DEF,
     stages::DEF,
+    late_grant_reply::DEF,
     swarm::DEF,
 ];
 

@@ -1,0 +1,640 @@
+//! What crossed the network, read as decisions: behaviour, not self-report.
+//!
+//! A decision a node announced in a message is judged from the journal note the node made in
+//! the same handler when there is one (the note says what only the node knows: a grant's reason,
+//! a holder's jeopardy), and from the message itself when there is none, so that a machine that
+//! journals less is judged less but never passed on what it did, and a decision both journaled
+//! and sent (as the reference does) is judged once. The messages read so:
+//!
+//! - an effect is the `Effect` a worker sent (I5 at the moment it acted, and the overlap
+//!   accounting of I2); the trace records each send once, whatever the network did to it;
+//! - a grant is the coordinator's first `ClaimGranted` of a (job, token), with `lease_ns` from the
+//!   coordinator's now at its send (I3); a claim repeated by its sender gets that first answer
+//!   again, which is the same decision, not a new grant;
+//! - a renewal is its `HeartbeatOk`, extending by `lease_ns` from its now (I4);
+//! - an acceptance is its first `CommitAccepted` of a (job, token) to a node, with the outcome of
+//!   the `Commit` it answers (I1); a repeated commit gets the first answer again;
+//! - an operator's action it applied is its `OperatorDone` (the lease table's revocation);
+//! - an admitted effect is a receiver's `EffectAck` that applied it or answered its repeated
+//!   key, with the entity and fence of the `Effect` it answers (I2, I6).
+//!
+//! What no message carries stays the journal's to say: a checkpoint's fresh lease
+//! (`CheckpointAck` has no length), a grant's reason and the epoch it took over (I8), an
+//! operator's new epoch, the renewal cap, a refusal's reason, and a holder's deadline and
+//! jeopardy (I5 at its statements).
+//!
+//! Besides, it keeps the facts of the wire other checkers read: the latest expiry the
+//! coordinator set for each (job, token), from its journal and from its answers alike (the grant
+//! a holder's stated deadline is held against); the refusals delivered to each worker; and the
+//! hazards of lease replies (late, after a pause, duplicated, reordered).
+
+use crate::hazard::Hazard;
+use crate::history::History;
+use crate::{Cx, Ev, Judgement, Role, Trace};
+use leasesim_protocol::{
+    EffectOutcome, EntityId, Event, IdemKey, JobId, Msg, OperatorAction, Outcome, Token, WorkerName,
+};
+use leasesim_sim::{Command, EventKind, Fate, NodeId};
+use std::collections::BTreeMap;
+
+/// A decision a message announced and no journal note of its handler did: the checkers judge it
+/// from the message, and the lease table takes it in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Said {
+    /// The coordinator granted (job, token) to `holder`, until `lease_until` on its clock.
+    Grant {
+        job: JobId,
+        token: Token,
+        holder: WorkerName,
+        lease_until: u64,
+    },
+    /// The coordinator extended (job, token) for `worker` until `lease_until` on its clock.
+    Renewal {
+        job: JobId,
+        token: Token,
+        worker: WorkerName,
+        lease_until: u64,
+    },
+    /// The coordinator accepted `worker`'s commit under (job, token); `success` tells the
+    /// outcome the commit reported, when the commit is found in the handler.
+    Accepted {
+        job: JobId,
+        token: Token,
+        worker: WorkerName,
+        success: Option<bool>,
+    },
+    /// The coordinator applied an operator's action on `job`.
+    Operated { job: JobId, action: OperatorAction },
+    /// A receiver applied an effect (`applied`), or answered its repeated key from its store.
+    Admitted {
+        entity: EntityId,
+        key: IdemKey,
+        fence: Token,
+        applied: bool,
+    },
+    /// A worker sent an effect to the receiver of index `receiver`.
+    Effect {
+        job: JobId,
+        fence: Token,
+        receiver: u8,
+        key: IdemKey,
+    },
+}
+
+/// Most trace events looked through for the rest of one handler: a handler journals a few
+/// notes and sends a few messages, and the director's commands come between them.
+const HANDLER_EVENTS_MAX: usize = 64;
+
+/// Most trace events looked through, back from a lease reply, for the request it answers: the
+/// reference keeps 8 requests in flight, each at most a heartbeat period after the last.
+const REQUEST_EVENTS_MAX: usize = 1 << 16;
+
+/// Job ids below this have their facts by position; the rest in a map.
+const NEAR: u32 = 4096;
+
+/// What crossed the network about one job.
+#[derive(Copy, Clone, Debug, Default)]
+struct JobWire {
+    /// The highest token the coordinator set an expiry for, and the latest expiry it set for
+    /// it, on its clock.
+    issued: Option<(Token, u64)>,
+    /// The highest token a `ClaimGranted` carried, and the node its first one went to.
+    granted: Option<(Token, NodeId)>,
+}
+
+/// What crossed the network about one node.
+#[derive(Copy, Clone, Debug, Default)]
+struct NodeWire {
+    /// The highest request a grant or renewal reply delivered to it answered.
+    replied: Option<u64>,
+    /// Whether its last stated deadline came with a late reply.
+    late: bool,
+}
+
+/// The facts of the wire the checkers keep between events. Small vectors, searched in place, and
+/// kept per thread from run to run (see `Wire::clear`): most runs have a handful of jobs and
+/// nodes, and a run that allocates pays for it.
+#[derive(Default)]
+pub(crate) struct Wire {
+    near: Vec<JobWire>,
+    far: BTreeMap<JobId, JobWire>,
+    nodes: Vec<NodeWire>,
+    /// `CommitAccepted` answers sent: (job, token, to).
+    accepted: Vec<(JobId, Token, NodeId)>,
+    /// Refusals of a lease delivered to a worker: (node, job, token).
+    refused: Vec<(NodeId, JobId, Token)>,
+}
+
+impl Wire {
+    /// Empties the wire for a run with `nodes` nodes, keeping its storage.
+    pub(crate) fn clear(&mut self, nodes: usize) {
+        self.near.clear();
+        self.far.clear();
+        self.accepted.clear();
+        self.refused.clear();
+        self.nodes.clear();
+        self.nodes.resize(nodes, NodeWire::default());
+    }
+
+    fn job(&self, job: JobId) -> JobWire {
+        match self.near.get(job.0 as usize) {
+            Some(j) => *j,
+            None => self.far.get(&job).copied().unwrap_or_default(),
+        }
+    }
+
+    fn job_mut(&mut self, job: JobId) -> &mut JobWire {
+        if job.0 >= NEAR {
+            return self.far.entry(job).or_default();
+        }
+        let i = job.0 as usize;
+        if self.near.len() <= i {
+            self.near.resize(i + 1, JobWire::default());
+        }
+        &mut self.near[i]
+    }
+
+    /// The coordinator set the expiry of (job, token) to `until` on its clock.
+    pub(crate) fn issue(&mut self, job: JobId, token: Token, until: u64) {
+        let j = self.job_mut(job);
+        j.issued = match j.issued {
+            Some((t, u)) if t == token => Some((t, u.max(until))),
+            // An expiry set for an older token (a renewal the reference refuses) is not the
+            // current grant's; the history keeps it.
+            Some((t, u)) if t > token => Some((t, u)),
+            _ => Some((token, until)),
+        };
+    }
+
+    /// The latest expiry the coordinator set for (job, token), on its clock: the one it set for
+    /// the job's highest token, or what its journal says of an older one.
+    pub(crate) fn issued(&self, history: &History, job: JobId, token: Token) -> Option<u64> {
+        match self.job(job).issued {
+            Some((t, until)) if t == token => Some(until),
+            _ => history
+                .lease(job, token)?
+                .issues()
+                .map(|x| x.lease_until)
+                .max(),
+        }
+    }
+
+    /// Whether a refusal of (job, token) was delivered to `node`.
+    pub(crate) fn refused(&self, node: NodeId, job: JobId, token: Token) -> bool {
+        self.refused.contains(&(node, job, token))
+    }
+
+    /// Whether `node`'s last stated deadline came with a late reply.
+    pub(crate) fn late(&self, node: NodeId) -> bool {
+        self.nodes.get(node as usize).is_some_and(|n| n.late)
+    }
+
+    /// `node` stated a deadline on a reply that came `late` or not.
+    pub(crate) fn confirmed(&mut self, node: NodeId, late: bool) {
+        if let Some(n) = self.nodes.get_mut(node as usize) {
+            n.late = late;
+        }
+    }
+
+    /// A worker process crashed: what it was told and asked went with it.
+    pub(crate) fn crashed(&mut self, node: NodeId) {
+        if let Some(n) = self.nodes.get_mut(node as usize) {
+            *n = NodeWire::default();
+        }
+        self.refused.retain(|&(n, _, _)| n != node);
+    }
+
+    /// A message was delivered to `e.node`.
+    #[inline(always)]
+    pub(crate) fn delivered<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        e: &Ev,
+        msg: &Msg,
+        out: &mut Judgement,
+    ) {
+        match msg {
+            Msg::HeartbeatRejected { .. }
+            | Msg::CommitRejected { .. }
+            | Msg::CheckpointAck { .. }
+            | Msg::ClaimGranted { .. }
+            | Msg::HeartbeatOk { .. } => self.delivered_lease(cx, e, msg, out),
+            Msg::Claim { .. }
+            | Msg::ClaimEmpty { .. }
+            | Msg::Heartbeat { .. }
+            | Msg::Commit { .. }
+            | Msg::CommitAccepted { .. }
+            | Msg::ToolRequest { .. }
+            | Msg::ToolResponse { .. }
+            | Msg::Effect { .. }
+            | Msg::EffectAck { .. }
+            | Msg::Operator { .. }
+            | Msg::OperatorDone { .. }
+            | Msg::Checkpoint { .. }
+            | Msg::EffectStatus { .. }
+            | Msg::EffectStatusReply { .. }
+            | Msg::ToolStatus { .. } => {}
+        }
+    }
+
+    fn delivered_lease<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        e: &Ev,
+        msg: &Msg,
+        out: &mut Judgement,
+    ) {
+        match *msg {
+            Msg::HeartbeatRejected { job, token, .. }
+            | Msg::CommitRejected { job, token, .. }
+            | Msg::CheckpointAck {
+                job,
+                token,
+                saved: false,
+                ..
+            } if !self.refused(e.node, job, token) => self.refused.push((e.node, job, token)),
+            Msg::ClaimGranted { req, .. } | Msg::HeartbeatOk { req, .. } => {
+                if cx().faults.resumed_at(e.node, e.t) {
+                    out.hit(Hazard::LeaseReplyAfterPause);
+                }
+                if let Some(n) = self.nodes.get_mut(e.node as usize) {
+                    match n.replied {
+                        Some(highest) if req < highest => out.hit(Hazard::LeaseReplyReordered),
+                        _ => n.replied = Some(req),
+                    }
+                }
+            }
+            // A refusal it was told of already, a checkpoint saved, or what `delivered` leaves.
+            _ => {}
+        }
+    }
+
+    /// A message `e.node` sent to `to`: the decision to judge from it, if its handler journaled
+    /// none.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) fn sent<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        coordinator: NodeId,
+        e: &Ev,
+        to: NodeId,
+        msg: &Msg,
+        fate: &Fate,
+        out: &mut Judgement,
+    ) -> Option<Said> {
+        match msg {
+            Msg::ClaimGranted { .. }
+            | Msg::HeartbeatOk { .. }
+            | Msg::CommitAccepted { .. }
+            | Msg::OperatorDone { .. }
+            | Msg::EffectAck { .. }
+            | Msg::Effect { .. } => self.decision(cx, coordinator, e, to, msg, fate, out),
+            // Requests decide nothing; a refusal is judged by `lost.rs` and its reason is the
+            // journal's; a checkpoint's answer carries no lease length; tool traffic and status
+            // queries change no lease and admit no effect.
+            Msg::Claim { .. }
+            | Msg::ClaimEmpty { .. }
+            | Msg::Heartbeat { .. }
+            | Msg::HeartbeatRejected { .. }
+            | Msg::Commit { .. }
+            | Msg::CommitRejected { .. }
+            | Msg::ToolRequest { .. }
+            | Msg::ToolResponse { .. }
+            | Msg::Operator { .. }
+            | Msg::Checkpoint { .. }
+            | Msg::CheckpointAck { .. }
+            | Msg::EffectStatus { .. }
+            | Msg::EffectStatusReply { .. }
+            | Msg::ToolStatus { .. } => None,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decision<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        coordinator: NodeId,
+        e: &Ev,
+        to: NodeId,
+        msg: &Msg,
+        fate: &Fate,
+        out: &mut Judgement,
+    ) -> Option<Said> {
+        let from_coordinator = e.node == coordinator;
+        match *msg {
+            Msg::ClaimGranted {
+                job,
+                token,
+                lease_ns,
+                ..
+            } if from_coordinator => {
+                if matches!(fate, Fate::Duplicate { .. }) {
+                    out.hit(Hazard::LeaseReplyDuplicated);
+                }
+                let j = self.job_mut(job);
+                match j.granted {
+                    Some((t, n)) if t == token && n == to => {
+                        // A repeated claim's first answer again: no new decision.
+                        out.hit(Hazard::LeaseReplyDuplicated);
+                        return None;
+                    }
+                    Some((t, _)) if t >= token => {}
+                    _ => j.granted = Some((token, to)),
+                }
+                let lease_until = e.local.saturating_add(lease_ns);
+                self.issue(job, token, lease_until);
+                let cx = cx();
+                let journaled = journaled_here(cx.trace, cx.i, |n| match *n {
+                    Event::LeaseGranted {
+                        job: j, token: t, ..
+                    }
+                    | Event::LeaseRenewed {
+                        job: j, token: t, ..
+                    } => j == job && t == token,
+                    _ => false,
+                });
+                if journaled {
+                    return None;
+                }
+                let holder = cx.worker_name(to)?;
+                let m = cx.table.row(job);
+                // The current lease handed to its own holder (an operator's handoff picked up)
+                // extends it; anything else is a new grant.
+                let extends = m.token == token
+                    && m.holder == Some(holder)
+                    && m.valid_until.is_some_and(|u| u > e.local);
+                Some(if extends {
+                    Said::Renewal {
+                        job,
+                        token,
+                        worker: holder,
+                        lease_until,
+                    }
+                } else {
+                    Said::Grant {
+                        job,
+                        token,
+                        holder,
+                        lease_until,
+                    }
+                })
+            }
+            Msg::HeartbeatOk {
+                job,
+                token,
+                lease_ns,
+                ..
+            } if from_coordinator => {
+                if matches!(fate, Fate::Duplicate { .. }) {
+                    out.hit(Hazard::LeaseReplyDuplicated);
+                }
+                let lease_until = e.local.saturating_add(lease_ns);
+                self.issue(job, token, lease_until);
+                let cx = cx();
+                let journaled = journaled_here(
+                    cx.trace,
+                    cx.i,
+                    |n| matches!(*n, Event::LeaseRenewed { job: j, token: t, .. } if j == job && t == token),
+                );
+                if journaled {
+                    return None;
+                }
+                Some(Said::Renewal {
+                    job,
+                    token,
+                    worker: cx.worker_name(to)?,
+                    lease_until,
+                })
+            }
+            Msg::CommitAccepted { req, job, token } if from_coordinator => {
+                if self.accepted.contains(&(job, token, to)) {
+                    // A repeated commit's first answer again.
+                    return None;
+                }
+                self.accepted.push((job, token, to));
+                let cx = cx();
+                let journaled = journaled_here(
+                    cx.trace,
+                    cx.i,
+                    |n| matches!(*n, Event::ResultAccepted { job: j, token: t, .. } if j == job && t == token),
+                );
+                if journaled {
+                    return None;
+                }
+                let success = match delivered_here(cx.trace, cx.i) {
+                    Some((
+                        from,
+                        Msg::Commit {
+                            req: r, outcome, ..
+                        },
+                    )) if from == to && r == req => {
+                        Some(matches!(outcome, Outcome::Success { .. }))
+                    }
+                    _ => None,
+                };
+                Some(Said::Accepted {
+                    job,
+                    token,
+                    worker: cx.worker_name(to)?,
+                    success,
+                })
+            }
+            Msg::OperatorDone {
+                req,
+                job,
+                applied: true,
+            } if from_coordinator => {
+                let cx = cx();
+                let journaled = journaled_here(cx.trace, cx.i, |n| match *n {
+                    Event::LeaseRevoked { job: j, .. } | Event::ResultAccepted { job: j, .. } => {
+                        j == job
+                    }
+                    _ => false,
+                });
+                if journaled {
+                    return None;
+                }
+                match delivered_here(cx.trace, cx.i) {
+                    Some((from, Msg::Operator { req: r, action, .. }))
+                        if from == to && r == req =>
+                    {
+                        Some(Said::Operated { job, action })
+                    }
+                    _ => None,
+                }
+            }
+            Msg::EffectAck {
+                req, key, outcome, ..
+            } => {
+                let applied = match outcome {
+                    EffectOutcome::Applied => true,
+                    EffectOutcome::Duplicate { .. } => false,
+                    // A refusal admits nothing.
+                    EffectOutcome::StaleFence { .. } | EffectOutcome::Unauthorized => return None,
+                };
+                let cx = cx();
+                if !matches!(cx.role(e.node), Some(Role::Receiver { .. })) {
+                    return None;
+                }
+                let journaled = journaled_here(cx.trace, cx.i, |n| match *n {
+                    Event::EffectApplied { key: k, .. }
+                    | Event::EffectDuplicate { key: k, .. }
+                    | Event::EffectFenced { key: k, .. }
+                    | Event::EffectUnauthorized { key: k, .. } => k == key,
+                    _ => false,
+                });
+                if journaled {
+                    return None;
+                }
+                match delivered_here(cx.trace, cx.i) {
+                    Some((
+                        from,
+                        Msg::Effect {
+                            req: r,
+                            entity,
+                            key: k,
+                            fence,
+                            ..
+                        },
+                    )) if from == to && r == req && k == key => Some(Said::Admitted {
+                        entity,
+                        key,
+                        fence,
+                        applied,
+                    }),
+                    _ => None,
+                }
+            }
+            Msg::Effect {
+                job, key, fence, ..
+            } => {
+                let cx = cx();
+                if !matches!(cx.role(e.node), Some(Role::Worker { .. })) {
+                    return None;
+                }
+                let journaled = journaled_here(
+                    cx.trace,
+                    cx.i,
+                    |n| matches!(*n, Event::EffectStarted { job: j, token: t, key: k, .. } if j == job && t == fence && k == key),
+                );
+                if journaled {
+                    return None;
+                }
+                let Some(&Role::Receiver { index, .. }) = cx.role(to) else {
+                    return None;
+                };
+                Some(Said::Effect {
+                    job,
+                    fence,
+                    receiver: index,
+                    key,
+                })
+            }
+            // Sent by a node that does not decide it, or what `sent` leaves.
+            _ => None,
+        }
+    }
+}
+
+/// Whether the node of trace event `i` journaled a note matching `pred` in the handler that
+/// produced the event: among its own notes and sends just before it at the same instant, back to
+/// the delivery that started the handler. The director's commands may come between them.
+pub(crate) fn journaled_here(trace: &Trace, i: usize, pred: impl Fn(&Event) -> bool) -> bool {
+    let e = &trace[i];
+    for p in trace[..i].iter().rev().take(HANDLER_EVENTS_MAX) {
+        if p.t != e.t {
+            break;
+        }
+        if p.node != e.node {
+            continue;
+        }
+        match &p.kind {
+            EventKind::Note { note } => {
+                if pred(note) {
+                    return true;
+                }
+            }
+            EventKind::Send { .. } | EventKind::Fault { .. } | EventKind::Release { .. } => {}
+            EventKind::Deliver { .. } | EventKind::Lost { .. } => break,
+        }
+    }
+    false
+}
+
+/// The message whose delivery started the handler that produced trace event `i`, with its
+/// sender; `None` for a handler a timer started.
+pub(crate) fn delivered_here(trace: &Trace, i: usize) -> Option<(NodeId, Msg)> {
+    let e = &trace[i];
+    for p in trace[..i].iter().rev().take(HANDLER_EVENTS_MAX) {
+        if p.t != e.t {
+            break;
+        }
+        if p.node != e.node {
+            continue;
+        }
+        match &p.kind {
+            EventKind::Deliver { from, msg, .. } => return Some((*from, *msg)),
+            EventKind::Lost { .. } => break,
+            EventKind::Note { .. }
+            | EventKind::Send { .. }
+            | EventKind::Fault { .. }
+            | EventKind::Release { .. } => {}
+        }
+    }
+    None
+}
+
+/// The true time and the holder's clock reading at which it sent the claim or heartbeat that
+/// the grant or renewal reply of (job, token) starting the handler of trace event `i` answers.
+pub(crate) fn request_answered_here(
+    trace: &Trace,
+    i: usize,
+    job: JobId,
+    token: Token,
+) -> Option<(u64, u64)> {
+    let req = match delivered_here(trace, i)? {
+        (
+            _,
+            Msg::ClaimGranted {
+                req,
+                job: j,
+                token: t,
+                ..
+            }
+            | Msg::HeartbeatOk {
+                req,
+                job: j,
+                token: t,
+                ..
+            },
+        ) if j == job && t == token => req,
+        _ => return None,
+    };
+    let node = trace[i].node;
+    // Requests are numbered upwards by each process: going back, a lower number of the same
+    // process means the request is not there; a crash or restart ends the process.
+    for p in trace[..i].iter().rev().take(REQUEST_EVENTS_MAX) {
+        if p.node != node {
+            continue;
+        }
+        match &p.kind {
+            EventKind::Send {
+                msg: Msg::Claim { req: r, .. } | Msg::Heartbeat { req: r, .. },
+                ..
+            } => {
+                if *r == req {
+                    return Some((p.t, p.local));
+                }
+                if *r < req {
+                    return None;
+                }
+            }
+            EventKind::Fault {
+                command: Command::Crash { .. } | Command::Restart { .. },
+            } => return None,
+            _ => {}
+        }
+    }
+    None
+}
