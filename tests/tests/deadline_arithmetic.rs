@@ -9,14 +9,11 @@
 //! `arrival + (deadline - send)`. Its behaviour is the reference's, so only the statement can
 //! give it away.
 
-use leasesim::plan::PlanDirector;
-use leasesim::run::{judge, RunResult};
+use leasesim::run::RunResult;
 use leasesim::scenarios;
 use leasesim::setup::Setup;
-use leasesim::world::{Node, WorkerMachine};
-use leasesim::Hazard;
-use leasesim_protocol::{Event, Invariant, Msg, Nanos, Output, Variant};
-use leasesim_sim::Sim;
+use leasesim::{Hazard, Machines};
+use leasesim_protocol::{Event, Invariant, Msg, Nanos, Output, Variant, Worker, WorkerMachine};
 
 /// Requests remembered for their send times: more than the reference keeps in flight.
 const SENT_KEPT: usize = 64;
@@ -131,29 +128,17 @@ impl WorkerMachine for FromArrival {
     }
 }
 
-/// Runs `setup` with every worker measuring its deadline from the arrival, judged as any run.
+/// Runs `setup` with every worker measuring its deadline from the arrival, judged as any run:
+/// the reference worker wrapped, plugged in as a user's machine.
 fn run_from_arrival(setup: &Setup, seed: u64) -> RunResult {
-    let mut nodes = setup.build_nodes(seed);
-    for i in 0..setup.workers.len() {
-        let slot = &mut nodes[setup.worker_node(i) as usize].0;
-        let Node::Worker(inner, addrs) = std::mem::replace(slot, Node::Operator(Vec::new(), 0))
-        else {
-            panic!("worker {i} is not a worker node");
-        };
-        *slot = Node::Worker(Box::new(FromArrival::new(inner)), addrs);
-    }
-    let mut sim = Sim::new(seed, nodes, setup.net, setup.limits);
-    let mut director = PlanDirector::new(
-        setup.faults.clone(),
-        setup.tool_node(),
-        setup.operator_node(),
-    );
-    for c in director.initial_commands(setup.heal_at_ns) {
-        sim.command(c);
-    }
-    let end = sim.run(&mut director);
-    let (end_ns, events) = (sim.now(), sim.events());
-    judge(setup, seed, sim.into_trace(), end, end_ns, events)
+    let from_arrival = Machines::reference().with_worker("from-arrival", |spec| {
+        let inner = Box::new(Worker::new(
+            spec.config.clone(),
+            Variant::Reference.switches(),
+        ));
+        Box::new(FromArrival::new(inner)) as Box<dyn WorkerMachine>
+    });
+    leasesim::run(setup, seed, &from_arrival)
 }
 
 #[test]
