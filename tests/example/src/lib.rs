@@ -76,15 +76,17 @@
 //! lease"). On a healthy network the difference is a few milliseconds, inside the stop margin
 //! G, and nothing goes wrong; that is why the mistake survives ordinary testing.
 //!
-//! It goes wrong when the reply is late. leasesim's swarm produces both realistic ways: a grant
-//! held up in the network past the lease it grants (the coordinator meanwhile gives the job to
-//! someone else), and a process paused (a GC, a VM stop) with renewal acknowledgements waiting
-//! in its inbox. On resuming, the buggy worker takes those old acknowledgements for fresh
-//! leases, leaves jeopardy and pays. The checkers report `quiescent-holder` (I5): "W1 started
-//! tool-job:4:create_case believing it held token 2 while token 3 had been granted", or "... with
-//! token 2 after the coordinator's lease had expired". The tests in `tests/late_reply_bug.rs`
-//! show the mistake on the machine alone and find it on the named scenarios; every seed that
-//! catches it holds with the fix.
+//! It goes wrong when the reply is late. leasesim reaches that on purpose in its
+//! `late-grant-reply` scenario (grants and renewal replies that come back late, twice, behind a
+//! pause, reordered, then silence), and by chance in the swarm and in `coordinator-outage`. Its
+//! checkers hold the deadline the worker *states* (`job_claimed`, `heartbeat_ok`) against the
+//! coordinator's grant, mapped to true time through each clock, at the moment it is stated:
+//! "W1 stated at its renewal a deadline for job0 with token 1 that runs to 47.114s, past the
+//! coordinator's grant, which ends at 46.866s" (`quiescent-holder`, I5). When the buggy worker
+//! also acts in that window, the effect it sends is flagged too: "W1 started
+//! tool-job:4:create_case believing it held token 2 while token 3 had been granted". The tests
+//! in `tests/late_reply_bug.rs` show the mistake on the machine alone and find it on the named
+//! scenarios; every seed that catches it holds with the fix.
 //!
 //! ## What I left out on purpose
 //!
