@@ -215,3 +215,27 @@ fn no_test_is_ignored_and_nothing_is_left_unfinished() {
         }
     }
 }
+
+#[test]
+fn the_library_builds_machines_only_through_machines() {
+    // Every role's machine comes from a `Machines` factory, so a user's plugs in wherever the
+    // reference does: nothing else in the library constructs one.
+    for file in sources(&root().join("scenarios/src")) {
+        if file.ends_with("machines.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        // Code only: the guide's examples show a user building one.
+        let code: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect();
+        for banned in ["Coordinator::new(", "Worker::new(", "Receiver::new("] {
+            assert!(
+                !code.iter().any(|l| l.contains(banned)),
+                "{} calls {banned}",
+                file.display()
+            );
+        }
+    }
+}

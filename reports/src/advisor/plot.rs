@@ -224,7 +224,7 @@ impl Frame {
 /// The SVG: x = heartbeat period H, y = lease length L, for the input's J, R and rho; the safe
 /// region (`L > (1+rho)/(1-rho)*R*H + J`) shaded, the boundary line labelled with the formula,
 /// the chosen point (L, H) marked and labelled SAFE or UNSAFE, axes with ticks in seconds and a
-/// title with J, R, rho and G. With `cells` (from [`simulate`]), each cell is drawn as a small
+/// title with J, R, rho and G. With `cells` (from `leasesim::advise::simulate`), each cell is drawn as a small
 /// square coloured by its needless-takeover rate, its jeopardy rate in its tooltip, with a
 /// legend. 800 x 600, self-contained, deterministic (same input, same bytes).
 pub fn svg(input: &PlotInput, cells: Option<&[SimulatedCell]>) -> String {

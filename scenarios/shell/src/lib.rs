@@ -19,7 +19,7 @@
 //! `kill`/`restart`, `NetSim` link clogging). The run is recorded as the same trace type and
 //! judged by the same checkers ([`leasesim::run::judge`]).
 //!
-//! Engines: [`madsim`](self::madsim) (under `--cfg madsim`) and [`local`] (real tokio on one
+//! Engines: `madsim` (under `--cfg madsim`) and [`local`] (real tokio on one
 //! thread with its clock paused, for fault plans without node faults). The World holds every
 //! piece of state behind one lock that no task holds across an `.await`.
 

@@ -116,6 +116,10 @@ fn test() -> Result<(), String> {
         ],
     )?;
     run("tests", "cargo", &["test", "--workspace"])?;
+    // The crate documentation is the users' guide: it must build without a broken link.
+    std::env::set_var("RUSTDOCFLAGS", "-D warnings");
+    run("docs", "cargo", &["doc", "--workspace", "--no-deps"])?;
+    std::env::remove_var("RUSTDOCFLAGS");
     // The madsim engine: built with `--cfg madsim` in its own target directory (the normal
     // build above is untouched), warnings refused; its tests run the scenarios on madsim.
     run(
