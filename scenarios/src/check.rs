@@ -7,6 +7,12 @@
 //!   the sweep;
 //! - `LEASESIM_SEED=<scenario>:<seed>` (or just `<seed>`) runs that one seed of the sweep.
 //!
+//! On a CI matrix the same test runs one shard of the sweep on each node: a configuration
+//! without a [`Shard`] of its own takes it from the environment ([`Shard::from_env`]:
+//! `LEASESIM_SHARD=K/N`, GitLab's `CI_NODE_INDEX`/`CI_NODE_TOTAL`, or Kubernetes'
+//! `JOB_COMPLETION_INDEX` with `LEASESIM_SHARD_TOTAL`), says so on standard error and in its
+//! failure message, and judges the hazards of each scenario it ran at least 100 seeds of.
+//!
 //! ```
 //! use leasesim::sweep::{SeedRange, SweepConfig};
 //! use leasesim::{scenarios, Machines};
@@ -24,7 +30,9 @@
 use crate::replay::Replay;
 use crate::run::run;
 use crate::shrink;
-use crate::sweep::{sweep, Quiet, ScenarioOutcome, SeedRange, SweepConfig, SweepReport};
+use crate::sweep::{
+    describe_ranges, sweep, Quiet, ScenarioOutcome, SeedRange, Shard, SweepConfig, SweepReport,
+};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
@@ -54,7 +62,7 @@ impl SweepConfig {
         }
         let config = match std::env::var(SEED_VAR) {
             Ok(one) => self.one_seed(&one)?,
-            Err(_) => self.clone(),
+            Err(_) => self.sharded_by_env()?,
         };
         let report = sweep(&config, &AtomicBool::new(false), &Quiet);
         let unreached = report.unreached(&config, COVERAGE_MIN_SEEDS);
@@ -93,6 +101,39 @@ impl SweepConfig {
         Ok(report)
     }
 
+    /// This configuration, cut to the shard the environment names when it has none of its own
+    /// (announced on standard error, which the test runner shows with the test's output).
+    fn sharded_by_env(&self) -> Result<SweepConfig, String> {
+        if self.shard.is_some() {
+            return Ok(self.clone());
+        }
+        let Some((shard, source)) = Shard::from_env().map_err(|e| format!("leasesim: {e}"))? else {
+            return Ok(self.clone());
+        };
+        let config = SweepConfig {
+            shard: Some(shard),
+            ..self.clone()
+        };
+        eprintln!("leasesim: {}", config.shard_line(&source)?);
+        Ok(config)
+    }
+
+    /// `shard 2/4 (from CI_NODE_INDEX=2 CI_NODE_TOTAL=4): w1-w2 seeds 250..500, ...`.
+    fn shard_line(&self, source: &str) -> Result<String, String> {
+        let share = self.share()?;
+        let seeds: Vec<String> = self
+            .scenarios
+            .iter()
+            .zip(&share)
+            .map(|(d, r)| format!("{} {}", d.name, describe_ranges(std::slice::from_ref(r))))
+            .collect();
+        Ok(format!(
+            "shard {} of the sweep (from {source}): seeds {}",
+            self.shard.map_or("1/1".into(), |s| s.to_string()),
+            seeds.join("; ")
+        ))
+    }
+
     /// This configuration narrowed to one seed (`<scenario>:<seed>` or `<seed>`).
     fn one_seed(&self, spec: &str) -> Result<SweepConfig, String> {
         let (name, seed) = match spec.rsplit_once(':') {
@@ -123,6 +164,7 @@ impl SweepConfig {
                 start: seed,
                 end: seed.saturating_add(1),
             },
+            shard: None,
             ..self.clone()
         })
     }
@@ -159,6 +201,7 @@ impl SweepConfig {
             trace_events: r.trace.len() as u64,
             threads: 1,
             interrupted: false,
+            budget: None,
         })
     }
 
@@ -171,10 +214,12 @@ impl SweepConfig {
         let rerun_with =
             |var: &str, value: &str| format!("{var}={value} cargo test -p {pkg} {test} -- --exact");
         let mut lines = vec![format!(
-            "leasesim: the machines '{}' failed {} of {} runs; the first is {} seed {seed}: {first}",
+            "leasesim: the machines '{}' failed {} of {} runs{}; the first is {} seed {seed}: {first}",
             m.name(),
             report.failing(),
             report.runs,
+            self.shard
+                .map_or(String::new(), |s| format!(" of shard {s}")),
             def.name
         )];
         let dir = failures_dir();

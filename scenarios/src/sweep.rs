@@ -7,6 +7,16 @@
 //! [`Observer`] as soon as its chunk of seeds is done, in seed order, so a caller streams the
 //! full list to a file. A sweep stops between two runs when its stop flag is set and says
 //! exactly which seeds ran.
+//!
+//! **The space and its order.** A sweep's space is every (scenario, seed) pair of its
+//! configuration, numbered seed-major: item `g` is seed `start + g / n` of scenario `g % n` (`n`
+//! scenarios), so any prefix of the order ran every scenario over the same seeds, give or take
+//! one. A [`Shard`] `K/N` is a contiguous slice of that order cut where the expected cost (the
+//! fixed [`seed_cost`] of each scenario, never a measurement) reaches `(K-1)/N` and `K/N` of the
+//! whole: the N shards are disjoint, together exactly the space, each with the same mix of
+//! scenarios and within one seed's cost of an equal share, and each scenario's seeds in a shard
+//! are one contiguous range. A time budget ([`SweepConfig::budget`]) starts no seed once it is
+//! spent and finishes the ones in flight, so what ran is exactly a prefix of the sweep's order.
 
 use crate::machines::Machines;
 use crate::pool::{self, Chunks};
@@ -18,6 +28,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// Failing seeds kept in memory per scenario (the lowest ones); the rest are counted and
 /// handed to the observer.
@@ -75,6 +86,169 @@ impl SeedRange {
     }
 }
 
+/// Shards a sweep may be cut into at most.
+pub const SHARDS_MAX: u64 = 10_000;
+/// `K/N`: run shard K of N of the sweep (the variable a user sets anywhere).
+pub const SHARD_VAR: &str = "LEASESIM_SHARD";
+/// The total that goes with Kubernetes' `JOB_COMPLETION_INDEX` (which has none of its own).
+pub const SHARD_TOTAL_VAR: &str = "LEASESIM_SHARD_TOTAL";
+
+/// One share of a sweep's space: shard `index` of `count`, numbered from 1 as CI systems number
+/// their parallel jobs (see the module's documentation for how the space is cut).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// Which shard, `1..=count`.
+    pub index: u64,
+    /// How many shards.
+    pub count: u64,
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl Shard {
+    /// A shard from its 1-based index and count, refused out of range.
+    pub fn new(index: u64, count: u64) -> Result<Shard, String> {
+        if count == 0 {
+            return Err("a sweep is cut into at least 1 shard".into());
+        }
+        if count > SHARDS_MAX {
+            return Err(format!(
+                "{count} shards is more than {SHARDS_MAX}; a shard should run for minutes, not milliseconds"
+            ));
+        }
+        if index == 0 || index > count {
+            return Err(format!(
+                "shard {index}/{count} does not exist: shards are numbered 1 to {count}"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// `K/N` (shard K of N, `1 <= K <= N`).
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let (k, n) = s
+            .trim()
+            .split_once('/')
+            .ok_or_else(|| format!("'{s}' is not a shard: expected K/N, shard K of N"))?;
+        let num = |t: &str| {
+            let t = t.trim();
+            if t.starts_with('-') {
+                return Err(format!(
+                    "'{s}': '{t}' is negative; shards are numbered from 1"
+                ));
+            }
+            t.parse::<u64>()
+                .map_err(|_| format!("'{s}' is not a shard: '{t}' is not a whole number"))
+        };
+        Shard::new(num(k)?, num(n)?)
+    }
+
+    /// The shard the environment names, and which variables named it: `LEASESIM_SHARD=K/N`,
+    /// else GitLab's `CI_NODE_INDEX` (1-based) with `CI_NODE_TOTAL`, else Kubernetes'
+    /// `JOB_COMPLETION_INDEX` (0-based) with `LEASESIM_SHARD_TOTAL`. `None` when none is set
+    /// (GitLab's `CI_NODE_TOTAL` alone, which it sets on every job, is not a shard). A variable
+    /// that is set but wrong is an error, never the whole sweep run on every node.
+    pub fn from_env() -> Result<Option<(Shard, String)>, String> {
+        Shard::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`Shard::from_env`] over any lookup of variables.
+    pub fn from_vars(
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<(Shard, String)>, String> {
+        let whole = |name: &str, value: &str| {
+            value
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("{name}={value} is not a whole number"))
+        };
+        if let Some(v) = var(SHARD_VAR) {
+            let shard = Shard::parse(&v).map_err(|e| format!("{SHARD_VAR}: {e}"))?;
+            return Ok(Some((shard, format!("{SHARD_VAR}={v}"))));
+        }
+        if let Some(index) = var("CI_NODE_INDEX") {
+            let total = var("CI_NODE_TOTAL")
+                .ok_or_else(|| format!("CI_NODE_INDEX={index} is set but CI_NODE_TOTAL is not"))?;
+            let shard = Shard::new(
+                whole("CI_NODE_INDEX", &index)?,
+                whole("CI_NODE_TOTAL", &total)?,
+            )
+            .map_err(|e| format!("CI_NODE_INDEX={index} CI_NODE_TOTAL={total}: {e}"))?;
+            return Ok(Some((
+                shard,
+                format!("CI_NODE_INDEX={index} CI_NODE_TOTAL={total}"),
+            )));
+        }
+        if let Some(index) = var("JOB_COMPLETION_INDEX") {
+            let total = var(SHARD_TOTAL_VAR).ok_or_else(|| {
+                format!(
+                    "JOB_COMPLETION_INDEX={index} is set but {SHARD_TOTAL_VAR} is not: set it to the Job's completions"
+                )
+            })?;
+            let i = whole("JOB_COMPLETION_INDEX", &index)?;
+            let shard =
+                Shard::new(i.saturating_add(1), whole(SHARD_TOTAL_VAR, &total)?).map_err(|e| {
+                    format!("JOB_COMPLETION_INDEX={index} (0-based) {SHARD_TOTAL_VAR}={total}: {e}")
+                })?;
+            return Ok(Some((
+                shard,
+                format!("JOB_COMPLETION_INDEX={index} {SHARD_TOTAL_VAR}={total}"),
+            )));
+        }
+        Ok(None)
+    }
+}
+
+/// The expected cost of one seed of a scenario, in tenths of a microsecond of one core (the
+/// mean over seeds 0..2000 of the reference, release build, measured once and written down
+/// here): shards are cut by it, so a shard with swarm seeds gets fewer seeds. It is a fixed
+/// table, never a measurement, so every shard computes the same cut on any machine; a scenario
+/// it does not name (a user's own) costs the median. A wrong figure moves where shards are cut,
+/// never what runs in all.
+pub fn seed_cost(def: &ScenarioDef) -> u64 {
+    const MEDIAN: u64 = 320;
+    SEED_COSTS
+        .iter()
+        .find(|(name, _)| *name == def.name)
+        .map_or(MEDIAN, |(_, c)| *c)
+}
+
+/// See [`seed_cost`].
+const SEED_COSTS: &[(&str, u64)] = &[
+    ("w1-w2", 155),
+    ("gc-pause-after-check", 225),
+    ("late-tool-answer", 185),
+    ("heartbeat-ack-lost", 270),
+    ("coordinator-outage", 780),
+    ("clock-skew-fast-worker", 300),
+    ("clock-jump", 230),
+    ("restart-same-name", 200),
+    ("duplicate-delivery", 335),
+    ("reordered-commit", 180),
+    ("operator-takeover", 550),
+    ("slow-but-healthy", 1280),
+    ("stuck-tool-live-heartbeat", 635),
+    ("renewal-cap", 2840),
+    ("retries", 155),
+    ("human-handoff", 1030),
+    ("admission-and-authorization", 1570),
+    ("stages-and-checkpoints", 185),
+    ("late-grant-reply", 525),
+    ("swarm", 1610),
+];
+
+/// Seeds `g..` of the seed-major order that belong to scenario `j` of `n`: the seed offsets
+/// `s` with `s * n + j` in `items`.
+fn offsets_of(items: &Range<u64>, n: u64, j: u64) -> Range<u64> {
+    let first = |g: u64| if g > j { (g - j).div_ceil(n) } else { 0 };
+    let (a, b) = (first(items.start), first(items.end));
+    a..b.max(a)
+}
+
 /// What to sweep.
 #[derive(Clone)]
 pub struct SweepConfig {
@@ -96,6 +270,11 @@ pub struct SweepConfig {
     /// variant caught, and after how many seeds?). Meant for one thread, where "first" is the
     /// lowest seed.
     pub stop_at_first_violation: bool,
+    /// Run only this share of the space (all of it when `None`).
+    pub shard: Option<Shard>,
+    /// Start no seed once this much time has passed since the sweep began; the seeds in flight
+    /// finish, so what ran is a prefix of the sweep's order ([`SweepReport::budget`]).
+    pub budget: Option<Duration>,
 }
 
 impl SweepConfig {
@@ -110,17 +289,64 @@ impl SweepConfig {
             check_determinism: false,
             allow_unsafe_timing: false,
             stop_at_first_violation: false,
+            shard: None,
+            budget: None,
         }
     }
 }
 
 impl SweepConfig {
-    /// Runs in all: scenarios x seeds, or an error when that does not fit in 64 bits.
+    /// Runs in the whole space: scenarios x seeds, or an error when that does not fit in 64
+    /// bits.
     pub fn total(&self) -> Result<u64, String> {
         self.seeds
             .len()
             .checked_mul(self.scenarios.len() as u64)
             .ok_or_else(|| "too many seeds: scenarios x seeds does not fit in 64 bits".into())
+    }
+
+    /// The items of the seed-major order this sweep runs: its shard's slice, or the whole space.
+    pub fn items(&self) -> Result<Range<u64>, String> {
+        let total = self.total()?;
+        let Some(shard) = self.shard else {
+            return Ok(0..total);
+        };
+        let costs: Vec<u128> = self
+            .scenarios
+            .iter()
+            .map(|d| u128::from(seed_cost(d).max(1)))
+            .collect();
+        let row: u128 = costs.iter().sum();
+        let whole = row * u128::from(self.seeds.len());
+        // The first item whose cost before it is at least `before`.
+        let first_from = |before: u128| -> u64 {
+            if row == 0 {
+                return 0;
+            }
+            let (rows, mut rest) = (before / row, before % row);
+            let mut j = 0;
+            while rest > 0 && j < costs.len() {
+                rest = rest.saturating_sub(costs[j]);
+                j += 1;
+            }
+            // Both fit: they are at most the space's item count.
+            (rows * costs.len() as u128 + j as u128) as u64
+        };
+        let cut = |k: u64| first_from(whole * u128::from(k) / u128::from(shard.count));
+        Ok(cut(shard.index - 1)..cut(shard.index))
+    }
+
+    /// Per scenario, the seeds this sweep's share holds: one range each (empty when the shard
+    /// has none of that scenario).
+    pub fn share(&self) -> Result<Vec<Range<u64>>, String> {
+        let items = self.items()?;
+        let n = self.scenarios.len() as u64;
+        Ok((0..n)
+            .map(|j| {
+                let o = offsets_of(&items, n, j);
+                self.seeds.start + o.start..self.seeds.start + o.end
+            })
+            .collect())
     }
 }
 
@@ -173,8 +399,25 @@ pub struct SweepReport {
     pub trace_events: u64,
     /// Threads it ran on.
     pub threads: usize,
-    /// Whether it stopped before every seed ran.
+    /// Whether it was stopped (its stop flag, or its first violation) before every seed ran.
     pub interrupted: bool,
+    /// With a time budget: whether it was spent, and how close to it the sweep stopped.
+    pub budget: Option<BudgetOutcome>,
+}
+
+/// How a sweep with a time budget ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BudgetOutcome {
+    /// The budget.
+    pub budget: Duration,
+    /// Whether it ran out before every seed of the share ran (what ran is then a prefix of
+    /// the sweep's order; see [`ScenarioOutcome::ran`]).
+    pub spent: bool,
+    /// From the moment the budget ran out to the end of the last seed in flight (zero when
+    /// every seed ran first): never more than the longest seed.
+    pub overrun: Duration,
+    /// The longest any one seed took.
+    pub slowest_seed: Duration,
 }
 
 impl SweepReport {
@@ -244,6 +487,7 @@ struct Local {
     events: u64,
     trace_events: u64,
     hazards: Vec<BTreeMap<Hazard, u64>>,
+    slowest_seed: Duration,
 }
 
 /// One seed: refused before it runs when its configuration breaks P6 (unless allowed), else
@@ -303,13 +547,17 @@ fn one_seed(
     })
 }
 
-/// Sweeps every seed of every scenario of `config`, stopping between two runs once `stop` is
-/// set; the observer sees each chunk as it finishes.
+/// Sweeps every seed of every scenario of `config` (its shard's share of them), stopping
+/// between two runs once `stop` is set, starting no seed once its budget is spent; the observer
+/// sees each chunk as it finishes.
 pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -> SweepReport {
-    let per = config.seeds.len();
     let n = config.scenarios.len();
-    let total = config.total().unwrap_or(u64::MAX);
-    let chunks = Chunks::new(total, CHUNK, stop);
+    let items = config.items().unwrap_or(0..u64::MAX);
+    let total = items.end - items.start;
+    // Under a budget every seed is a chunk of its own: a chunk once taken runs to its end, so
+    // the budget stops within one seed and what ran is a prefix of the order.
+    let chunk = if config.budget.is_some() { 1 } else { CHUNK };
+    let chunks = Chunks::new(total, chunk, stop);
     let threads = config.threads.clamp(1, pool::THREADS_MAX);
     let shared = Mutex::new(Shared {
         scenarios: vec![ScenarioOutcome::default(); n],
@@ -318,33 +566,41 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
     });
     // The first violation ends the sweep early when asked, without touching the caller's flag.
     let violated = AtomicBool::new(false);
+    let clock = config.budget.map(Budget::start);
     let locals = pool::run(threads, |_| {
         let mut local = Local {
-            events: 0,
-            trace_events: 0,
             hazards: vec![BTreeMap::new(); n],
+            ..Local::default()
         };
-        while let Some((index, items)) = chunks.take() {
-            let begin = items.start;
+        while clock.as_ref().is_none_or(|b| !b.spent()) {
+            let Some((index, chunk_items)) = chunks.take() else {
+                break;
+            };
+            let begin = items.start + chunk_items.start;
             let mut failures = Vec::new();
             let mut nondet = Vec::new();
             let mut ran = 0;
-            for i in items {
+            for i in chunk_items {
                 if chunks.stopped() || violated.load(Ordering::Relaxed) {
                     break;
                 }
-                let (sc, seed) = ((i / per) as usize, config.seeds.start + i % per);
+                let g = items.start + i;
+                let (sc, seed) = ((g % n as u64) as usize, config.seeds.start + g / n as u64);
+                let seed_started = clock.as_ref().map(Budget::now);
                 if let Some(f) = one_seed(config, sc, seed, &mut local, &mut nondet) {
                     if config.stop_at_first_violation && f.verdict == Verdict::Violated {
                         violated.store(true, Ordering::Relaxed);
                     }
                     failures.push(f);
                 }
+                if let (Some(b), Some(t)) = (&clock, seed_started) {
+                    local.slowest_seed = local.slowest_seed.max(b.now().saturating_sub(t));
+                }
                 ran += 1;
             }
             observer.chunk_done(index, ran, &failures);
             let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-            s.record(begin, ran, per, failures, nondet);
+            s.record(begin, ran, n as u64, failures, nondet);
             if violated.load(Ordering::Relaxed) {
                 break;
             }
@@ -353,46 +609,80 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
     });
     let mut shared = shared.into_inner().unwrap_or_else(|p| p.into_inner());
     let (mut events, mut trace_events) = (0, 0);
+    let mut slowest_seed = Duration::ZERO;
     for local in locals {
         events += local.events;
         trace_events += local.trace_events;
+        slowest_seed = slowest_seed.max(local.slowest_seed);
         for (outcome, hazards) in shared.scenarios.iter_mut().zip(local.hazards) {
             for (h, k) in hazards {
                 *outcome.hazards.entry(h).or_default() += k;
             }
         }
     }
-    shared.finish(config, per);
+    shared.finish(config);
     let runs = shared.scenarios.iter().map(|s| s.runs).sum();
+    let budget = clock.map(|b| BudgetOutcome {
+        budget: b.budget,
+        spent: runs < total && b.spent(),
+        overrun: b.now().saturating_sub(b.budget),
+        slowest_seed,
+    });
+    let budget_ended = budget.is_some_and(|b| b.spent) && !stop.load(Ordering::Relaxed);
     SweepReport {
         scenarios: shared.scenarios,
         runs,
         events,
         trace_events,
         threads,
-        interrupted: runs < total && !violated.load(Ordering::Relaxed),
+        interrupted: runs < total && !violated.load(Ordering::Relaxed) && !budget_ended,
+        budget: budget.map(|b| BudgetOutcome {
+            overrun: if b.spent { b.overrun } else { Duration::ZERO },
+            ..b
+        }),
+    }
+}
+
+/// A sweep's time budget: the sweep's own wall time, outside any simulated world.
+struct Budget {
+    budget: Duration,
+    started: std::time::Instant,
+}
+
+impl Budget {
+    fn start(budget: Duration) -> Budget {
+        #[allow(clippy::disallowed_methods)] // the sweep's time budget, never the simulated world
+        let started = std::time::Instant::now();
+        Budget { budget, started }
+    }
+
+    /// Time since the sweep began.
+    fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    fn spent(&self) -> bool {
+        self.now() >= self.budget
     }
 }
 
 impl Shared {
-    /// Books a chunk that started at item `begin` and ran `ran` items.
+    /// Books a chunk that started at item `begin` (of the seed-major order over `n` scenarios)
+    /// and ran `ran` items.
     fn record(
         &mut self,
         begin: u64,
         ran: u64,
-        per: u64,
+        n: u64,
         failures: Vec<Failure>,
         nondet: Vec<(usize, u64, String)>,
     ) {
         if ran > 0 {
             self.mark_done(begin, begin + ran);
-            // Runs per scenario: the chunk may straddle scenarios.
-            let mut i = begin;
-            while i < begin + ran {
-                let sc = (i / per) as usize;
-                let end = ((sc as u64 + 1) * per).min(begin + ran);
-                self.scenarios[sc].runs += end - i;
-                i = end;
+            // Runs per scenario: a chunk holds seeds of every scenario.
+            for (j, o) in self.scenarios.iter_mut().enumerate() {
+                let seeds = offsets_of(&(begin..begin + ran), n, j as u64);
+                o.runs += seeds.end - seeds.start;
             }
         }
         for f in failures {
@@ -437,7 +727,7 @@ impl Shared {
     }
 
     /// Moves the kept failures and the ranges done into each scenario's outcome.
-    fn finish(&mut self, config: &SweepConfig, per: u64) {
+    fn finish(&mut self, config: &SweepConfig) {
         for (outcome, kept) in self
             .scenarios
             .iter_mut()
@@ -448,15 +738,19 @@ impl Shared {
                 .nondeterministic_seeds
                 .sort_by_key(|(seed, _)| *seed);
         }
+        let n = self.scenarios.len() as u64;
         for (&s, &e) in &self.done {
-            let mut i = s;
-            while i < e {
-                let sc = (i / per) as usize;
-                let end = ((sc as u64 + 1) * per).min(e);
-                let base = sc as u64 * per;
-                let seeds = config.seeds.start + (i - base)..config.seeds.start + (end - base);
-                self.scenarios[sc].ran.push(seeds);
-                i = end;
+            for (j, o) in self.scenarios.iter_mut().enumerate() {
+                let seeds = offsets_of(&(s..e), n, j as u64);
+                if seeds.end > seeds.start {
+                    let start = config.seeds.start + seeds.start;
+                    let end = config.seeds.start + seeds.end;
+                    // Item ranges that touch may still leave a scenario's seeds touching.
+                    match o.ran.last_mut() {
+                        Some(last) if last.end == start => last.end = end,
+                        _ => o.ran.push(start..end),
+                    }
+                }
             }
         }
     }
@@ -464,11 +758,12 @@ impl Shared {
 
 /// Ranges of seeds as `A..B` joined by commas (`0..1000` for a whole sweep).
 pub fn describe_ranges(ranges: &[Range<u64>]) -> String {
-    if ranges.is_empty() {
+    if ranges.iter().all(|r| r.is_empty()) {
         return "none".into();
     }
     ranges
         .iter()
+        .filter(|r| !r.is_empty())
         .map(|r| format!("{}..{}", r.start, r.end))
         .collect::<Vec<_>>()
         .join(", ")
@@ -585,5 +880,218 @@ mod tests {
             r.scenarios[0].ran[0].start, 10,
             "the first chunk ran from the start"
         );
+    }
+    #[test]
+    fn shards_cut_the_space_exactly_and_evenly_by_cost() {
+        for names in [
+            &["w1-w2"][..],
+            &["w1-w2", "swarm"],
+            &[
+                "swarm",
+                "renewal-cap",
+                "w1-w2",
+                "retries",
+                "late-grant-reply",
+            ],
+        ] {
+            for seeds in [(0, 1), (0, 3), (5, 17), (0, 1000), (7, 20007)] {
+                let seeds = SeedRange {
+                    start: seeds.0,
+                    end: seeds.1,
+                };
+                let whole = config(names, seeds, Variant::Reference);
+                let total = whole.total().unwrap();
+                let costs: Vec<u64> = whole.scenarios.iter().map(|d| seed_cost(d)).collect();
+                let cost_of = |items: &Range<u64>| -> u64 {
+                    items
+                        .clone()
+                        .map(|g| costs[(g % costs.len() as u64) as usize])
+                        .sum()
+                };
+                let all = cost_of(&(0..total));
+                for count in 1..=9 {
+                    let mut next = 0;
+                    let mut seen = vec![0u64; names.len()];
+                    for index in 1..=count {
+                        let c = SweepConfig {
+                            shard: Some(Shard::new(index, count).unwrap()),
+                            ..whole.clone()
+                        };
+                        let items = c.items().unwrap();
+                        assert_eq!(items.start, next, "{names:?} {seeds:?} {index}/{count}");
+                        next = items.end;
+                        // Within one seed's cost of an equal share.
+                        let share = cost_of(&items) as f64;
+                        let fair = all as f64 / count as f64;
+                        let most = *costs.iter().max().unwrap() as f64;
+                        assert!(
+                            (share - fair).abs() <= most,
+                            "{names:?} {seeds:?} {index}/{count}: {share} vs {fair}"
+                        );
+                        for (j, r) in c.share().unwrap().iter().enumerate() {
+                            assert!(r.start >= seeds.start && r.end <= seeds.end);
+                            seen[j] += r.end.saturating_sub(r.start);
+                        }
+                    }
+                    assert_eq!(next, total, "together exactly the space");
+                    assert!(seen.iter().all(|&k| k == seeds.len()), "{seen:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shards_together_give_what_the_whole_sweep_gives() {
+        let names = ["w1-w2", "gc-pause-after-check", "retries"];
+        let seeds = SeedRange { start: 3, end: 203 };
+        let whole = config(&names, seeds, Variant::ReceiverIgnoresFence);
+        let all = sweep(&whole, &AtomicBool::new(false), &Quiet);
+        let mut failures = vec![Vec::new(); names.len()];
+        let mut hazards = vec![BTreeMap::new(); names.len()];
+        let mut ran = vec![Vec::new(); names.len()];
+        for index in 1..=3 {
+            let c = SweepConfig {
+                shard: Some(Shard::new(index, 3).unwrap()),
+                ..whole.clone()
+            };
+            let r = sweep(&c, &AtomicBool::new(false), &Quiet);
+            assert_eq!(
+                r.scenarios
+                    .iter()
+                    .map(|o| o.ran.clone())
+                    .collect::<Vec<_>>(),
+                c.share()
+                    .unwrap()
+                    .into_iter()
+                    .map(|s| vec![s])
+                    .collect::<Vec<_>>(),
+                "a shard runs exactly its share"
+            );
+            for (j, o) in r.scenarios.iter().enumerate() {
+                failures[j].extend(o.failures.iter().map(|f| (f.seed, f.first.clone())));
+                for (h, k) in &o.hazards {
+                    *hazards[j].entry(*h).or_insert(0) += k;
+                }
+                ran[j].extend(o.ran.iter().cloned());
+            }
+        }
+        for (j, o) in all.scenarios.iter().enumerate() {
+            let whole_failures: Vec<(u64, String)> = o
+                .failures
+                .iter()
+                .map(|f| (f.seed, f.first.clone()))
+                .collect();
+            assert_eq!(failures[j], whole_failures);
+            assert_eq!(hazards[j], o.hazards);
+            assert_eq!(ran[j].iter().map(|r| r.end - r.start).sum::<u64>(), 200);
+        }
+        assert!(all.failing() > 0, "there were failures to compare");
+    }
+
+    #[test]
+    fn shards_parse_and_come_from_the_usual_variables() {
+        assert_eq!(Shard::parse("2/4"), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["0/4", "5/4", "1/0", "x", "2/", "-1/4", "1/100000"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        let from = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            Shard::from_vars(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+        };
+        assert_eq!(from(&[]), Ok(None));
+        assert_eq!(
+            from(&[("CI_NODE_TOTAL", "1")]),
+            Ok(None),
+            "GitLab sets it on every job"
+        );
+        let (s, source) = from(&[("CI_NODE_INDEX", "3"), ("CI_NODE_TOTAL", "4")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s, source.as_str()),
+            (
+                Shard { index: 3, count: 4 },
+                "CI_NODE_INDEX=3 CI_NODE_TOTAL=4"
+            )
+        );
+        let (s, _) = from(&[("JOB_COMPLETION_INDEX", "0"), (SHARD_TOTAL_VAR, "8")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(s, Shard { index: 1, count: 8 }, "Kubernetes counts from 0");
+        let (s, source) = from(&[
+            (SHARD_VAR, "1/2"),
+            ("CI_NODE_INDEX", "3"),
+            ("CI_NODE_TOTAL", "4"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (s.index, source.as_str()),
+            (1, "LEASESIM_SHARD=1/2"),
+            "ours first"
+        );
+        assert!(from(&[("JOB_COMPLETION_INDEX", "0")])
+            .unwrap_err()
+            .contains(SHARD_TOTAL_VAR));
+        assert!(from(&[("CI_NODE_INDEX", "5"), ("CI_NODE_TOTAL", "4")]).is_err());
+        assert!(from(&[("CI_NODE_INDEX", "one"), ("CI_NODE_TOTAL", "4")]).is_err());
+    }
+
+    #[test]
+    fn a_budget_runs_a_prefix_of_the_order_and_stops_within_a_seed() {
+        let names = ["w1-w2", "swarm", "retries"];
+        let c = SweepConfig {
+            budget: Some(Duration::from_millis(300)),
+            ..config(
+                &names,
+                SeedRange {
+                    start: 40,
+                    end: 40 + (1 << 40),
+                },
+                Variant::Reference,
+            )
+        };
+        let r = sweep(&c, &AtomicBool::new(false), &Quiet);
+        let b = r.budget.unwrap();
+        assert!(b.spent && !r.interrupted && r.runs > 0);
+        assert!(
+            b.overrun <= b.slowest_seed + Duration::from_millis(50),
+            "{b:?}"
+        );
+        // Seed-major prefix: every scenario ran 40..40+k or 40..40+k+1, the longer ones first.
+        let ends: Vec<u64> = r
+            .scenarios
+            .iter()
+            .map(|o| {
+                assert_eq!(o.ran.len(), 1, "{:?}", o.ran);
+                assert_eq!(o.ran[0].start, 40);
+                o.ran[0].end
+            })
+            .collect();
+        assert!(
+            ends.windows(2).all(|w| w[0] == w[1] || w[0] == w[1] + 1),
+            "{ends:?}"
+        );
+        assert_eq!(r.runs, ends.iter().map(|e| e - 40).sum::<u64>());
+        // No budget left: nothing starts.
+        let none = SweepConfig {
+            budget: Some(Duration::ZERO),
+            ..c.clone()
+        };
+        let r = sweep(&none, &AtomicBool::new(false), &Quiet);
+        assert_eq!(r.runs, 0);
+        assert!(r.budget.unwrap().spent);
+        // A budget larger than the work: every seed runs and nothing is spent.
+        let ample = SweepConfig {
+            budget: Some(Duration::from_secs(3600)),
+            seeds: SeedRange { start: 0, end: 10 },
+            ..c
+        };
+        let r = sweep(&ample, &AtomicBool::new(false), &Quiet);
+        assert_eq!(r.runs, 30);
+        assert!(!r.budget.unwrap().spent && !r.interrupted);
     }
 }
