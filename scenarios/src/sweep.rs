@@ -384,6 +384,10 @@ pub struct ScenarioOutcome {
     pub nondeterministic_seeds: Vec<(u64, String)>,
     /// The seeds that ran, as sorted, disjoint ranges (all of them unless the sweep stopped).
     pub ran: Vec<Range<u64>>,
+    /// Time its seeds took, over every thread (the sweep's own wall time per thread).
+    pub busy: Duration,
+    /// The longest one of its seeds took.
+    pub slowest_seed: Duration,
 }
 
 /// What a sweep gave.
@@ -487,7 +491,8 @@ struct Local {
     events: u64,
     trace_events: u64,
     hazards: Vec<BTreeMap<Hazard, u64>>,
-    slowest_seed: Duration,
+    /// Per scenario: time its seeds took, and the longest.
+    busy: Vec<(Duration, Duration)>,
 }
 
 /// One seed: refused before it runs when its configuration breaks P6 (unless allowed), else
@@ -566,13 +571,15 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
     });
     // The first violation ends the sweep early when asked, without touching the caller's flag.
     let violated = AtomicBool::new(false);
-    let clock = config.budget.map(Budget::start);
+    let clock = Stopwatch::start();
+    let spent = || config.budget.is_some_and(|b| clock.now() >= b);
     let locals = pool::run(threads, |_| {
         let mut local = Local {
             hazards: vec![BTreeMap::new(); n],
+            busy: vec![(Duration::ZERO, Duration::ZERO); n],
             ..Local::default()
         };
-        while clock.as_ref().is_none_or(|b| !b.spent()) {
+        while !spent() {
             let Some((index, chunk_items)) = chunks.take() else {
                 break;
             };
@@ -586,16 +593,17 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
                 }
                 let g = items.start + i;
                 let (sc, seed) = ((g % n as u64) as usize, config.seeds.start + g / n as u64);
-                let seed_started = clock.as_ref().map(Budget::now);
+                let seed_started = clock.now();
                 if let Some(f) = one_seed(config, sc, seed, &mut local, &mut nondet) {
                     if config.stop_at_first_violation && f.verdict == Verdict::Violated {
                         violated.store(true, Ordering::Relaxed);
                     }
                     failures.push(f);
                 }
-                if let (Some(b), Some(t)) = (&clock, seed_started) {
-                    local.slowest_seed = local.slowest_seed.max(b.now().saturating_sub(t));
-                }
+                let took = clock.now().saturating_sub(seed_started);
+                let (busy, slowest) = &mut local.busy[sc];
+                *busy += took;
+                *slowest = (*slowest).max(took);
                 ran += 1;
             }
             observer.chunk_done(index, ran, &failures);
@@ -609,24 +617,34 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
     });
     let mut shared = shared.into_inner().unwrap_or_else(|p| p.into_inner());
     let (mut events, mut trace_events) = (0, 0);
-    let mut slowest_seed = Duration::ZERO;
     for local in locals {
         events += local.events;
         trace_events += local.trace_events;
-        slowest_seed = slowest_seed.max(local.slowest_seed);
-        for (outcome, hazards) in shared.scenarios.iter_mut().zip(local.hazards) {
+        for ((outcome, hazards), (busy, slowest)) in shared
+            .scenarios
+            .iter_mut()
+            .zip(local.hazards)
+            .zip(local.busy)
+        {
             for (h, k) in hazards {
                 *outcome.hazards.entry(h).or_default() += k;
             }
+            outcome.busy += busy;
+            outcome.slowest_seed = outcome.slowest_seed.max(slowest);
         }
     }
     shared.finish(config);
     let runs = shared.scenarios.iter().map(|s| s.runs).sum();
-    let budget = clock.map(|b| BudgetOutcome {
-        budget: b.budget,
-        spent: runs < total && b.spent(),
-        overrun: b.now().saturating_sub(b.budget),
-        slowest_seed,
+    let budget = config.budget.map(|b| BudgetOutcome {
+        budget: b,
+        spent: runs < total && spent(),
+        overrun: clock.now().saturating_sub(b),
+        slowest_seed: shared
+            .scenarios
+            .iter()
+            .map(|o| o.slowest_seed)
+            .max()
+            .unwrap_or_default(),
     });
     let budget_ended = budget.is_some_and(|b| b.spent) && !stop.load(Ordering::Relaxed);
     SweepReport {
@@ -643,26 +661,19 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
     }
 }
 
-/// A sweep's time budget: the sweep's own wall time, outside any simulated world.
-struct Budget {
-    budget: Duration,
-    started: std::time::Instant,
-}
+/// The sweep's own wall time (its budget, the time its seeds take), outside any simulated world.
+struct Stopwatch(std::time::Instant);
 
-impl Budget {
-    fn start(budget: Duration) -> Budget {
-        #[allow(clippy::disallowed_methods)] // the sweep's time budget, never the simulated world
+impl Stopwatch {
+    fn start() -> Stopwatch {
+        #[allow(clippy::disallowed_methods)] // the sweep's own duration, never the simulated world
         let started = std::time::Instant::now();
-        Budget { budget, started }
+        Stopwatch(started)
     }
 
     /// Time since the sweep began.
     fn now(&self) -> Duration {
-        self.started.elapsed()
-    }
-
-    fn spent(&self) -> bool {
-        self.now() >= self.budget
+        self.0.elapsed()
     }
 }
 

@@ -10,17 +10,20 @@ pub mod bench_engines;
 pub mod examples;
 pub mod interrupt;
 pub mod journal;
+mod junit;
 mod list;
 mod matrix;
+mod merge;
 mod run;
 pub mod scaling;
 pub mod story;
+mod summary;
 mod sweep;
 
 use args::{whole, Outputs};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use leasesim::scenarios::{self, ScenarioDef};
-use leasesim::sweep::SeedRange;
+use leasesim::sweep::{SeedRange, Shard};
 use leasesim::Machines;
 use std::io::Write;
 use std::path::PathBuf;
@@ -143,9 +146,30 @@ enum Command {
     Sweep {
         /// Scenario names (see `list`); all when none is given.
         scenarios: Vec<String>,
-        /// `N` for seeds 0..N, or `A..B` for seeds A up to but not including B.
-        #[arg(long, default_value = "1000", allow_hyphen_values = true, value_parser = SeedRange::parse)]
-        seeds: SeedRange,
+        /// `N` for seeds 0..N, `A..B` for seeds A up to but not including B, `A..` for seeds
+        /// from A on (with --for), or `random` for a base drawn from the system, printed so
+        /// the run can be repeated.
+        #[arg(long, default_value = "1000", allow_hyphen_values = true, value_parser = SeedsArg::parse)]
+        seeds: SeedsArg,
+        /// Runs shard K of N of the sweep (without it: LEASESIM_SHARD=K/N, GitLab's
+        /// CI_NODE_INDEX/CI_NODE_TOTAL, or Kubernetes' JOB_COMPLETION_INDEX with
+        /// LEASESIM_SHARD_TOTAL, when set).
+        #[arg(long, allow_hyphen_values = true, value_parser = Shard::parse)]
+        shard: Option<Shard>,
+        /// A time budget (`10m`, `90s`): no seed starts once it is spent, and the report names
+        /// the seeds that ran.
+        #[arg(long = "for", value_name = "DURATION", allow_hyphen_values = true, value_parser = leasesim::advise::parse_duration)]
+        budget: Option<u64>,
+        /// Writes the result as JUnit XML: one testcase per scenario.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Appends a Markdown summary (verdict, failures, hazard coverage) to this file, as
+        /// `$GITHUB_STEP_SUMMARY` expects.
+        #[arg(long)]
+        summary: Option<PathBuf>,
+        /// Writes the result as JSON (what `merge` reads) to this file, whatever `--format`.
+        #[arg(long)]
+        json: Option<PathBuf>,
         /// The machines to run: a variant of the reference, or a user's machines (see `list`);
         /// the program's first by default.
         #[arg(long, visible_alias = "machines")]
@@ -162,6 +186,25 @@ enum Command {
         /// Runs every seed twice and compares the traces.
         #[arg(long)]
         check_determinism: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Merges the results of a sweep's shards (`sweep --json`) into one verdict, one hazard
+    /// coverage table and one failure list, and checks that together they are the sweep.
+    Merge {
+        /// The shards' JSON results.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Writes the merged result as JUnit XML.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Appends a Markdown summary of the merged result to this file.
+        #[arg(long)]
+        summary: Option<PathBuf>,
+        /// Writes the merged result as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -284,6 +327,33 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+}
+
+/// What `sweep --seeds` asks for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum SeedsArg {
+    /// `N` or `A..B`.
+    Range(SeedRange),
+    /// `A..`: from A on, as far as a time budget goes.
+    From(u64),
+    /// `random`: a base drawn from the system.
+    Random,
+}
+
+impl SeedsArg {
+    fn parse(s: &str) -> Result<SeedsArg, String> {
+        let t = s.trim();
+        if t == "random" {
+            return Ok(SeedsArg::Random);
+        }
+        if let Some(a) = t.strip_suffix("..") {
+            if !a.contains("..") {
+                return SeedRange::parse(&format!("{a}..{}", u64::MAX))
+                    .map(|r| SeedsArg::From(r.start));
+            }
+        }
+        SeedRange::parse(s).map(SeedsArg::Range)
+    }
 }
 
 /// A user error: printed as one line, exit code 2.
@@ -587,6 +657,11 @@ fn dispatch(
         Command::Sweep {
             scenarios: names,
             seeds,
+            shard,
+            budget,
+            junit,
+            summary,
+            json,
             variant: v,
             jobs,
             failures_dir,
@@ -599,6 +674,13 @@ fn dispatch(
             &sweep::SweepArgs {
                 names,
                 seeds,
+                shard,
+                budget: budget.map(std::time::Duration::from_nanos),
+                reports: sweep::ReportFiles {
+                    junit,
+                    summary,
+                    json,
+                },
                 machines: pick(cat, v.as_deref())?,
                 jobs,
                 failures_dir,
@@ -606,6 +688,23 @@ fn dispatch(
                 check_determinism,
                 format,
             },
+        ),
+        Command::Merge {
+            files,
+            junit,
+            summary,
+            json,
+            format,
+        } => merge::merge_cmd(
+            out,
+            &files,
+            &sweep::ReportFiles {
+                junit,
+                summary,
+                json,
+            },
+            format,
+            cat,
         ),
         Command::Matrix {
             seeds,

@@ -6,30 +6,96 @@
 use super::args::OutDir;
 use super::interrupt::Graceful;
 use super::run::{rerun_command, shrunk_path};
-use super::{io, refuse_unsafe_timing, scenario_list, Format, UsageError, COVERAGE_MIN_SEEDS};
+use super::{
+    io, refuse_unsafe_timing, scenario_list, Format, SeedsArg, UsageError, COVERAGE_MIN_SEEDS,
+};
 use leasesim::hazard::Hazard;
 use leasesim::pool;
 use leasesim::replay::Replay;
-use leasesim::run::{reproduce_command_for, run};
+use leasesim::run::{program_prefix, reproduce_command_for, run};
 use leasesim::scenarios::ScenarioDef;
 use leasesim::shrink;
-use leasesim::sweep::{self, describe_ranges, Failure, SeedRange, SweepConfig, SweepReport};
+use leasesim::sweep::{self, describe_ranges, Failure, SeedRange, Shard, SweepConfig, SweepReport};
 use leasesim::Machines;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// Failures printed per scenario; the rest are counted and listed in the file.
-const PRINT_FAILURES_MAX: usize = 20;
+pub(super) const PRINT_FAILURES_MAX: usize = 20;
 /// Replay files one sweep writes at most (for the first printed failures).
 pub const REPLAYS_PER_SWEEP: usize = 100;
+/// How far `--seeds A..` and `--seeds random` reach under a time budget: 2^40 seeds, more than
+/// any budget runs, little enough that scenarios x seeds stays countable.
+const OPEN_SEEDS: u64 = 1 << 40;
+/// Seeds of `--seeds random` without a time budget.
+const RANDOM_SEEDS: u64 = 1_000;
+/// The name a result file carries, so `merge` never reads another program's JSON as a sweep.
+pub(super) const RESULT_FORMAT: &str = "leasesim-sweep";
+/// The version of the result file's layout.
+pub(super) const RESULT_VERSION: u64 = 1;
+
+/// The report files a sweep or a merge writes besides its output.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ReportFiles {
+    /// `--junit`.
+    pub junit: Option<PathBuf>,
+    /// `--summary` (appended to).
+    pub summary: Option<PathBuf>,
+    /// `--json`.
+    pub json: Option<PathBuf>,
+}
+
+impl ReportFiles {
+    /// Checked before any work: each can be written, no two are the same file.
+    pub fn check(&self, inputs: &[&std::path::Path]) -> Result<(), UsageError> {
+        let named: Vec<(&str, &std::path::Path)> = [
+            ("--junit", &self.junit),
+            ("--summary", &self.summary),
+            ("--json", &self.json),
+        ]
+        .into_iter()
+        .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
+        .collect();
+        super::args::check_outputs(&named, inputs)
+    }
+
+    /// Writes them; a file that cannot be written is an error line, never a lost verdict.
+    pub fn write(&self, r: &Results) -> Vec<String> {
+        let mut errors = Vec::new();
+        let mut put = |path: &Option<PathBuf>, text: String, append: bool| {
+            let Some(path) = path else { return };
+            let written = if append {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .and_then(|mut f| f.write_all(text.as_bytes()))
+            } else {
+                std::fs::write(path, text)
+            };
+            if let Err(e) = written {
+                errors.push(format!("cannot write {}: {e}", path.display()));
+            }
+        };
+        put(&self.junit, super::junit::junit(r), false);
+        put(&self.summary, super::summary::markdown(r), true);
+        put(&self.json, format!("{:#}\n", r.json()), false);
+        errors
+    }
+}
 
 pub(super) struct SweepArgs {
     pub names: Vec<String>,
-    pub seeds: SeedRange,
+    pub seeds: SeedsArg,
+    pub shard: Option<Shard>,
+    pub budget: Option<Duration>,
+    pub reports: ReportFiles,
     pub machines: Machines,
     pub jobs: Option<usize>,
     pub failures_dir: PathBuf,
@@ -131,10 +197,62 @@ impl sweep::Observer for Watch<'_> {
 }
 
 /// What a sweep saved of its failures.
-struct Saved {
-    replays: usize,
-    shrunk: Option<(PathBuf, f64, usize, usize, String)>,
-    errors: Vec<String>,
+#[derive(Default)]
+pub(super) struct Saved {
+    /// Replay files written.
+    pub replays: usize,
+    /// Where each was written, by (scenario, seed).
+    pub paths: BTreeMap<(usize, u64), String>,
+    /// The first failure shrunk: its file, seconds, faults before and after, the invariant.
+    pub shrunk: Option<(PathBuf, f64, usize, usize, String)>,
+    /// What could not be saved.
+    pub errors: Vec<String>,
+}
+
+/// A seed base from the system's randomness, below 10^12 so that it reads well and any range
+/// from it fits: outside the simulated world, which never draws from the system.
+fn random_base() -> Result<u64, UsageError> {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| UsageError(format!("--seeds random: cannot read /dev/urandom: {e}")))?;
+    Ok(u64::from_le_bytes(bytes) % 1_000_000_000_000)
+}
+
+/// The seed range `--seeds` names, with the base drawn for `random`.
+fn resolve_seeds(a: &SweepArgs) -> Result<(SeedRange, Option<u64>), UsageError> {
+    let open = |start: u64| SeedRange {
+        start,
+        end: start.saturating_add(OPEN_SEEDS),
+    };
+    match a.seeds {
+        SeedsArg::Range(r) => Ok((r, None)),
+        SeedsArg::From(start) => {
+            if a.budget.is_none() {
+                return Err(UsageError(format!(
+                    "--seeds {start}.. has no end: give a time budget with --for, or an end ({start}..B)"
+                )));
+            }
+            let r = open(start);
+            if r.is_empty() {
+                return Err(UsageError(format!("--seeds {start}.. holds no seed")));
+            }
+            Ok((r, None))
+        }
+        SeedsArg::Random => {
+            let base = random_base()?;
+            let r = if a.budget.is_some() {
+                open(base)
+            } else {
+                SeedRange {
+                    start: base,
+                    end: base + RANDOM_SEEDS,
+                }
+            };
+            Ok((r, Some(base)))
+        }
+    }
 }
 
 pub(super) fn sweep_cmd(
@@ -144,17 +262,63 @@ pub(super) fn sweep_cmd(
 ) -> Result<i32, UsageError> {
     let defs = scenario_list(&a.names)?;
     let m = &a.machines;
-    refuse_unsafe_timing(&defs, a.seeds.start, m, a.allow_unsafe_timing)?;
+    if a.budget == Some(Duration::ZERO) {
+        return Err(UsageError(
+            "--for 0s runs nothing: give a budget longer than 0".into(),
+        ));
+    }
+    let (shard, shard_source) = match a.shard {
+        Some(s) => (Some(s), Some("--shard".to_string())),
+        None => match Shard::from_env().map_err(UsageError)? {
+            Some((s, source)) => (Some(s), Some(source)),
+            None => (None, None),
+        },
+    };
+    if a.seeds == SeedsArg::Random && shard.is_some_and(|s| s.count > 1) {
+        return Err(UsageError(
+            "--seeds random would draw a different base in every shard; give the shards one base, e.g. --seeds $CI_PIPELINE_ID.. --for 10m".into(),
+        ));
+    }
+    let (seeds, random) = resolve_seeds(a)?;
+    refuse_unsafe_timing(&defs, seeds.start, m, a.allow_unsafe_timing)?;
     let mut config = SweepConfig {
         check_determinism: a.check_determinism,
         allow_unsafe_timing: a.allow_unsafe_timing,
-        ..SweepConfig::new(defs.clone(), a.seeds, m.clone())
+        shard,
+        budget: a.budget,
+        ..SweepConfig::new(defs.clone(), seeds, m.clone())
     };
-    let total = config.total()?;
+    let items = config.items()?;
+    let total = items.end - items.start;
     config.threads = pool::threads(a.jobs, total.div_ceil(sweep::CHUNK))?;
+    a.reports.check(&[])?;
     // Where failures go is checked before any seed runs: a sweep must never find failures it
     // cannot save.
     let dir = OutDir::prepare("--failures-dir", &a.failures_dir)?;
+    let share = config.share()?;
+    // What is about to run, said first: a run that dies still told how to repeat it.
+    {
+        let announce: &mut dyn Write = if a.format == Format::Text { out } else { err };
+        if let Some(base) = random {
+            io(writeln!(
+                announce,
+                "seeds drawn at random: base {base}; this run is --seeds {}..{}",
+                seeds.start, seeds.end
+            ))?;
+        }
+        if let (Some(s), Some(source)) = (shard, &shard_source) {
+            io(writeln!(
+                announce,
+                "shard {s} (from {source}): {} of the {} runs, seeds {}",
+                total,
+                config.total()?,
+                describe_groups(
+                    &groups(&defs, share.iter().map(std::slice::from_ref)),
+                    defs.len()
+                )
+            ))?;
+        }
+    }
     let bar = (a.format == Format::Text && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(total);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
@@ -190,39 +354,45 @@ pub(super) fn sweep_cmd(
     let saved = save_failures(&dir, &defs, m, &report, !report.interrupted);
     let mut errors: Vec<String> = list.error.iter().cloned().collect();
     errors.extend(saved.errors.iter().cloned());
-    let listed = (list.lines > 0 && list.error.is_none()).then_some(&list.path);
+    let listed = (list.lines > 0 && list.error.is_none()).then(|| list.path.clone());
     if list.lines == 0 && saved.replays == 0 {
         dir.remove_if_unused();
     }
-    let unreached = report.unreached(&config, COVERAGE_MIN_SEEDS);
-    let summary = Summary {
-        defs: &defs,
-        machines: m,
-        seeds: a.seeds,
-        report: &report,
-        unreached: &unreached,
+    // A shard's share may miss a hazard another shard reaches: the merge judges coverage.
+    let coverage_judged = !report.interrupted && shard.is_none_or(|s| s.count == 1);
+    let unreached = if coverage_judged {
+        report.unreached(&config, COVERAGE_MIN_SEEDS)
+    } else {
+        Vec::new()
+    };
+    let results = Results {
+        defs,
+        config,
+        report,
+        shard_source,
+        random,
+        share,
+        coverage_judged,
+        unreached,
         elapsed,
         listed,
-        saved: &saved,
-        check_determinism: a.check_determinism,
+        saved,
+        merged: None,
     };
     if a.format == Format::Json {
-        io(writeln!(out, "{:#}", summary.json()))?;
+        io(writeln!(out, "{:#}", results.json()))?;
     } else {
-        summary.text(out)?;
+        results.text(out)?;
     }
+    errors.extend(a.reports.write(&results));
     for e in &errors {
         let _ = writeln!(err, "error: {e}");
     }
     let _ = err.flush();
-    Ok(if report.interrupted {
-        super::interrupt::exit_code()
-    } else if report.failing() > 0 || !unreached.is_empty() || report.nondeterministic() > 0 {
-        1
-    } else if !errors.is_empty() {
-        2
-    } else {
-        0
+    Ok(match results.outcome() {
+        Outcome::Interrupted => super::interrupt::exit_code(),
+        Outcome::Held if !errors.is_empty() => 2,
+        o => o.exit_code(),
     })
 }
 
@@ -244,11 +414,7 @@ fn save_failures(
     report: &SweepReport,
     shrink_first: bool,
 ) -> Saved {
-    let mut saved = Saved {
-        replays: 0,
-        shrunk: None,
-        errors: Vec::new(),
-    };
+    let mut saved = Saved::default();
     let mut first: Option<(PathBuf, Replay)> = None;
     for f in printed(report).take(REPLAYS_PER_SWEEP) {
         let d = defs[f.scenario];
@@ -261,6 +427,9 @@ fn save_failures(
         match replay.save(&path) {
             Ok(()) => {
                 saved.replays += 1;
+                saved
+                    .paths
+                    .insert((f.scenario, f.seed), path.display().to_string());
                 if first.is_none() {
                     first = Some((path, replay));
                 }
@@ -298,47 +467,271 @@ fn save_failures(
     saved
 }
 
-/// Everything the summary shows.
-struct Summary<'a> {
-    defs: &'a [&'static ScenarioDef],
-    machines: &'a Machines,
-    seeds: SeedRange,
-    report: &'a SweepReport,
-    unreached: &'a [(usize, Hazard)],
-    elapsed: f64,
-    listed: Option<&'a PathBuf>,
-    saved: &'a Saved,
-    check_determinism: bool,
+/// How a sweep (or the merge of its shards) ends.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Outcome {
+    /// Every seed held, every declared hazard was reached where judged.
+    Held,
+    /// A seed failed, a declared hazard was never reached, or a seed was not deterministic.
+    Failed,
+    /// Stopped by a signal before its share ran.
+    Interrupted,
+    /// Shards merged that are not the whole sweep: one missing, given twice or interrupted.
+    Incomplete,
 }
 
-impl Summary<'_> {
-    fn json(&self) -> serde_json::Value {
-        let r = self.report;
-        let m = self.machines;
+impl Outcome {
+    /// The word the reports print.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Held => "HELD",
+            Outcome::Failed => "FAILED",
+            Outcome::Interrupted => "INTERRUPTED",
+            Outcome::Incomplete => "INCOMPLETE",
+        }
+    }
+
+    /// The exit code (a signal's own code for an interrupted sweep is the caller's).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Held => 0,
+            Outcome::Interrupted => 130,
+            Outcome::Failed | Outcome::Incomplete => 1,
+        }
+    }
+}
+
+/// Where a merged result came from.
+pub(super) struct Merged {
+    /// Each file with its shard (`None` for an unsharded sweep) and its runs.
+    pub files: Vec<(String, Option<Shard>, u64)>,
+    /// What keeps the shards from being the whole sweep (a missing, repeated or interrupted
+    /// shard).
+    pub problems: Vec<String>,
+    /// Sum of the shards' wall times.
+    pub elapsed_sum: f64,
+}
+
+/// A sweep's results as every report shows them (text, JSON, JUnit, Markdown): one sweep's, or
+/// its shards' merged.
+pub(super) struct Results {
+    pub defs: Vec<&'static ScenarioDef>,
+    /// The space (its seeds), the machines, the shard and the budget.
+    pub config: SweepConfig,
+    pub report: SweepReport,
+    /// How the shard was chosen (`--shard`, or the variables that named it).
+    pub shard_source: Option<String>,
+    /// The base `--seeds random` drew.
+    pub random: Option<u64>,
+    /// Per scenario, the seeds of this run's share.
+    pub share: Vec<Range<u64>>,
+    /// Whether hazard coverage was judged (not in one shard of several, not when interrupted).
+    pub coverage_judged: bool,
+    pub unreached: Vec<(usize, Hazard)>,
+    /// Wall time in seconds (for a merge: the longest shard's).
+    pub elapsed: f64,
+    pub listed: Option<PathBuf>,
+    pub saved: Saved,
+    pub merged: Option<Merged>,
+}
+
+/// Scenarios grouped by the seed ranges they share, in order: `[(0..100, [w1-w2, swarm])]`.
+pub(super) fn groups<'a>(
+    defs: &[&'static ScenarioDef],
+    ranges: impl Iterator<Item = &'a [Range<u64>]>,
+) -> Vec<(Range<u64>, Vec<&'static str>)> {
+    let ranges: Vec<&[Range<u64>]> = ranges.collect();
+    // A shard or a budget runs one range per scenario, all alike give or take a seed at either
+    // end: said as the seeds every scenario ran, then the seeds some ran besides.
+    let single: Vec<&Range<u64>> = ranges.iter().filter_map(|rs| rs.first()).collect();
+    let core = (single.len() == defs.len() && ranges.iter().all(|rs| rs.len() == 1)).then(|| {
+        let start = single.iter().map(|r| r.start).max().unwrap_or(0);
+        let end = single.iter().map(|r| r.end).min().unwrap_or(0);
+        start..end
+    });
+    let split: Vec<Vec<Range<u64>>> = ranges
+        .iter()
+        .map(|rs| match &core {
+            Some(c) if !c.is_empty() => {
+                let r = &rs[0];
+                vec![r.start..c.start, c.clone(), c.end..r.end]
+            }
+            _ => rs.to_vec(),
+        })
+        .collect();
+    let mut out: Vec<(Range<u64>, Vec<&'static str>)> = Vec::new();
+    for (d, rs) in defs.iter().zip(&split) {
+        for r in rs.iter().filter(|r| !r.is_empty()) {
+            match out.iter_mut().find(|(g, _)| g == r) {
+                Some((_, names)) => names.push(d.name),
+                None => out.push((r.clone(), vec![d.name])),
+            }
+        }
+    }
+    out.sort_by_key(|(r, _)| (r.start, std::cmp::Reverse(r.end)));
+    out
+}
+
+/// `0..100 of every scenario; 100..101 of w1-w2, retries` (`none` when empty), for a sweep of
+/// `every` scenarios.
+pub(super) fn describe_groups(groups: &[(Range<u64>, Vec<&'static str>)], every: usize) -> String {
+    if groups.is_empty() {
+        return "none".into();
+    }
+    groups
+        .iter()
+        .map(|(r, names)| {
+            let whom = if names.len() == every && every > 1 {
+                "every scenario".to_string()
+            } else {
+                names.join(", ")
+            };
+            format!("{}..{} of {whom}", r.start, r.end)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Results {
+    /// The verdict.
+    pub fn outcome(&self) -> Outcome {
+        let r = &self.report;
+        if self.merged.as_ref().is_some_and(|m| !m.problems.is_empty()) {
+            Outcome::Incomplete
+        } else if r.interrupted {
+            Outcome::Interrupted
+        } else if r.failing() > 0 || !self.unreached.is_empty() || r.nondeterministic() > 0 {
+            Outcome::Failed
+        } else {
+            Outcome::Held
+        }
+    }
+
+    /// Runs in this run's share (the whole space unless sharded).
+    pub fn share_runs(&self) -> u64 {
+        self.share.iter().map(|r| r.end - r.start).sum()
+    }
+
+    /// `shard 2/4` or `merged 4 shards` or `whole sweep`.
+    pub fn scope(&self) -> String {
+        match (&self.merged, self.config.shard) {
+            (Some(m), _) => format!("{} shard result(s) merged", m.files.len()),
+            (None, Some(s)) => format!("shard {s}"),
+            (None, None) => "the whole sweep".into(),
+        }
+    }
+
+    /// The command that starts this program's sweep.
+    fn program(&self) -> String {
+        if self.config.machines.is_stock() {
+            "cargo run --release --".into()
+        } else {
+            program_prefix()
+        }
+    }
+
+    /// Commands that run exactly the seeds that ran, one per group of scenarios that ran the
+    /// same seeds.
+    pub fn repeat(&self) -> Vec<String> {
+        let m = &self.config.machines;
+        let every = self.defs.len();
+        let ran = groups(
+            &self.defs,
+            self.report.scenarios.iter().map(|o| o.ran.as_slice()),
+        );
+        ran.iter()
+            .map(|(r, names)| {
+                let mut c = format!("{} sweep", self.program());
+                if names.len() < every {
+                    c.push(' ');
+                    c.push_str(&names.join(" "));
+                }
+                c.push_str(&format!(" --seeds {}..{}", r.start, r.end));
+                if !(m.is_stock() && m.name() == "reference") {
+                    c.push_str(&format!(" --variant {}", m.name()));
+                }
+                if self.config.allow_unsafe_timing {
+                    c.push_str(" --allow-unsafe-timing");
+                }
+                if self.config.check_determinism {
+                    c.push_str(" --check-determinism");
+                }
+                c
+            })
+            .collect()
+    }
+
+    /// The replay file saved for a failure, if any.
+    pub fn replay(&self, scenario: usize, seed: u64) -> Option<&str> {
+        self.saved.paths.get(&(scenario, seed)).map(String::as_str)
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        let r = &self.report;
+        let m = &self.config.machines;
+        let range = |s: &Range<u64>| json!({"start": s.start, "end": s.end});
         json!({
+            "format": RESULT_FORMAT,
+            "format_version": RESULT_VERSION,
+            "leasesim_version": env!("CARGO_PKG_VERSION"),
+            "verdict": self.outcome().word().to_lowercase(),
             "variant": m.name(),
-            "seeds": {"start": self.seeds.start, "end": self.seeds.end},
+            "known_bad": m.is_known_bad(),
+            "seeds": {"start": self.config.seeds.start, "end": self.config.seeds.end},
+            "seeds_random_base": self.random,
+            "check_determinism": self.config.check_determinism,
+            "allow_unsafe_timing": self.config.allow_unsafe_timing,
+            "shard": self.config.shard.map(|s| json!({
+                "index": s.index,
+                "count": s.count,
+                "source": self.shard_source,
+            })),
+            "budget": r.budget.map(|b| json!({
+                "budget_s": b.budget.as_secs_f64(),
+                "spent": b.spent,
+                "overrun_s": b.overrun.as_secs_f64(),
+                "slowest_seed_s": b.slowest_seed.as_secs_f64(),
+            })),
             "interrupted": r.interrupted,
+            "coverage_judged": self.coverage_judged,
+            "merged": self.merged.as_ref().map(|mg| json!({
+                "files": mg.files.iter().map(|(f, s, runs)| json!({
+                    "file": f,
+                    "shard": s.map(|s| s.to_string()),
+                    "runs": runs,
+                })).collect::<Vec<_>>(),
+                "problems": mg.problems,
+                "elapsed_sum_s": mg.elapsed_sum,
+            })),
             "scenarios": self.defs.iter().enumerate().map(|(i, d)| {
                 let o = &r.scenarios[i];
                 json!({
                     "name": d.name,
                     "runs": o.runs,
-                    "ran": o.ran.iter().map(|s| json!({"start": s.start, "end": s.end})).collect::<Vec<_>>(),
+                    "share": range(&self.share[i]),
+                    "ran": o.ran.iter().map(range).collect::<Vec<_>>(),
                     "failing": o.failing,
+                    "unfinished": o.unfinished,
+                    "nondeterministic": o.nondeterministic,
+                    "nondeterministic_seeds": o.nondeterministic_seeds.iter().map(|(seed, e)| json!({"seed": seed, "difference": e})).collect::<Vec<_>>(),
+                    "busy_s": o.busy.as_secs_f64(),
+                    "slowest_seed_s": o.slowest_seed.as_secs_f64(),
                     "hazards": o.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
                     "declared_hazards": d.hazards.iter().map(|h| h.name()).collect::<Vec<_>>(),
                     "unreached_hazards": self.unreached.iter().filter(|(s, _)| *s == i).map(|(_, h)| h.name()).collect::<Vec<_>>(),
+                    "failures_listed": o.failures.len(),
                     "failures": o.failures.iter().map(|f| json!({
                         "seed": f.seed,
                         "verdict": f.verdict,
                         "invariants": f.invariants,
                         "first": f.first,
                         "reproduce": reproduce_command_for(m, d.name, f.seed),
+                        "replay": self.replay(i, f.seed),
                     })).collect::<Vec<_>>(),
                 })
             }).collect::<Vec<_>>(),
             "runs": r.runs,
+            "share_runs": self.share_runs(),
             "failing": r.failing(),
             "unreached_hazards": self.unreached.len(),
             "events": r.events,
@@ -346,7 +739,8 @@ impl Summary<'_> {
             "seeds_per_s": r.runs as f64 / self.elapsed,
             "events_per_s": r.events as f64 / self.elapsed,
             "threads": r.threads,
-            "failure_list": self.listed.map(|p| p.display().to_string()),
+            "repeat": self.repeat(),
+            "failure_list": self.listed.as_ref().map(|p| p.display().to_string()),
             "replays_saved": self.saved.replays,
             "shrunk": self.saved.shrunk.as_ref().map(|(path, secs, before, after, inv)| json!({
                 "replay": path.display().to_string(),
@@ -355,14 +749,23 @@ impl Summary<'_> {
                 "faults_after": after,
                 "invariant": inv,
             })),
-            "determinism_checked": self.check_determinism,
+            "determinism_checked": self.config.check_determinism,
             "nondeterministic": r.nondeterministic(),
         })
     }
 
-    fn text(&self, out: &mut dyn Write) -> Result<(), UsageError> {
-        let r = self.report;
-        let m = self.machines;
+    pub fn text(&self, out: &mut dyn Write) -> Result<(), UsageError> {
+        let r = &self.report;
+        let m = &self.config.machines;
+        if let Some(mg) = &self.merged {
+            for (file, shard, runs) in &mg.files {
+                io(writeln!(
+                    out,
+                    "merged {file}: {} ({runs} runs)",
+                    shard.map_or("the whole sweep".into(), |s| format!("shard {s}"))
+                ))?;
+            }
+        }
         for (i, d) in self.defs.iter().enumerate() {
             let o = &r.scenarios[i];
             io(writeln!(
@@ -388,9 +791,17 @@ impl Summary<'_> {
             if more > 0 {
                 io(writeln!(out, "  ... and {more} more failing seeds"))?;
             }
+            if o.failing > o.failures.len() as u64 {
+                io(writeln!(
+                    out,
+                    "  (the lowest {} of its {} failing seeds are kept in the results)",
+                    o.failures.len(),
+                    o.failing
+                ))?;
+            }
         }
         self.coverage(out)?;
-        if let Some(path) = self.listed {
+        if let Some(path) = &self.listed {
             io(writeln!(
                 out,
                 "failing seeds listed in {}, with {} replay file(s) beside it",
@@ -402,7 +813,7 @@ impl Summary<'_> {
             io(writeln!(
                 out,
                 "first failure shrunk in {secs:.3}s: {before} fault(s) -> {after}, {inv} still fails; see it with: {}",
-                rerun_command(self.machines, path)
+                rerun_command(m, path)
             ))?;
         }
         for (i, o) in r.scenarios.iter().enumerate() {
@@ -414,14 +825,23 @@ impl Summary<'_> {
                 ))?;
             }
         }
-        if self.check_determinism {
+        if self.config.check_determinism {
             io(writeln!(
                 out,
                 "determinism: every seed ran twice; {} differed",
                 r.nondeterministic()
             ))?;
         }
+        if let Some(mg) = &self.merged {
+            for p in &mg.problems {
+                io(writeln!(out, "INCOMPLETE: {p}"))?;
+            }
+        }
         let rate = |n: u64| n as f64 / self.elapsed;
+        let ran = describe_groups(
+            &groups(&self.defs, r.scenarios.iter().map(|o| o.ran.as_slice())),
+            self.defs.len(),
+        );
         if r.interrupted {
             let ran: Vec<String> = self
                 .defs
@@ -434,23 +854,52 @@ impl Summary<'_> {
                 out,
                 "sweep: INTERRUPTED after {} of {} runs (seeds run: {}); {} failing found so far, saved above; hazard coverage is not judged",
                 r.runs,
-                self.seeds.len() * self.defs.len() as u64,
+                self.share_runs(),
                 if ran.is_empty() { "none".to_string() } else { ran.join("; ") },
                 r.failing()
             ))?;
+        } else if let Some(b) = r.budget.filter(|b| b.spent) {
+            io(writeln!(
+                out,
+                "sweep: time budget {:.3}s spent after {} of {} runs, stopped {:.3}s past it (the slowest seed took {:.3}s); ran seeds {ran}",
+                b.budget.as_secs_f64(),
+                r.runs,
+                self.share_runs(),
+                b.overrun.as_secs_f64(),
+                b.slowest_seed.as_secs_f64(),
+            ))?;
+        } else if self.config.shard.is_some() || self.merged.is_some() {
+            io(writeln!(out, "ran seeds {ran}"))?;
         }
+        if r.interrupted || r.budget.is_some_and(|b| b.spent) || self.random.is_some() {
+            io(writeln!(
+                out,
+                "repeat exactly these runs: {}",
+                self.repeat().join("; ")
+            ))?;
+        }
+        let scope = match (&self.merged, self.config.shard) {
+            (None, Some(s)) => format!("shard {s} of "),
+            (Some(mg), _) => format!("{} merged result(s) of ", mg.files.len()),
+            (None, None) => String::new(),
+        };
         io(writeln!(
             out,
-            "sweep: {} runs ({} scenario(s) x {} seeds, variant {}) on {} thread(s) in {:.2}s: {:.0} seeds/s, {:.0} events/s; {} failing",
+            "sweep: {} runs ({scope}{} scenario(s) x {} seeds, variant {}) on {} thread(s) in {:.2}s: {:.0} seeds/s, {:.0} events/s; {} failing{}",
             r.runs,
             self.defs.len(),
-            self.seeds.len(),
+            self.config.seeds.len(),
             m.name(),
             r.threads,
             self.elapsed,
             rate(r.runs),
             rate(r.events),
-            r.failing()
+            r.failing(),
+            if self.merged.is_some() {
+                format!("; verdict {}", self.outcome().word())
+            } else {
+                String::new()
+            }
         ))
     }
 
@@ -485,7 +934,7 @@ impl Summary<'_> {
                 }
             ))?;
         }
-        for (i, h) in self.unreached {
+        for (i, h) in &self.unreached {
             io(writeln!(
                 out,
                 "FAIL: {} never reached its declared hazard {} ({}) in {} seeds",
@@ -493,6 +942,12 @@ impl Summary<'_> {
                 h.name(),
                 h.summary(),
                 self.report.scenarios[*i].runs
+            ))?;
+        }
+        if !self.coverage_judged && !self.report.interrupted {
+            io(writeln!(
+                out,
+                "hazard coverage is judged over every shard together: `leasesim merge` of the shards' --json results"
             ))?;
         }
         Ok(())

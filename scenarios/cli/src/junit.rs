@@ -1,0 +1,173 @@
+//! A sweep's result as JUnit XML, the format CI systems render as test results: one testsuite
+//! for the sweep, one testcase per scenario (classname `leasesim.<variant>`), a `failure` for
+//! its failing seeds (the message carries the first seed and the command that reproduces it),
+//! for a declared hazard never reached and for a seed that was not deterministic, `skipped` for
+//! a scenario this shard had no seed of, and the saved replay files in `system-out` (with
+//! GitLab's attachment lines). It keeps to the elements and attributes of the JUnit schema
+//! that Jenkins, GitLab and the GitHub reporters read; every text is escaped.
+
+use super::sweep::{Results, PRINT_FAILURES_MAX};
+use leasesim::run::reproduce_command_for;
+use leasesim::sweep::describe_ranges;
+use leasesim_reports::escape::html as esc;
+use std::fmt::Write;
+
+/// The whole document.
+pub(super) fn junit(r: &Results) -> String {
+    let report = &r.report;
+    let m = &r.config.machines;
+    let mut cases = String::new();
+    let (mut tests, mut failures, mut skipped) = (0u64, 0u64, 0u64);
+    for (i, d) in r.defs.iter().enumerate() {
+        let o = &report.scenarios[i];
+        tests += 1;
+        let mut body = String::new();
+        let mut failed = false;
+        if let Some(f) = o.failures.first() {
+            failed = true;
+            let reproduce = reproduce_command_for(m, d.name, f.seed);
+            let mut text = format!(
+                "{} of {} seeds failed (seeds run: {})\n",
+                o.failing,
+                o.runs,
+                describe_ranges(&o.ran)
+            );
+            for f in o.failures.iter().take(PRINT_FAILURES_MAX) {
+                let _ = writeln!(
+                    text,
+                    "seed {}: {}\n  reproduce: {}",
+                    f.seed,
+                    f.first,
+                    reproduce_command_for(m, d.name, f.seed)
+                );
+                if let Some(path) = r.replay(i, f.seed) {
+                    let _ = writeln!(text, "  replay: {path}");
+                }
+            }
+            let more = o.failing.saturating_sub(PRINT_FAILURES_MAX as u64);
+            if more > 0 {
+                let _ = writeln!(text, "... and {more} more failing seeds");
+            }
+            let kind = if f.invariants.is_empty() {
+                f.verdict.word()
+            } else {
+                f.invariants.join(",")
+            };
+            let _ = write!(
+                body,
+                "\n      <failure message=\"{}\" type=\"{}\">{}</failure>",
+                esc(&format!(
+                    "seed {}: {}; reproduce: {reproduce}",
+                    f.seed, f.first
+                )),
+                esc(&kind),
+                esc(&text)
+            );
+        }
+        for (_, h) in r.unreached.iter().filter(|(s, _)| *s == i) {
+            failed = true;
+            let _ = write!(
+                body,
+                "\n      <failure message=\"{}\" type=\"hazard-coverage\">{}</failure>",
+                esc(&format!(
+                    "never reached its declared hazard {} in {} seeds",
+                    h.name(),
+                    o.runs
+                )),
+                esc(h.summary())
+            );
+        }
+        if let Some((seed, e)) = o.nondeterministic_seeds.first() {
+            failed = true;
+            let _ = write!(
+                body,
+                "\n      <failure message=\"{}\" type=\"nondeterministic\">{}</failure>",
+                esc(&format!(
+                    "seed {seed} is not deterministic ({} seed(s) differed)",
+                    o.nondeterministic
+                )),
+                esc(e)
+            );
+        }
+        if o.runs == 0 {
+            skipped += 1;
+            let why = if report.interrupted {
+                "the sweep was interrupted before any seed of it ran".to_string()
+            } else if report.budget.is_some_and(|b| b.spent) {
+                "the time budget was spent before any seed of it ran".to_string()
+            } else {
+                format!("{} holds no seed of it", r.scope())
+            };
+            let _ = write!(body, "\n      <skipped message=\"{}\"/>", esc(&why));
+        }
+        let replays: Vec<&str> = o
+            .failures
+            .iter()
+            .filter_map(|f| r.replay(i, f.seed))
+            .collect();
+        if !replays.is_empty() {
+            let mut text = String::new();
+            for p in &replays {
+                let _ = writeln!(text, "replay: {p}");
+            }
+            // GitLab links the first as the test's attachment.
+            let _ = writeln!(text, "[[ATTACHMENT|{}]]", replays[0]);
+            let _ = write!(body, "\n      <system-out>{}</system-out>", esc(&text));
+        }
+        if failed {
+            failures += 1;
+        }
+        let _ = write!(
+            cases,
+            "\n    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\">{}{}",
+            esc(&format!("leasesim.{}", m.name())),
+            esc(d.name),
+            o.busy.as_secs_f64(),
+            body,
+            if body.is_empty() {
+                "</testcase>"
+            } else {
+                "\n    </testcase>"
+            }
+        );
+    }
+    let mut props = vec![
+        ("leasesim.version", env!("CARGO_PKG_VERSION").to_string()),
+        ("variant", m.name().to_string()),
+        (
+            "seeds",
+            format!("{}..{}", r.config.seeds.start, r.config.seeds.end),
+        ),
+        ("scope", r.scope()),
+        ("runs", report.runs.to_string()),
+        ("verdict", r.outcome().word().to_string()),
+    ];
+    if let Some(s) = r.config.shard {
+        props.push(("shard", s.to_string()));
+    }
+    if let Some(b) = report.budget {
+        props.push(("budget_s", format!("{:.3}", b.budget.as_secs_f64())));
+    }
+    for (i, cmd) in r.repeat().into_iter().enumerate() {
+        props.push(if i == 0 {
+            ("repeat", cmd)
+        } else {
+            ("repeat.more", cmd)
+        });
+    }
+    let mut properties = String::new();
+    for (k, v) in props {
+        let _ = write!(
+            properties,
+            "\n      <property name=\"{}\" value=\"{}\"/>",
+            esc(k),
+            esc(&v)
+        );
+    }
+    let suite = format!("leasesim sweep {} ({})", m.name(), r.scope());
+    let time = format!("{:.3}", r.elapsed);
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leasesim\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" time=\"{time}\">\n  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{time}\">\n    <properties>{properties}\n    </properties>{cases}\n  </testsuite>\n</testsuites>\n",
+        esc(&suite)
+    )
+}

@@ -1,0 +1,154 @@
+//! A sweep's result as Markdown for a CI page (`$GITHUB_STEP_SUMMARY`, a merge request note):
+//! the verdict in the heading, the run in one line, one row per failing scenario with its
+//! first seed and the command that reproduces it, the first failing seeds folded away, and the
+//! hazard coverage table. Every cell is escaped, so a finding cannot break the table.
+
+use super::sweep::{describe_groups, groups, Results, PRINT_FAILURES_MAX};
+use leasesim::run::reproduce_command_for;
+use leasesim_reports::escape::html_text;
+use std::fmt::Write;
+
+/// Text for a table cell: HTML-escaped (GitHub renders HTML), on one line, no bare `|`.
+fn cell(s: &str) -> String {
+    html_text(s).replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// The summary.
+pub(super) fn markdown(r: &Results) -> String {
+    let report = &r.report;
+    let m = &r.config.machines;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "## leasesim sweep: {} ({})\n",
+        r.outcome().word(),
+        cell(&r.scope())
+    );
+    let _ = writeln!(
+        s,
+        "Variant `{}`, seeds {}..{} of {} scenario(s){}: {} runs on {} thread(s) in {:.1} s, {} failing.\n",
+        cell(m.name()),
+        r.config.seeds.start,
+        r.config.seeds.end,
+        r.defs.len(),
+        r.shard_source
+            .as_ref()
+            .map_or(String::new(), |src| format!(" (shard from {})", cell(src))),
+        report.runs,
+        report.threads,
+        r.elapsed,
+        report.failing()
+    );
+    if let Some(base) = r.random {
+        let _ = writeln!(s, "Seed base drawn at random: {base}.\n");
+    }
+    if let Some(b) = report.budget.filter(|b| b.spent) {
+        let _ = writeln!(
+            s,
+            "Time budget {:.0} s spent; ran seeds {}. Repeat exactly: `{}`.\n",
+            b.budget.as_secs_f64(),
+            cell(&describe_groups(
+                &groups(&r.defs, report.scenarios.iter().map(|o| o.ran.as_slice())),
+                r.defs.len()
+            )),
+            r.repeat().join("`; `")
+        );
+    }
+    if let Some(mg) = &r.merged {
+        for p in &mg.problems {
+            let _ = writeln!(s, "- **INCOMPLETE**: {}", cell(p));
+        }
+        if !mg.problems.is_empty() {
+            s.push('\n');
+        }
+    }
+    let failing: Vec<usize> = (0..r.defs.len())
+        .filter(|&i| report.scenarios[i].failing > 0)
+        .collect();
+    if !failing.is_empty() {
+        s.push_str("### Failures\n\n| scenario | failing seeds | first | invariants | reproduce |\n|---|---|---|---|---|\n");
+        for &i in &failing {
+            let o = &report.scenarios[i];
+            let d = r.defs[i];
+            if let Some(f) = o.failures.first() {
+                let _ = writeln!(
+                    s,
+                    "| `{}` | {} of {} | seed {}: {} | {} | `{}` |",
+                    d.name,
+                    o.failing,
+                    o.runs,
+                    f.seed,
+                    cell(&f.first),
+                    cell(&f.invariants.join(", ")),
+                    reproduce_command_for(m, d.name, f.seed)
+                );
+            }
+        }
+        s.push_str("\n<details><summary>The first failing seeds of each scenario</summary>\n\n");
+        for &i in &failing {
+            let o = &report.scenarios[i];
+            let d = r.defs[i];
+            for f in o.failures.iter().take(PRINT_FAILURES_MAX) {
+                let _ = writeln!(
+                    s,
+                    "- `{}` seed {}: {} — `{}`{}",
+                    d.name,
+                    f.seed,
+                    cell(&f.first),
+                    reproduce_command_for(m, d.name, f.seed),
+                    r.replay(i, f.seed)
+                        .map_or(String::new(), |p| format!(" (replay `{}`)", cell(p)))
+                );
+            }
+        }
+        s.push_str("\n</details>\n\n");
+    }
+    s.push_str("### Hazard coverage\n\nSeeds that reached each hazard; **bold**: declared by the scenario.\n\n| scenario | runs | hazards reached | declared, never reached |\n|---|---|---|---|\n");
+    for (i, d) in r.defs.iter().enumerate() {
+        let o = &report.scenarios[i];
+        let reached: Vec<String> = o
+            .hazards
+            .iter()
+            .map(|(h, n)| {
+                if d.hazards.contains(h) {
+                    format!("**{}** {n}", h.name())
+                } else {
+                    format!("{} {n}", h.name())
+                }
+            })
+            .collect();
+        let never: Vec<&str> = d
+            .hazards
+            .iter()
+            .filter(|h| !o.hazards.contains_key(h))
+            .map(|h| h.name())
+            .collect();
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} |",
+            d.name,
+            o.runs,
+            if reached.is_empty() {
+                "none".into()
+            } else {
+                reached.join(", ")
+            },
+            if never.is_empty() {
+                "-".into()
+            } else {
+                never.join(", ")
+            }
+        );
+    }
+    if !r.coverage_judged {
+        s.push_str("\nHazard coverage is judged over every shard together, by `leasesim merge`.\n");
+    } else if !r.unreached.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n**FAIL**: {} declared hazard(s) never reached.",
+            r.unreached.len()
+        );
+    }
+    s.push('\n');
+    s
+}
