@@ -147,6 +147,35 @@ impl Shard {
         Shard::new(num(k)?, num(n)?)
     }
 
+    /// This shard's slice of a space of `rows` rows of items, numbered row-major (item `g` is
+    /// item `g % costs.len()` of row `g / costs.len()`), an item of column `j` costing
+    /// `costs[j]` (at least 1): the items from the first whose cost before it reaches
+    /// `(K-1)/N` of the whole to the first whose cost before it reaches `K/N`. The N slices are
+    /// contiguous, disjoint, together every item, and each within one item's cost of an equal
+    /// share. A sweep's rows are its seeds and its columns its scenarios; the matrix's rows are
+    /// its machines.
+    pub fn slice(&self, costs: &[u64], rows: u64) -> Range<u64> {
+        let costs: Vec<u128> = costs.iter().map(|&c| u128::from(c.max(1))).collect();
+        let row: u128 = costs.iter().sum();
+        let whole = row * u128::from(rows);
+        // The first item whose cost before it is at least `before`.
+        let first_from = |before: u128| -> u64 {
+            if row == 0 {
+                return 0;
+            }
+            let (full_rows, mut rest) = (before / row, before % row);
+            let mut j = 0;
+            while rest > 0 && j < costs.len() {
+                rest = rest.saturating_sub(costs[j]);
+                j += 1;
+            }
+            // It fits: it is at most the space's item count, which the caller counted in 64 bits.
+            u64::try_from(full_rows * costs.len() as u128 + j as u128).unwrap_or(u64::MAX)
+        };
+        let cut = |k: u64| first_from(whole * u128::from(k) / u128::from(self.count));
+        cut(self.index - 1)..cut(self.index)
+    }
+
     /// The shard the environment names, and which variables named it: `LEASESIM_SHARD=K/N`,
     /// else GitLab's `CI_NODE_INDEX` (1-based) with `CI_NODE_TOTAL`, else Kubernetes'
     /// `JOB_COMPLETION_INDEX` (0-based) with `LEASESIM_SHARD_TOTAL`. `None` when none is set
@@ -311,29 +340,8 @@ impl SweepConfig {
         let Some(shard) = self.shard else {
             return Ok(0..total);
         };
-        let costs: Vec<u128> = self
-            .scenarios
-            .iter()
-            .map(|d| u128::from(seed_cost(d).max(1)))
-            .collect();
-        let row: u128 = costs.iter().sum();
-        let whole = row * u128::from(self.seeds.len());
-        // The first item whose cost before it is at least `before`.
-        let first_from = |before: u128| -> u64 {
-            if row == 0 {
-                return 0;
-            }
-            let (rows, mut rest) = (before / row, before % row);
-            let mut j = 0;
-            while rest > 0 && j < costs.len() {
-                rest = rest.saturating_sub(costs[j]);
-                j += 1;
-            }
-            // Both fit: they are at most the space's item count.
-            (rows * costs.len() as u128 + j as u128) as u64
-        };
-        let cut = |k: u64| first_from(whole * u128::from(k) / u128::from(shard.count));
-        Ok(cut(shard.index - 1)..cut(shard.index))
+        let costs: Vec<u64> = self.scenarios.iter().map(|d| seed_cost(d)).collect();
+        Ok(shard.slice(&costs, self.seeds.len()))
     }
 
     /// Per scenario, the seeds this sweep's share holds: one range each (empty when the shard
@@ -418,7 +426,8 @@ pub struct BudgetOutcome {
     /// the sweep's order; see [`ScenarioOutcome::ran`]).
     pub spent: bool,
     /// From the moment the budget ran out to the end of the last seed in flight (zero when
-    /// every seed ran first): never more than the longest seed.
+    /// every seed ran first): at most the longest seed, and the moment between a thread's last
+    /// look at the clock and its seed's start.
     pub overrun: Duration,
     /// The longest any one seed took.
     pub slowest_seed: Duration,
@@ -493,6 +502,8 @@ struct Local {
     hazards: Vec<BTreeMap<Hazard, u64>>,
     /// Per scenario: time its seeds took, and the longest.
     busy: Vec<(Duration, Duration)>,
+    /// When its last seed ended, since the sweep began.
+    last_end: Duration,
 }
 
 /// One seed: refused before it runs when its configuration breaks P6 (unless allowed), else
@@ -600,7 +611,9 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
                     }
                     failures.push(f);
                 }
-                let took = clock.now().saturating_sub(seed_started);
+                let ended = clock.now();
+                local.last_end = local.last_end.max(ended);
+                let took = ended.saturating_sub(seed_started);
                 let (busy, slowest) = &mut local.busy[sc];
                 *busy += took;
                 *slowest = (*slowest).max(took);
@@ -616,9 +629,10 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
         local
     });
     let mut shared = shared.into_inner().unwrap_or_else(|p| p.into_inner());
-    let (mut events, mut trace_events) = (0, 0);
+    let (mut events, mut trace_events, mut last_end) = (0, 0, Duration::ZERO);
     for local in locals {
         events += local.events;
+        last_end = last_end.max(local.last_end);
         trace_events += local.trace_events;
         for ((outcome, hazards), (busy, slowest)) in shared
             .scenarios
@@ -638,7 +652,7 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
     let budget = config.budget.map(|b| BudgetOutcome {
         budget: b,
         spent: runs < total && spent(),
-        overrun: clock.now().saturating_sub(b),
+        overrun: last_end.saturating_sub(b),
         slowest_seed: shared
             .scenarios
             .iter()
