@@ -2,6 +2,12 @@
 //! reviewer it answers, variant by variant: is this bug caught, by which scenario and which
 //! invariants, after how many seeds, and with which command can I see it. The result is the
 //! reports' plain data ([`Matrix`]); the reports render it as Markdown and HTML.
+//!
+//! Its space is every (machines, scenario) pair, a cell, numbered machines-major. A [`Shard`]
+//! runs a contiguous slice of the cells cut by expected cost (the scenario's [`seed_cost`]
+//! times the seeds, as if every cell ran every seed, which a cell of machines expected to hold
+//! does and most cells of a known-bad variant do); [`assemble`] makes the matrix of the cells
+//! of every shard, in order.
 
 pub use leasesim_reports::matrix::{html, markdown, Cell, Matrix, Row};
 
@@ -9,7 +15,7 @@ use crate::machines::Machines;
 use crate::pool;
 use crate::run::{reproduce_command_for, Verdict};
 use crate::scenarios::{self, ScenarioDef};
-use crate::sweep::{self, SeedRange, SweepConfig};
+use crate::sweep::{self, seed_cost, SeedRange, Shard, SweepConfig};
 use leasesim_protocol::{Invariant, Variant};
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicBool;
@@ -69,13 +75,44 @@ pub fn run(seeds: u64, threads: usize) -> Matrix {
 /// most `seeds` seeds per scenario: machines expected to hold must hold everywhere; known-bad
 /// ones must be caught somewhere, by a named invariant.
 pub fn compare(catalogue: &[Machines], seeds: u64, threads: usize) -> Matrix {
-    let n = scenarios::ALL.len();
+    let all = cells(catalogue, seeds, threads, None);
+    match assemble(catalogue, seeds, all) {
+        Ok(m) => m,
+        Err(e) => unreachable!("every cell ran: {e}"),
+    }
+}
+
+/// The cells of `catalogue`'s matrix that `shard` holds (all of them when `None`), numbered
+/// machines-major: cell `i` is machines `i / n` against scenario `i % n` of the `n` in
+/// [`scenarios::ALL`].
+pub fn shard_cells(catalogue: &[Machines], shard: Option<Shard>) -> std::ops::Range<u64> {
+    let n = scenarios::ALL.len() as u64;
+    match shard {
+        None => 0..catalogue.len() as u64 * n,
+        Some(s) => {
+            let costs: Vec<u64> = scenarios::ALL.iter().map(seed_cost).collect();
+            s.slice(&costs, catalogue.len() as u64)
+        }
+    }
+}
+
+/// Runs the cells `shard` holds ([`shard_cells`]), on `threads` threads with at most `seeds`
+/// seeds each; returns them in cell order, each with its number.
+pub fn cells(
+    catalogue: &[Machines],
+    seeds: u64,
+    threads: usize,
+    shard: Option<Shard>,
+) -> Vec<(u64, Cell)> {
+    let n = scenarios::ALL.len() as u64;
+    let held = shard_cells(catalogue, shard);
     let never = AtomicBool::new(false);
-    let work = pool::Chunks::new((catalogue.len() * n) as u64, 1, &never);
+    let work = pool::Chunks::new(held.end - held.start, 1, &never);
     let mut done: Vec<(u64, Cell)> = pool::run(threads, |_| {
         let mut mine = Vec::new();
-        while let Some((i, _)) = work.take() {
-            let (m, sc) = (i as usize / n, i as usize % n);
+        while let Some((k, _)) = work.take() {
+            let i = held.start + k;
+            let (m, sc) = ((i / n) as usize, (i % n) as usize);
             mine.push((i, cell(&scenarios::ALL[sc], &catalogue[m], seeds)));
         }
         mine
@@ -84,8 +121,47 @@ pub fn compare(catalogue: &[Machines], seeds: u64, threads: usize) -> Matrix {
     .flatten()
     .collect();
     done.sort_by_key(|(i, _)| *i);
-    assert_eq!(done.len(), catalogue.len() * n, "every pair ran");
-    let mut cells = done.into_iter().map(|(_, c)| c);
+    done
+}
+
+/// The matrix of `catalogue` from every one of its cells, numbered as [`shard_cells`] numbers
+/// them (the cells of its shards together); an error names a cell missing or given twice.
+pub fn assemble(
+    catalogue: &[Machines],
+    seeds: u64,
+    mut all: Vec<(u64, Cell)>,
+) -> Result<Matrix, String> {
+    let n = scenarios::ALL.len();
+    all.sort_by_key(|(i, _)| *i);
+    let name = |i: u64| {
+        format!(
+            "{} x {}",
+            catalogue[i as usize / n].name(),
+            scenarios::ALL[i as usize % n].name
+        )
+    };
+    let total = (catalogue.len() * n) as u64;
+    // Sorted: a number below the one expected is a repeat, one above it leaves a gap.
+    let mut expect = 0u64;
+    for (i, c) in &all {
+        if *i >= total {
+            return Err(format!("cell {i} is not one of the {total} cells"));
+        }
+        if *i < expect {
+            return Err(format!("cell {} is given twice", name(*i)));
+        }
+        if *i > expect {
+            return Err(format!("cell {} is missing", name(expect)));
+        }
+        if c.scenario != scenarios::ALL[*i as usize % n].name {
+            return Err(format!("cell {} holds scenario {}", name(*i), c.scenario));
+        }
+        expect += 1;
+    }
+    if expect < total {
+        return Err(format!("cell {} is missing", name(expect)));
+    }
+    let mut cells = all.into_iter().map(|(_, c)| c);
     let rows: Vec<Row> = catalogue
         .iter()
         .map(|m| row(m, cells.by_ref().take(n).collect()))
@@ -106,13 +182,13 @@ pub fn compare(catalogue: &[Machines], seeds: u64, threads: usize) -> Matrix {
     detections.sort();
     let median_seeds_to_detection =
         (!detections.is_empty()).then(|| detections[detections.len() / 2]);
-    Matrix {
+    Ok(Matrix {
         seeds,
         rows,
         reference_clean,
         all_caught,
         median_seeds_to_detection,
-    }
+    })
 }
 
 /// One row: where these machines were caught, first, and how to see it.
@@ -154,5 +230,38 @@ fn row(m: &Machines, row_cells: Vec<Cell>) -> Row {
                 .map(|seed| reproduce_command_for(m, c.scenario, seed))
         }),
         cells: row_cells,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_of_the_matrix_are_its_cells_cut_once_and_assembled_only_whole() {
+        let cat = Machines::stock();
+        let total = (cat.len() * scenarios::ALL.len()) as u64;
+        for count in [1, 2, 3, 7, 300, 301] {
+            let mut next = 0;
+            for index in 1..=count {
+                let r = shard_cells(&cat, Some(Shard::new(index, count).unwrap()));
+                assert_eq!(r.start, next, "{index}/{count}");
+                next = r.end;
+            }
+            assert_eq!(next, total, "{count} shards cover every cell");
+        }
+        // Two rows of cells, one seed each: whole, a cell missing, a cell twice.
+        let two = &cat[..2];
+        let cells = cells(two, 1, 1, None);
+        assert_eq!(cells.len(), 2 * scenarios::ALL.len());
+        assert!(assemble(two, 1, cells.clone()).is_ok());
+        let mut short = cells.clone();
+        short.remove(5);
+        let missing = assemble(two, 1, short).unwrap_err();
+        assert!(missing.contains("is missing"), "{missing}");
+        let mut twice = cells.clone();
+        twice.push(cells[3].clone());
+        let repeated = assemble(two, 1, twice).unwrap_err();
+        assert!(repeated.contains("given twice"), "{repeated}");
     }
 }

@@ -4,11 +4,14 @@
 //! for a declared hazard never reached and for a seed that was not deterministic, `skipped` for
 //! a scenario this shard had no seed of, and the saved replay files in `system-out` (with
 //! GitLab's attachment lines). It keeps to the elements and attributes of the JUnit schema
-//! that Jenkins, GitLab and the GitHub reporters read; every text is escaped.
+//! that Jenkins, GitLab and the GitHub reporters read; every text is escaped. The matrix has
+//! its own layout ([`matrix_junit`]).
 
 use super::sweep::{Results, PRINT_FAILURES_MAX};
+use leasesim::matrix::Matrix;
 use leasesim::run::reproduce_command_for;
 use leasesim::sweep::describe_ranges;
+use leasesim::Machines;
 use leasesim_reports::escape::html as esc;
 use std::fmt::Write;
 
@@ -169,5 +172,114 @@ pub(super) fn junit(r: &Results) -> String {
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leasesim\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" time=\"{time}\">\n  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{time}\">\n    <properties>{properties}\n    </properties>{cases}\n  </testsuite>\n</testsuites>\n",
         esc(&suite)
+    )
+}
+
+/// The matrix as JUnit XML: one testsuite per variant, one testcase per variant x scenario
+/// (classname `leasesim.<variant>`), and for a known-bad variant one testcase more, `caught`,
+/// that fails when no scenario caught it. A cell fails when machines expected to hold broke an
+/// invariant or ran away there (its message: the first failing seed and the command that
+/// reproduces it); a known-bad variant's cell says in `system-out` whether it caught it.
+pub(super) fn matrix_junit(mx: &Matrix, cat: &[Machines]) -> String {
+    let (mut tests, mut failures) = (0u64, 0u64);
+    let mut suites = String::new();
+    for (row, m) in mx.rows.iter().zip(cat) {
+        let class = esc(&format!("leasesim.{}", m.name()));
+        let (mut suite_tests, mut suite_failures) = (0u64, 0u64);
+        let mut cases = String::new();
+        for c in &row.cells {
+            suite_tests += 1;
+            let mut body = String::new();
+            let broke = c.first_failing_seed.is_some() || c.unfinished > 0;
+            if broke && !m.is_known_bad() {
+                suite_failures += 1;
+                let (message, kind) = match c.first_failing_seed {
+                    Some(seed) => (
+                        format!(
+                            "seed {seed}: {}; reproduce: {}",
+                            c.invariants.join(", "),
+                            reproduce_command_for(m, c.scenario, seed)
+                        ),
+                        c.invariants.join(","),
+                    ),
+                    None => (
+                        format!(
+                            "{} run(s) hit a limit without a finding in {} seeds",
+                            c.unfinished, c.seeds_run
+                        ),
+                        "unfinished".to_string(),
+                    ),
+                };
+                let _ = write!(
+                    body,
+                    "\n        <failure message=\"{}\" type=\"{}\">{} of {} seeds failed</failure>",
+                    esc(&message),
+                    esc(&kind),
+                    c.failing + c.unfinished,
+                    c.seeds_run
+                );
+            } else if m.is_known_bad() {
+                let said = match c.first_failing_seed {
+                    Some(seed) => format!(
+                        "caught at seed {seed} by {}; reproduce: {}",
+                        c.invariants.join(", "),
+                        reproduce_command_for(m, c.scenario, seed)
+                    ),
+                    None => format!("not caught here in {} seeds", c.seeds_run),
+                };
+                let _ = write!(body, "\n        <system-out>{}</system-out>", esc(&said));
+            }
+            let _ = write!(
+                cases,
+                "\n      <testcase classname=\"{class}\" name=\"{}\">{}{}",
+                esc(c.scenario),
+                body,
+                if body.is_empty() {
+                    "</testcase>"
+                } else {
+                    "\n      </testcase>"
+                }
+            );
+        }
+        if m.is_known_bad() {
+            suite_tests += 1;
+            let body = if row.caught {
+                format!(
+                    "\n        <system-out>{}</system-out>\n      ",
+                    esc(&format!(
+                        "caught by {} ({}); first: {}",
+                        row.caught_by.join(", "),
+                        row.invariants.join(", "),
+                        row.reproduce.as_deref().unwrap_or("-")
+                    ))
+                )
+            } else {
+                suite_failures += 1;
+                format!(
+                    "\n        <failure message=\"{}\" type=\"not-caught\"/>\n      ",
+                    esc(&format!(
+                        "the known-bad variant {} was caught by no scenario in {} seeds each",
+                        m.name(),
+                        mx.seeds
+                    ))
+                )
+            };
+            let _ = write!(
+                cases,
+                "\n      <testcase classname=\"{class}\" name=\"caught\">{body}</testcase>"
+            );
+        }
+        tests += suite_tests;
+        failures += suite_failures;
+        let _ = write!(
+            suites,
+            "\n  <testsuite name=\"{}\" tests=\"{suite_tests}\" failures=\"{suite_failures}\" errors=\"0\" skipped=\"0\">\n    <properties>\n      <property name=\"known_bad\" value=\"{}\"/>\n      <property name=\"seeds\" value=\"{}\"/>\n    </properties>{cases}\n  </testsuite>",
+            esc(&format!("leasesim matrix: {}", m.name())),
+            m.is_known_bad(),
+            mx.seeds
+        );
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leasesim matrix\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\">{suites}\n</testsuites>\n"
     )
 }

@@ -205,6 +205,10 @@ enum Command {
         /// Writes the merged result as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// For the shards of a matrix: where the whole matrix's Markdown and HTML tables and
+        /// counterexamples are written (none are written without it).
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -323,6 +327,20 @@ enum Command {
         /// Where the Markdown table is written.
         #[arg(long, default_value = "reports")]
         out: PathBuf,
+        /// Runs shard K of N of the matrix's cells (variant x scenario); without it, the shard
+        /// the environment names as for `sweep`. A shard writes no table: `merge` its --json
+        /// results.
+        #[arg(long, allow_hyphen_values = true, value_parser = Shard::parse)]
+        shard: Option<Shard>,
+        /// Writes the result as JSON (what `merge` reads) to this file, whatever `--format`.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Writes the matrix as JUnit XML: one testcase per variant x scenario.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Appends the matrix as Markdown to this file, as `$GITHUB_STEP_SUMMARY` expects.
+        #[arg(long)]
+        summary: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -354,6 +372,18 @@ impl SeedsArg {
         }
         SeedRange::parse(s).map(SeedsArg::Range)
     }
+}
+
+/// The shard `--shard` names, else the one the environment names ([`Shard::from_env`]), with
+/// what named it (`--shard`, or the variables and their values); `None` for the whole.
+fn shard_from(flag: Option<Shard>) -> Result<(Option<Shard>, Option<String>), UsageError> {
+    if let Some(s) = flag {
+        return Ok((Some(s), Some("--shard".to_string())));
+    }
+    Ok(match Shard::from_env().map_err(UsageError)? {
+        Some((s, source)) => (Some(s), Some(source)),
+        None => (None, None),
+    })
 }
 
 /// A user error: printed as one line, exit code 2.
@@ -530,6 +560,14 @@ pub fn main_with(catalogue: Vec<Machines>) -> std::process::ExitCode {
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
+/// Whether a command line (including the program name) parses, without running it: the
+/// commands written in CI files are checked against the real flags this way.
+pub fn check_args(args: Vec<String>) -> Result<(), String> {
+    Cli::try_parse_from(args)
+        .map(|_| ())
+        .map_err(|e| one_line(&e))
+}
+
 /// Runs the command line with `args` (including the program name) for `catalogue`, writing to
 /// `out` and `err`; returns the exit code. Tests drive the CLI in-process through it.
 pub fn run_cli(
@@ -694,6 +732,7 @@ fn dispatch(
             junit,
             summary,
             json,
+            out: dir,
             format,
         } => merge::merge_cmd(
             out,
@@ -703,6 +742,7 @@ fn dispatch(
                 summary,
                 json,
             },
+            dir.as_deref(),
             format,
             cat,
         ),
@@ -710,8 +750,27 @@ fn dispatch(
             seeds,
             jobs,
             out: dir,
+            shard,
+            json,
+            junit,
+            summary,
             format,
-        } => matrix::matrix_cmd(out, seeds, jobs, &dir, format, cat),
+        } => matrix::matrix_cmd(
+            out,
+            &matrix::MatrixArgs {
+                seeds,
+                jobs,
+                dir,
+                shard,
+                reports: sweep::ReportFiles {
+                    junit,
+                    summary,
+                    json,
+                },
+                format,
+            },
+            cat,
+        ),
         Command::Examples { out: dir, jobs } => matrix::examples_cmd(out, &dir, jobs),
         Command::Advise {
             lease,

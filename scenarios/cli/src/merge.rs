@@ -4,18 +4,23 @@
 //! the one its K/N names) and says what keeps them from being the whole sweep: a shard missing,
 //! given twice, or interrupted. Counts and hazard counts add up; a hazard reached in any shard
 //! counts; the failure lists join and keep, per scenario, the lowest [`FAILURES_KEPT`] seeds,
-//! the same ones the unsharded sweep keeps.
+//! the same ones the unsharded sweep keeps. The shards of a matrix merge into the whole matrix
+//! in the same way: one version, seeds and catalogue, every cell from exactly one shard.
 
+use super::args::OutDir;
+use super::matrix::{MATRIX_FORMAT, MATRIX_VERSION};
 use super::sweep::{Merged, ReportFiles, Results, Saved, RESULT_FORMAT, RESULT_VERSION};
 use super::{io, machines, scenario_list, Format, UsageError, COVERAGE_MIN_SEEDS};
 use leasesim::hazard::Hazard;
+use leasesim::matrix::{self, Cell};
 use leasesim::run::Verdict;
+use leasesim::scenarios;
 use leasesim::sweep::{
-    BudgetOutcome, Failure, ScenarioOutcome, SeedRange, Shard, SweepConfig, SweepReport,
-    FAILURES_KEPT,
+    describe_ranges, BudgetOutcome, Failure, ScenarioOutcome, SeedRange, Shard, SweepConfig,
+    SweepReport, FAILURES_KEPT,
 };
 use leasesim::{Invariant, Machines};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::ops::Range;
@@ -39,7 +44,14 @@ fn bad(file: &str, why: impl std::fmt::Display) -> UsageError {
     UsageError(format!("{file}: {why}"))
 }
 
-fn read(path: &Path) -> Result<ShardFile, UsageError> {
+/// What a result file holds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    Sweep,
+    Matrix,
+}
+
+fn read(path: &Path) -> Result<(ShardFile, Kind), UsageError> {
     let name = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| bad(&name, e))?;
     if !meta.is_file() {
@@ -55,17 +67,21 @@ fn read(path: &Path) -> Result<ShardFile, UsageError> {
             format!("not JSON ({e}); write a shard's result with sweep --json FILE"),
         )
     })?;
-    if doc["format"] != RESULT_FORMAT {
+    let (kind, version) = if doc["format"] == RESULT_FORMAT {
+        (Kind::Sweep, RESULT_VERSION)
+    } else if doc["format"] == MATRIX_FORMAT {
+        (Kind::Matrix, MATRIX_VERSION)
+    } else {
         return Err(bad(
             &name,
-            format!("not a leasesim sweep result (no \"format\": \"{RESULT_FORMAT}\"); write one with sweep --json FILE"),
+            format!("not a leasesim sweep or matrix result (no \"format\": \"{RESULT_FORMAT}\" or \"{MATRIX_FORMAT}\"); write one with sweep --json FILE"),
         ));
-    }
-    if doc["format_version"] != RESULT_VERSION {
+    };
+    if doc["format_version"] != version {
         return Err(bad(
             &name,
             format!(
-                "a sweep result of format version {}, this leasesim reads {RESULT_VERSION}",
+                "a result of format version {}, this leasesim reads {version}",
                 doc["format_version"]
             ),
         ));
@@ -77,7 +93,7 @@ fn read(path: &Path) -> Result<ShardFile, UsageError> {
                 .map_err(|e| bad(&name, e))?,
         ),
     };
-    Ok(ShardFile { name, doc, shard })
+    Ok((ShardFile { name, doc, shard }, kind))
 }
 
 fn num(file: &str, v: &Value) -> Result<u64, UsageError> {
@@ -141,12 +157,44 @@ pub(super) fn merge_cmd(
     out: &mut dyn Write,
     paths: &[PathBuf],
     reports: &ReportFiles,
+    dir: Option<&Path>,
     format: Format,
     cat: &[Machines],
 ) -> Result<i32, UsageError> {
     let inputs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     reports.check(&inputs)?;
-    let files: Vec<ShardFile> = paths.iter().map(|p| read(p)).collect::<Result<_, _>>()?;
+    let mut files = Vec::with_capacity(paths.len());
+    let mut kind = None;
+    for p in paths {
+        let (f, k) = read(p)?;
+        match kind {
+            None => kind = Some(k),
+            Some(was) if was != k => {
+                return Err(bad(
+                    &f.name,
+                    format!(
+                    "a {} result among {} results; merge the shards of one sweep or of one matrix",
+                    if k == Kind::Matrix { "matrix" } else { "sweep" },
+                    if was == Kind::Matrix {
+                        "matrix"
+                    } else {
+                        "sweep"
+                    },
+                ),
+                ))
+            }
+            Some(_) => {}
+        }
+        files.push(f);
+    }
+    if kind == Some(Kind::Matrix) {
+        return merge_matrix(out, &files, reports, dir, format, cat);
+    }
+    if dir.is_some() {
+        return Err(UsageError(
+            "--out is for the shards of a matrix; a sweep's merge writes --json, --junit and --summary".into(),
+        ));
+    }
     let first = &files[0];
     let want = identity(&first.doc);
     for f in &files[1..] {
@@ -229,6 +277,7 @@ pub(super) fn merge_cmd(
                 ));
             }
             let o = &mut scenarios[j];
+            let mut seeds_ran = 0;
             for r in list(&f.name, &s["ran"])? {
                 let r = range(&f.name, r)?;
                 if r.start < share[j].start || r.end > share[j].end {
@@ -240,9 +289,19 @@ pub(super) fn merge_cmd(
                         ),
                     ));
                 }
+                seeds_ran += r.end - r.start;
                 o.ran.push(r);
             }
             let r = num(&f.name, &s["runs"])?;
+            if r != seeds_ran {
+                return Err(bad(
+                    &f.name,
+                    format!(
+                        "it counts {r} runs of {} but names {seeds_ran} seeds that ran",
+                        defs[j].name
+                    ),
+                ));
+            }
             o.runs += r;
             file_runs += r;
             o.failing += num(&f.name, &s["failing"])?;
@@ -349,6 +408,23 @@ pub(super) fn merge_cmd(
         o.nondeterministic_seeds.sort_by_key(|(s, _)| *s);
         o.nondeterministic_seeds.truncate(NONDETERMINISTIC_KEPT);
     }
+    // Every shard there, none twice, none interrupted: then every seed of every scenario ran
+    // once, unless a time budget ended a shard early, on purpose (what ran is then named).
+    let budget_spent = budget.is_some_and(|b| b.spent);
+    if problems.is_empty() && !budget_spent {
+        for (d, o) in defs.iter().zip(&scenarios) {
+            let whole = seeds.start..seeds.end;
+            if o.ran != [whole.clone()] && !whole.is_empty() {
+                problems.push(format!(
+                    "{} ran seeds {} in these shards, not {}..{}",
+                    d.name,
+                    describe_ranges(&o.ran),
+                    seeds.start,
+                    seeds.end
+                ));
+            }
+        }
+    }
     let report = SweepReport {
         scenarios,
         runs,
@@ -396,4 +472,182 @@ pub(super) fn merge_cmd(
         return Err(UsageError(e.clone()));
     }
     Ok(results.outcome().exit_code())
+}
+
+/// What must be the same in every shard of one matrix, by the name `merge` reports.
+fn matrix_identity(doc: &Value) -> Vec<(&'static str, Value)> {
+    vec![
+        ("leasesim version", doc["leasesim_version"].clone()),
+        ("seeds", doc["seeds"].clone()),
+        ("catalogue", doc["catalogue"].clone()),
+        ("shard count", doc["shard"]["count"].clone()),
+    ]
+}
+
+/// One cell of a matrix result.
+fn matrix_cell(file: &str, v: &Value) -> Result<(u64, Cell), UsageError> {
+    let name = text(file, &v["scenario"])?;
+    let def = scenarios::find(name)
+        .ok_or_else(|| bad(file, format!("unknown scenario '{name}' in a cell")))?;
+    let invariants = list(file, &v["invariants"])?
+        .iter()
+        .map(|i| text(file, i).map(str::to_string))
+        .collect::<Result<Vec<_>, _>>()?;
+    let first_failing_seed = match &v["first_failing_seed"] {
+        Value::Null => None,
+        s => Some(num(file, s)?),
+    };
+    Ok((
+        num(file, &v["index"])?,
+        Cell {
+            scenario: def.name,
+            seeds_run: num(file, &v["seeds_run"])?,
+            first_failing_seed,
+            failing: num(file, &v["failing"])?,
+            unfinished: num(file, &v["unfinished"])?,
+            invariants,
+            refused_by_validation: v["refused_by_validation"] == true,
+        },
+    ))
+}
+
+/// The shards of a matrix as the whole matrix: every cell from exactly one shard, then the
+/// tables, JUnit and summary of the whole; a shard missing or given twice is INCOMPLETE and no
+/// table is made.
+fn merge_matrix(
+    out: &mut dyn Write,
+    files: &[ShardFile],
+    reports: &ReportFiles,
+    dir: Option<&Path>,
+    format: Format,
+    cat: &[Machines],
+) -> Result<i32, UsageError> {
+    let first = &files[0];
+    let want = matrix_identity(&first.doc);
+    for f in &files[1..] {
+        for ((what, a), (_, b)) in want.iter().zip(matrix_identity(&f.doc)) {
+            if *a != b {
+                return Err(bad(
+                    &f.name,
+                    format!(
+                        "not a shard of the same matrix as {}: its {what} is {b}, there {a}; merge the shards of one matrix, run by one leasesim",
+                        first.name
+                    ),
+                ));
+            }
+        }
+    }
+    let seeds = num(&first.name, &first.doc["seeds"])?;
+    // The matrix's own machines, in its order, from this program's catalogue.
+    let machines: Vec<Machines> = list(&first.name, &first.doc["catalogue"])?
+        .iter()
+        .map(|m| {
+            let name = text(&first.name, &m["name"])?;
+            machines(cat, name).map_err(|UsageError(e)| {
+                bad(
+                    &first.name,
+                    format!("{e}; merge with the program that ran the shards"),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let count = first.shard.map_or(1, |s| s.count);
+    let mut problems = Vec::new();
+    let mut taken: BTreeMap<u64, &str> = BTreeMap::new();
+    let mut cells: Vec<(u64, Cell)> = Vec::new();
+    let mut merged_files = Vec::new();
+    let mut elapsed = 0f64;
+    for f in files {
+        let index = f.shard.map_or(1, |s| s.index);
+        if let Some(other) = taken.get(&index) {
+            problems.push(format!(
+                "shard {index}/{count} is given twice ({other} and {}); {} is left out",
+                f.name, f.name
+            ));
+            continue;
+        }
+        taken.insert(index, &f.name);
+        let held = matrix::shard_cells(&machines, f.shard);
+        let mine: Vec<(u64, Cell)> = list(&f.name, &f.doc["cells"])?
+            .iter()
+            .map(|c| matrix_cell(&f.name, c))
+            .collect::<Result<_, _>>()?;
+        let numbers: Vec<u64> = mine.iter().map(|(i, _)| *i).collect();
+        if numbers != held.clone().collect::<Vec<u64>>() {
+            return Err(bad(
+                &f.name,
+                format!(
+                    "its cells are not the cells {}..{} that shard {index}/{count} of this matrix holds",
+                    held.start, held.end
+                ),
+            ));
+        }
+        elapsed = elapsed.max(f.doc["elapsed_s"].as_f64().unwrap_or(0.0));
+        merged_files.push(json!({
+            "file": f.name,
+            "shard": f.shard.map(|s| s.to_string()),
+            "cells": mine.len(),
+        }));
+        cells.extend(mine);
+    }
+    let missing: Vec<String> = (1..=count)
+        .filter(|k| !taken.contains_key(k))
+        .map(|k| format!("{k}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        problems.push(format!(
+            "shard(s) {} missing: the merged matrix lacks their cells",
+            missing.join(", ")
+        ));
+    }
+    let whole = if problems.is_empty() {
+        Some(matrix::assemble(&machines, seeds, cells.clone()).map_err(UsageError)?)
+    } else {
+        None
+    };
+    let mut doc =
+        super::matrix::result_json(&machines, seeds, None, &cells, whole.as_ref(), elapsed);
+    doc["merged"] = json!({"files": merged_files, "problems": problems});
+    let Some(m) = whole else {
+        // No table from part of a matrix: say what is missing.
+        if let Some(path) = &reports.json {
+            std::fs::write(path, format!("{doc:#}\n"))
+                .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+        }
+        if format == Format::Json {
+            io(writeln!(out, "{doc:#}"))?;
+        } else {
+            for p in &problems {
+                io(writeln!(out, "INCOMPLETE: {p}"))?;
+            }
+            io(writeln!(
+                out,
+                "matrix: {} of {} cells merged from {} file(s); verdict INCOMPLETE",
+                cells.len(),
+                machines.len() * scenarios::ALL.len(),
+                files.len()
+            ))?;
+        }
+        return Ok(1);
+    };
+    let dir = dir.map(|d| OutDir::prepare("--out", d)).transpose()?;
+    let to = super::matrix::WholeOutputs {
+        dir: dir.as_ref().map(|d| d.path.as_path()),
+        reports,
+        format,
+        footer: format!(
+            "matrix merged from {} shard result(s){}; verdict {}",
+            files.len(),
+            dir.as_ref().map_or(String::new(), |d| format!(
+                ", written to {}",
+                d.path.join("matrix.md").display()
+            )),
+            if m.reference_clean && m.all_caught {
+                "HELD"
+            } else {
+                "FAILED"
+            }
+        ),
+    };
+    super::matrix::finish_whole(out, &m, doc, &to, &machines)
 }

@@ -267,13 +267,7 @@ pub(super) fn sweep_cmd(
             "--for 0s runs nothing: give a budget longer than 0".into(),
         ));
     }
-    let (shard, shard_source) = match a.shard {
-        Some(s) => (Some(s), Some("--shard".to_string())),
-        None => match Shard::from_env().map_err(UsageError)? {
-            Some((s, source)) => (Some(s), Some(source)),
-            None => (None, None),
-        },
-    };
+    let (shard, shard_source) = super::shard_from(a.shard)?;
     if a.seeds == SeedsArg::Random && shard.is_some_and(|s| s.count > 1) {
         return Err(UsageError(
             "--seeds random would draw a different base in every shard; give the shards one base, e.g. --seeds $CI_PIPELINE_ID.. --for 10m".into(),
