@@ -24,9 +24,16 @@ pub(super) fn markdown(r: &Results) -> String {
         r.outcome().word(),
         cell(&r.scope())
     );
+    let time = match &r.merged {
+        Some(mg) => format!(
+            "in {:.1} s over every shard ({:.1} s the longest)",
+            mg.elapsed_sum, r.elapsed
+        ),
+        None => format!("on {} thread(s) in {:.1} s", report.threads, r.elapsed),
+    };
     let _ = writeln!(
         s,
-        "Variant `{}`, seeds {}..{} of {} scenario(s){}: {} runs on {} thread(s) in {:.1} s, {} failing.\n",
+        "Variant `{}`, seeds {}..{} of {} scenario(s){}: {} runs {time}, {} failing.\n",
         cell(m.name()),
         r.config.seeds.start,
         r.config.seeds.end,
@@ -35,8 +42,6 @@ pub(super) fn markdown(r: &Results) -> String {
             .as_ref()
             .map_or(String::new(), |src| format!(" (shard from {})", cell(src))),
         report.runs,
-        report.threads,
-        r.elapsed,
         report.failing()
     );
     if let Some(base) = r.random {

@@ -536,23 +536,25 @@ pub(super) fn groups<'a>(
 ) -> Vec<(Range<u64>, Vec<&'static str>)> {
     let ranges: Vec<&[Range<u64>]> = ranges.collect();
     // A shard or a budget runs one range per scenario, all alike give or take a seed at either
-    // end: said as the seeds every scenario ran, then the seeds some ran besides.
-    let single: Vec<&Range<u64>> = ranges.iter().filter_map(|rs| rs.first()).collect();
-    let core = (single.len() == defs.len() && ranges.iter().all(|rs| rs.len() == 1)).then(|| {
-        let start = single.iter().map(|r| r.start).max().unwrap_or(0);
-        let end = single.iter().map(|r| r.end).min().unwrap_or(0);
-        start..end
-    });
-    let split: Vec<Vec<Range<u64>>> = ranges
-        .iter()
-        .map(|rs| match &core {
-            Some(c) if !c.is_empty() => {
-                let r = &rs[0];
-                vec![r.start..c.start, c.clone(), c.end..r.end]
+    // end (and the shards of a budgeted merge one such range each): said as the seeds every
+    // scenario ran, then the seeds some ran besides, range by range.
+    let k = ranges.first().map_or(0, |rs| rs.len());
+    let aligned = ranges.len() == defs.len() && ranges.iter().all(|rs| rs.len() == k);
+    let mut split: Vec<Vec<Range<u64>>> = ranges.iter().map(|rs| rs.to_vec()).collect();
+    if aligned {
+        for i in 0..k {
+            let start = ranges.iter().map(|rs| rs[i].start).max().unwrap_or(0);
+            let end = ranges.iter().map(|rs| rs[i].end).min().unwrap_or(0);
+            if start >= end {
+                continue;
             }
-            _ => rs.to_vec(),
-        })
-        .collect();
+            for (rs, out) in ranges.iter().zip(&mut split) {
+                let r = &rs[i];
+                out.retain(|x| x != r);
+                out.extend([r.start..start, start..end, end..r.end]);
+            }
+        }
+    }
     let mut out: Vec<(Range<u64>, Vec<&'static str>)> = Vec::new();
     for (d, rs) in defs.iter().zip(&split) {
         for r in rs.iter().filter(|r| !r.is_empty()) {
@@ -599,6 +601,14 @@ impl Results {
         } else {
             Outcome::Held
         }
+    }
+
+    /// The seconds its rates are over: its wall time, or for a merge every shard's together.
+    fn busy_seconds(&self) -> f64 {
+        self.merged
+            .as_ref()
+            .map_or(self.elapsed, |mg| mg.elapsed_sum)
+            .max(1e-9)
     }
 
     /// Runs in this run's share (the whole space unless sharded).
@@ -730,8 +740,8 @@ impl Results {
             "unreached_hazards": self.unreached.len(),
             "events": r.events,
             "elapsed_s": self.elapsed,
-            "seeds_per_s": r.runs as f64 / self.elapsed,
-            "events_per_s": r.events as f64 / self.elapsed,
+            "seeds_per_s": r.runs as f64 / self.busy_seconds(),
+            "events_per_s": r.events as f64 / self.busy_seconds(),
             "threads": r.threads,
             "repeat": self.repeat(),
             "failure_list": self.listed.as_ref().map(|p| p.display().to_string()),
@@ -831,7 +841,16 @@ impl Results {
                 io(writeln!(out, "INCOMPLETE: {p}"))?;
             }
         }
-        let rate = |n: u64| n as f64 / self.elapsed;
+        // A merge's rates are over the time of every shard (the machines' throughput); its wall
+        // time, with the shards in parallel, is the longest shard's.
+        let secs = self.busy_seconds();
+        let time = match &self.merged {
+            Some(mg) => format!(
+                "in {:.2}s over every shard on up to {} thread(s) each, {:.2}s the longest",
+                mg.elapsed_sum, r.threads, self.elapsed
+            ),
+            None => format!("on {} thread(s) in {:.2}s", r.threads, self.elapsed),
+        };
         let ran = describe_groups(
             &groups(&self.defs, r.scenarios.iter().map(|o| o.ran.as_slice())),
             self.defs.len(),
@@ -879,15 +898,14 @@ impl Results {
         };
         io(writeln!(
             out,
-            "sweep: {} runs ({scope}{} scenario(s) x {} seeds, variant {}) on {} thread(s) in {:.2}s: {:.0} seeds/s, {:.0} events/s; {} failing{}",
+            "sweep: {} runs ({scope}{} scenario(s) x {} seeds, variant {}) {}: {:.0} seeds/s, {:.0} events/s; {} failing{}",
             r.runs,
             self.defs.len(),
             self.config.seeds.len(),
             m.name(),
-            r.threads,
-            self.elapsed,
-            rate(r.runs),
-            rate(r.events),
+            time,
+            r.runs as f64 / secs,
+            r.events as f64 / secs,
             r.failing(),
             if self.merged.is_some() {
                 format!("; verdict {}", self.outcome().word())
@@ -945,5 +963,38 @@ impl Results {
             ))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasesim::scenarios;
+
+    #[test]
+    fn seeds_that_ran_are_grouped_by_what_every_scenario_ran() {
+        let defs: Vec<&'static ScenarioDef> = ["w1-w2", "retries", "swarm"]
+            .iter()
+            .map(|n| scenarios::find(n).unwrap())
+            .collect();
+        let say = |ranges: &[Vec<Range<u64>>]| {
+            describe_groups(&groups(&defs, ranges.iter().map(Vec::as_slice)), defs.len())
+        };
+        // A budget: a prefix of the seed-major order.
+        assert_eq!(
+            say(&[vec![5..9], vec![5..9], vec![5..8]]),
+            "5..8 of every scenario; 8..9 of w1-w2, retries"
+        );
+        // Two budgeted shards merged: the same, shard by shard.
+        assert_eq!(
+            say(&[vec![0..4, 50..53], vec![0..3, 50..53], vec![0..3, 50..52]]),
+            "0..3 of every scenario; 3..4 of w1-w2; 50..52 of every scenario; 52..53 of w1-w2, retries"
+        );
+        // Nothing alike: each range as it is.
+        assert_eq!(
+            say(&[vec![0..4], vec![], vec![7..8]]),
+            "0..4 of w1-w2; 7..8 of swarm"
+        );
+        assert_eq!(say(&[vec![], vec![], vec![]]), "none");
     }
 }
