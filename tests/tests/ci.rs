@@ -323,6 +323,35 @@ fn three_matrix_shards_merged_are_the_whole_matrix() {
     let (code, out, _) = cli(&["merge", &files[0], &files[2]]);
     assert_eq!(code, 1);
     assert!(out.contains("INCOMPLETE: shard(s) 2/3 missing"), "{out}");
+    // Hand-made results that hold nothing: refused, in one line.
+    for (name, doc) in [
+        (
+            "none.json",
+            r#"{"format":"leasesim-matrix","format_version":1,"catalogue":[],"seeds":3,"cells":[],"shard":null}"#,
+        ),
+        (
+            "garbled.json",
+            r#"{"format":"leasesim-matrix","format_version":1,"catalogue":[{"name":"reference"}],"seeds":3,"cells":"x","shard":{"index":1,"count":2}}"#,
+        ),
+        (
+            "empty-sweep.json",
+            r#"{"format":"leasesim-sweep","format_version":1,"variant":"reference","seeds":{"start":4,"end":4},"scenarios":[]}"#,
+        ),
+    ] {
+        std::fs::write(tmp.join(name), doc).unwrap();
+        let (code, out, err) = cli(&["merge", &path(name)]);
+        assert_eq!(code, 2, "{name}: {out}");
+        assert!(
+            err.starts_with("error: ") && err.lines().count() == 1,
+            "{err}"
+        );
+        assert!(
+            ["no machines", "expected a list", "no seeds"]
+                .iter()
+                .any(|why| err.contains(why)),
+            "{name}: {err}"
+        );
+    }
     // A sweep's result among a matrix's: refused.
     let sweep = path("sweep.json");
     let (code, _, err) = cli(&["sweep", "w1-w2", "--seeds", "5", "--json", &sweep]);

@@ -223,6 +223,9 @@ pub(super) fn merge_cmd(
         )
     })?;
     let seeds = range(&first.name, &doc["seeds"])?;
+    if seeds.is_empty() {
+        return Err(bad(&first.name, "a sweep of no seeds"));
+    }
     let seeds = SeedRange {
         start: seeds.start,
         end: seeds.end,
@@ -551,6 +554,12 @@ fn merge_matrix(
             })
         })
         .collect::<Result<_, _>>()?;
+    if machines.is_empty() || seeds == 0 {
+        return Err(bad(
+            &first.name,
+            "a matrix of no machines or no seeds; write one with matrix --json FILE",
+        ));
+    }
     let count = first.shard.map_or(1, |s| s.count);
     let mut problems = Vec::new();
     let mut taken: BTreeMap<u64, &str> = BTreeMap::new();
