@@ -977,24 +977,29 @@ mod tests {
             .iter()
             .map(|n| scenarios::find(n).unwrap())
             .collect();
-        let say = |ranges: &[Vec<Range<u64>>]| {
+        // Per scenario, its ranges as (start, end).
+        let say = |ranges: [&[(u64, u64)]; 3]| {
+            let ranges: Vec<Vec<Range<u64>>> = ranges
+                .iter()
+                .map(|rs| rs.iter().map(|&(a, b)| a..b).collect())
+                .collect();
             describe_groups(&groups(&defs, ranges.iter().map(Vec::as_slice)), defs.len())
         };
         // A budget: a prefix of the seed-major order.
         assert_eq!(
-            say(&[vec![5..9], vec![5..9], vec![5..8]]),
+            say([&[(5, 9)], &[(5, 9)], &[(5, 8)]]),
             "5..8 of every scenario; 8..9 of w1-w2, retries"
         );
         // Two budgeted shards merged: the same, shard by shard.
         assert_eq!(
-            say(&[vec![0..4, 50..53], vec![0..3, 50..53], vec![0..3, 50..52]]),
+            say([&[(0, 4), (50, 53)], &[(0, 3), (50, 53)], &[(0, 3), (50, 52)]]),
             "0..3 of every scenario; 3..4 of w1-w2; 50..52 of every scenario; 52..53 of w1-w2, retries"
         );
         // Nothing alike: each range as it is.
         assert_eq!(
-            say(&[vec![0..4], vec![], vec![7..8]]),
+            say([&[(0, 4)], &[], &[(7, 8)]]),
             "0..4 of w1-w2; 7..8 of swarm"
         );
-        assert_eq!(say(&[vec![], vec![], vec![]]), "none");
+        assert_eq!(say([&[], &[], &[]]), "none");
     }
 }
