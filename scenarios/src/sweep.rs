@@ -158,7 +158,23 @@ pub struct ScenarioOutcome {
     pub nondeterministic_seeds: Vec<(u64, String)>,
     /// The seeds that ran, as sorted, disjoint ranges (all of them unless the sweep stopped).
     pub ran: Vec<Range<u64>>,
+    /// Seeds the machines cannot express (a SQL file without the statement a scenario needs):
+    /// counted among `runs` as done, never run, never passed.
+    pub not_expressible: u64,
+    /// Why, with how many seeds each reason kept out (at most [`REASONS_KEPT`] reasons).
+    pub not_expressible_reasons: BTreeMap<String, u64>,
 }
+
+impl ScenarioOutcome {
+    /// Seeds that ran and were judged (not the ones the machines cannot express).
+    pub fn judged(&self) -> u64 {
+        self.runs - self.not_expressible
+    }
+}
+
+/// Distinct reasons for "not expressible" kept per scenario (the rest are counted under the
+/// last).
+pub const REASONS_KEPT: usize = 8;
 
 /// What a sweep gave.
 #[derive(Clone, Debug)]
@@ -183,6 +199,11 @@ impl SweepReport {
         self.scenarios.iter().map(|s| s.failing).sum()
     }
 
+    /// Seeds the machines cannot express, over every scenario.
+    pub fn not_expressible(&self) -> u64 {
+        self.scenarios.iter().map(|s| s.not_expressible).sum()
+    }
+
     /// Determinism differences over every scenario.
     pub fn nondeterministic(&self) -> u64 {
         self.scenarios.iter().map(|s| s.nondeterministic).sum()
@@ -199,7 +220,7 @@ impl SweepReport {
         }
         for (i, d) in config.scenarios.iter().enumerate() {
             let o = &self.scenarios[i];
-            if o.runs < min_seeds {
+            if o.judged() < min_seeds {
                 continue;
             }
             unreached.extend(
@@ -246,16 +267,29 @@ struct Local {
     hazards: Vec<BTreeMap<Hazard, u64>>,
 }
 
-/// One seed: refused before it runs when its configuration breaks P6 (unless allowed), else
-/// run, judged and, when asked, run again for the determinism check.
+/// One seed: left out when the machines cannot express it (`Err` with the reason), refused
+/// before it runs when its configuration breaks P6 (unless allowed), else run, judged and, when
+/// asked, run again for the determinism check.
 fn one_seed(
     config: &SweepConfig,
     sc: usize,
     seed: u64,
     local: &mut Local,
     nondet: &mut Vec<(usize, u64, String)>,
-) -> Option<Failure> {
+) -> Result<Option<Failure>, String> {
     let setup = (config.scenarios[sc].build)(seed, config.machines.setup_variant());
+    config.machines.expressible(&setup)?;
+    Ok(judge_seed(config, sc, seed, &setup, local, nondet))
+}
+
+fn judge_seed(
+    config: &SweepConfig,
+    sc: usize,
+    seed: u64,
+    setup: &crate::Setup,
+    local: &mut Local,
+    nondet: &mut Vec<(usize, u64, String)>,
+) -> Option<Failure> {
     if !config.allow_unsafe_timing {
         if let Err(reason) = setup.validate_timing() {
             return Some(Failure {
@@ -267,9 +301,9 @@ fn one_seed(
             });
         }
     }
-    let r = run(&setup, seed, &config.machines);
+    let r = run(setup, seed, &config.machines);
     if config.check_determinism {
-        if let Err(e) = check_same(&r, &run(&setup, seed, &config.machines)) {
+        if let Err(e) = check_same(&r, &run(setup, seed, &config.machines)) {
             nondet.push((sc, seed, e));
         }
     }
@@ -328,23 +362,29 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
             let begin = items.start;
             let mut failures = Vec::new();
             let mut nondet = Vec::new();
+            let mut skipped = Vec::new();
             let mut ran = 0;
             for i in items {
                 if chunks.stopped() || violated.load(Ordering::Relaxed) {
                     break;
                 }
                 let (sc, seed) = ((i / per) as usize, config.seeds.start + i % per);
-                if let Some(f) = one_seed(config, sc, seed, &mut local, &mut nondet) {
-                    if config.stop_at_first_violation && f.verdict == Verdict::Violated {
-                        violated.store(true, Ordering::Relaxed);
+                match one_seed(config, sc, seed, &mut local, &mut nondet) {
+                    Ok(Some(f)) => {
+                        if config.stop_at_first_violation && f.verdict == Verdict::Violated {
+                            violated.store(true, Ordering::Relaxed);
+                        }
+                        failures.push(f);
                     }
-                    failures.push(f);
+                    Ok(None) => {}
+                    Err(reason) => skipped.push((sc, reason)),
                 }
                 ran += 1;
             }
             observer.chunk_done(index, ran, &failures);
             let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
             s.record(begin, ran, per, failures, nondet);
+            s.skip(skipped);
             if violated.load(Ordering::Relaxed) {
                 break;
             }
@@ -412,6 +452,22 @@ impl Shared {
             o.nondeterministic += 1;
             if o.nondeterministic_seeds.len() < NONDETERMINISTIC_KEPT {
                 o.nondeterministic_seeds.push((seed, e));
+            }
+        }
+    }
+
+    /// Books seeds the machines cannot express.
+    fn skip(&mut self, skipped: Vec<(usize, String)>) {
+        for (sc, reason) in skipped {
+            let o = &mut self.scenarios[sc];
+            o.not_expressible += 1;
+            let full = o.not_expressible_reasons.len() >= REASONS_KEPT;
+            if full && !o.not_expressible_reasons.contains_key(&reason) {
+                if let Some(mut last) = o.not_expressible_reasons.last_entry() {
+                    *last.get_mut() += 1;
+                }
+            } else {
+                *o.not_expressible_reasons.entry(reason).or_default() += 1;
             }
         }
     }
