@@ -14,6 +14,7 @@ mod list;
 mod matrix;
 mod run;
 pub mod scaling;
+mod sql;
 pub mod story;
 mod sweep;
 
@@ -107,6 +108,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Re-runs a saved replay file exactly.
     Replay {
@@ -127,6 +130,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Minimises a failing replay while the same invariant still fails.
     Shrink {
@@ -138,6 +143,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Runs many seeds of some scenarios (all when none is named) on all cores.
     Sweep {
@@ -165,6 +172,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Renders a saved run (a replay file, or a trace file written by `run --trace`) for review.
     Report {
@@ -176,6 +185,8 @@ enum Command {
         /// Writes Markdown with a Mermaid sequence diagram.
         #[arg(long)]
         markdown: Option<PathBuf>,
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Runs the same scenario on the simulator and on the async-shell engine (madsim in the
     /// madsim build, real tokio otherwise), each in its own process, and prints seeds/s,
@@ -283,6 +294,27 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// With SQL files (`--coordinator sql:FILE`, repeated): the matrix of those files
+        /// instead of leasesim's own machines; a file marked `-- leasesim: known-bad` must be
+        /// caught, every other must hold.
+        #[command(flatten)]
+        sql: sql::SqlArgs,
+    },
+    /// A queue's SQL file: `sql check FILE...` holds it to the statement contract.
+    Sql {
+        #[command(subcommand)]
+        command: SqlCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum SqlCommand {
+    /// Checks SQL files against the statement contract: a missing statement, a parameter
+    /// leasesim does not pass, a returned column it does not read, a reading of the real
+    /// clock; each with its line (exit 2 when there is any).
+    Check {
+        /// The SQL files.
+        files: Vec<PathBuf>,
     },
 }
 
@@ -327,6 +359,33 @@ fn scenario_list(names: &[String]) -> Result<Vec<&'static ScenarioDef>, UsageErr
         defs.push(d);
     }
     Ok(defs)
+}
+
+/// The machines a command runs: the SQL file `--coordinator sql:FILE` names, or the machines
+/// `--variant` names, or the program's first.
+fn pick_with(
+    catalogue: &[Machines],
+    name: Option<&str>,
+    sql: &sql::SqlArgs,
+    command: &str,
+) -> Result<Machines, UsageError> {
+    match sql::one(sql, command)? {
+        Some(m) => match name {
+            Some(v) => Err(UsageError(format!(
+                "--variant {v} and a SQL coordinator: the SQL file replaces the coordinator of the reference; give one of them"
+            ))),
+            None => Ok(m),
+        },
+        None => pick(catalogue, name),
+    }
+}
+
+/// The program's catalogue with the SQL files named in front (replay and shrink find the
+/// machines a file was recorded with there).
+fn with_sql(catalogue: &[Machines], sql: &sql::SqlArgs) -> Result<Vec<Machines>, UsageError> {
+    let mut all = sql::machines(sql)?;
+    all.extend(catalogue.iter().cloned());
+    Ok(all)
 }
 
 /// The machines `--variant` names, or the program's first.
@@ -531,11 +590,12 @@ fn dispatch(
             check_determinism,
             engine,
             format,
+            sql,
         } => run::run_cmd(
             out,
             &name,
             seed,
-            &pick(cat, v.as_deref())?,
+            &pick_with(cat, v.as_deref(), &sql, "run")?,
             &run::RunOpts {
                 outputs: Outputs {
                     trace,
@@ -557,10 +617,11 @@ fn dispatch(
             trace,
             check_determinism,
             format,
+            sql,
         } => run::replay_cmd(
             out,
             &file,
-            cat,
+            &with_sql(cat, &sql)?,
             &run::RunOpts {
                 outputs: Outputs {
                     trace,
@@ -578,12 +639,14 @@ fn dispatch(
             file,
             out: dest,
             format,
-        } => run::shrink_cmd(out, &file, dest, format, cat),
+            sql,
+        } => run::shrink_cmd(out, &file, dest, format, &with_sql(cat, &sql)?),
         Command::Report {
             file,
             html,
             markdown,
-        } => run::report_cmd(out, &file, html, markdown, cat),
+            sql,
+        } => run::report_cmd(out, &file, html, markdown, &with_sql(cat, &sql)?),
         Command::Sweep {
             scenarios: names,
             seeds,
@@ -593,13 +656,14 @@ fn dispatch(
             allow_unsafe_timing,
             check_determinism,
             format,
+            sql,
         } => sweep::sweep_cmd(
             out,
             err,
             &sweep::SweepArgs {
                 names,
                 seeds,
-                machines: pick(cat, v.as_deref())?,
+                machines: pick_with(cat, v.as_deref(), &sql, "sweep")?,
                 jobs,
                 failures_dir,
                 allow_unsafe_timing,
@@ -612,7 +676,15 @@ fn dispatch(
             jobs,
             out: dir,
             format,
-        } => matrix::matrix_cmd(out, seeds, jobs, &dir, format, cat),
+            sql,
+        } => {
+            let files = sql::machines(&sql)?;
+            let cat = if files.is_empty() { cat } else { &files[..] };
+            matrix::matrix_cmd(out, seeds, jobs, &dir, format, cat)
+        }
+        Command::Sql {
+            command: SqlCommand::Check { files },
+        } => sql::check_cmd(out, &files),
         Command::Examples { out: dir, jobs } => matrix::examples_cmd(out, &dir, jobs),
         Command::Advise {
             lease,

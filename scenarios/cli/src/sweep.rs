@@ -298,6 +298,22 @@ fn save_failures(
     saved
 }
 
+/// Why seeds were not expressible, most frequent first.
+fn reasons(o: &leasesim::sweep::ScenarioOutcome) -> String {
+    let mut rs: Vec<(&String, &u64)> = o.not_expressible_reasons.iter().collect();
+    rs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    rs.iter()
+        .map(|(r, n)| {
+            if **n == o.not_expressible {
+                (*r).clone()
+            } else {
+                format!("{r} ({n})")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Everything the summary shows.
 struct Summary<'a> {
     defs: &'a [&'static ScenarioDef],
@@ -326,6 +342,8 @@ impl Summary<'_> {
                     "runs": o.runs,
                     "ran": o.ran.iter().map(|s| json!({"start": s.start, "end": s.end})).collect::<Vec<_>>(),
                     "failing": o.failing,
+                    "not_expressible": o.not_expressible,
+                    "not_expressible_reasons": o.not_expressible_reasons,
                     "hazards": o.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
                     "declared_hazards": d.hazards.iter().map(|h| h.name()).collect::<Vec<_>>(),
                     "unreached_hazards": self.unreached.iter().filter(|(s, _)| *s == i).map(|(_, h)| h.name()).collect::<Vec<_>>(),
@@ -340,6 +358,7 @@ impl Summary<'_> {
             }).collect::<Vec<_>>(),
             "runs": r.runs,
             "failing": r.failing(),
+            "not_expressible": r.not_expressible(),
             "unreached_hazards": self.unreached.len(),
             "events": r.events,
             "elapsed_s": self.elapsed,
@@ -365,16 +384,22 @@ impl Summary<'_> {
         let m = self.machines;
         for (i, d) in self.defs.iter().enumerate() {
             let o = &r.scenarios[i];
+            let verdict = if o.runs > 0 && o.not_expressible == o.runs {
+                "NOT EXPRESSIBLE".to_string()
+            } else if o.failing == 0 {
+                "held".to_string()
+            } else {
+                format!("{} FAILING", o.failing)
+            };
+            let skipped = match o.not_expressible {
+                0 => String::new(),
+                n if n == o.runs => format!(": {}", reasons(o)),
+                n => format!(" ({n} not expressible: {})", reasons(o)),
+            };
             io(writeln!(
                 out,
-                "{:<26} {} seeds  {}",
-                d.name,
-                o.runs,
-                if o.failing == 0 {
-                    "held".to_string()
-                } else {
-                    format!("{} FAILING", o.failing)
-                }
+                "{:<26} {} seeds  {verdict}{skipped}",
+                d.name, o.runs,
             ))?;
             for f in o.failures.iter().take(PRINT_FAILURES_MAX) {
                 io(writeln!(out, "  seed {}: {}", f.seed, f.first))?;
@@ -439,9 +464,16 @@ impl Summary<'_> {
                 r.failing()
             ))?;
         }
+        let skipped = match r.not_expressible() {
+            0 => String::new(),
+            n => format!(
+                ", {n} not expressible by {} (skipped, never passed)",
+                m.name()
+            ),
+        };
         io(writeln!(
             out,
-            "sweep: {} runs ({} scenario(s) x {} seeds, variant {}) on {} thread(s) in {:.2}s: {:.0} seeds/s, {:.0} events/s; {} failing",
+            "sweep: {} runs ({} scenario(s) x {} seeds, variant {}) on {} thread(s) in {:.2}s: {:.0} seeds/s, {:.0} events/s; {} failing{skipped}",
             r.runs,
             self.defs.len(),
             self.seeds.len(),
@@ -471,8 +503,13 @@ impl Summary<'_> {
                     )
                 })
                 .collect();
-            for h in d.hazards.iter().filter(|h| !hazards.contains_key(h)) {
-                cells.push(format!("{}* NEVER", h.name()));
+            let o = &self.report.scenarios[i];
+            if o.runs > 0 && o.not_expressible == o.runs {
+                cells = vec!["not expressible".to_string()];
+            } else {
+                for h in d.hazards.iter().filter(|h| !hazards.contains_key(h)) {
+                    cells.push(format!("{}* NEVER", h.name()));
+                }
             }
             io(writeln!(
                 out,
