@@ -94,6 +94,7 @@ pub struct Machines {
     scope: Option<ScopeCheck>,
     statements: Arc<Vec<(String, String)>>,
     command_line: Option<String>,
+    bug: Option<String>,
 }
 
 impl std::fmt::Debug for Machines {
@@ -148,6 +149,7 @@ impl Machines {
             scope: None,
             statements: Arc::new(Vec::new()),
             command_line: None,
+            bug: None,
         }
     }
 
@@ -259,6 +261,19 @@ impl Machines {
     pub fn known_bad(mut self) -> Machines {
         self.known_bad = true;
         self
+    }
+
+    /// Marks these machines as carrying the bug `what` on purpose (`"V2: the naive final
+    /// update"`; a leading SPEC id before `:` fills the matrix's SPEC column).
+    pub fn known_bad_as(mut self, what: &str) -> Machines {
+        self.known_bad = true;
+        self.bug = Some(what.to_string());
+        self
+    }
+
+    /// The bug these machines carry on purpose, as said by [`Machines::known_bad_as`].
+    pub fn bug(&self) -> Option<&str> {
+        self.bug.as_deref()
     }
 
     /// The name the command line selects and replay files record.

@@ -288,9 +288,10 @@ enum Command {
         /// Worker threads (default: every core).
         #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
         jobs: Option<usize>,
-        /// Where the Markdown table is written.
-        #[arg(long, default_value = "reports")]
-        out: PathBuf,
+        /// Where the Markdown table is written (default: `reports`, with SQL files
+        /// `reports/sql`).
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -679,8 +680,24 @@ fn dispatch(
             sql,
         } => {
             let files = sql::machines(&sql)?;
-            let cat = if files.is_empty() { cat } else { &files[..] };
-            matrix::matrix_cmd(out, seeds, jobs, &dir, format, cat)
+            let (cat, dir, subject) = if files.is_empty() {
+                (cat, dir.unwrap_or_else(|| "reports".into()), None)
+            } else {
+                let args: Vec<&str> = files.iter().filter_map(Machines::command_line).collect();
+                let subject = (
+                    "Every SQL file named (`--coordinator sql:FILE`)".to_string(),
+                    format!(
+                        "cargo run --release -- matrix --seeds {seeds} {}",
+                        args.join(" ")
+                    ),
+                );
+                (
+                    &files[..],
+                    dir.unwrap_or_else(|| PathBuf::from("reports").join("sql")),
+                    Some(subject),
+                )
+            };
+            matrix::matrix_cmd(out, seeds, jobs, &dir, format, cat, subject)
         }
         Command::Sql {
             command: SqlCommand::Check { files },

@@ -18,6 +18,7 @@ pub(super) fn matrix_cmd(
     dir: &Path,
     format: Format,
     cat: &[Machines],
+    subject: Option<(String, String)>,
 ) -> Result<i32, UsageError> {
     if seeds == 0 {
         return Err(UsageError("--seeds must be at least 1".into()));
@@ -29,7 +30,11 @@ pub(super) fn matrix_cmd(
     let dir = dir.path.as_path();
     #[allow(clippy::disallowed_methods)] // the matrix's own duration, never the simulated world
     let started = std::time::Instant::now();
-    let m = matrix::compare(cat, seeds, threads);
+    let mut m = matrix::compare(cat, seeds, threads);
+    if let Some((subject, command)) = subject {
+        m.subject = subject;
+        m.command = command;
+    }
     let elapsed = started.elapsed().as_secs_f64();
     let md = matrix::markdown(&m);
     let path = dir.join("matrix.md");

@@ -59,9 +59,19 @@ fn database(args: &SqlArgs) -> Result<Database, UsageError> {
     if let Some(url) = url {
         return Ok(Database::at(&url));
     }
-    let db = Database::throwaway().map_err(UsageError)?;
-    interrupt::on_exit(db.stopper());
-    Ok(db)
+    // A signal while the server starts must not leave it behind: the start runs in a graceful
+    // section, so the signal only sets the stop flag; once the server's cleanup is registered,
+    // a signal that came meanwhile ends the process (and the cleanup removes the server).
+    let graceful = interrupt::Graceful::enter();
+    let db = Database::throwaway().map_err(UsageError);
+    if let Ok(db) = &db {
+        interrupt::on_exit(db.stopper());
+    }
+    if graceful.stopped() {
+        drop(db);
+        interrupt::exit_now();
+    }
+    db
 }
 
 /// Opens every SQL file the options name on one server (none when no file was named); the
@@ -136,7 +146,11 @@ pub(super) fn check_cmd(out: &mut dyn Write, files: &[PathBuf]) -> Result<i32, U
         }
         for p in &problems {
             bad += 1;
-            io(writeln!(out, "{}:{}: {}", f.display(), p.line, p.message))?;
+            // A problem of the whole file (a missing statement) has no line.
+            match p.line {
+                0 => io(writeln!(out, "{}: {}", f.display(), p.message))?,
+                line => io(writeln!(out, "{}:{line}: {}", f.display(), p.message))?,
+            }
         }
     }
     if bad > 0 {
@@ -161,7 +175,7 @@ pub(super) fn replay_needs(file: &Path, recorded: &str, given: Option<&Machines>
             file.display()
         )),
         Some(m) => UsageError(format!(
-            "{}: it was recorded on {PART_PREFIX}{recorded}, and --coordinator gives {}: the file is not the same (its content hash differs)",
+            "{}: it was recorded on {PART_PREFIX}{recorded}, and --coordinator gives {}: not the same file (its name or content hash differs)",
             file.display(),
             m.parts().coordinator
         )),

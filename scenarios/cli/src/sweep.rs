@@ -15,6 +15,7 @@ use leasesim::scenarios::ScenarioDef;
 use leasesim::shrink;
 use leasesim::sweep::{self, describe_ranges, Failure, SeedRange, SweepConfig, SweepReport};
 use leasesim::Machines;
+use leasesim_reports::matrix::file_stem;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -169,7 +170,7 @@ pub(super) fn sweep_cmd(
         machines: m,
         bar,
         list: Mutex::new(ListFile {
-            path: dir.path.join(format!("sweep-{}.txt", m.name())),
+            path: dir.path.join(format!("sweep-{}.txt", file_stem(m.name()))),
             file: None,
             next: 0,
             pending: BTreeMap::new(),
@@ -254,9 +255,12 @@ fn save_failures(
         let d = defs[f.scenario];
         let setup = (d.build)(f.seed, m.setup_variant());
         let r = run(&setup, f.seed, m);
-        let path = dir
-            .path
-            .join(format!("{}-{}-seed{}.json", d.name, m.name(), f.seed));
+        let path = dir.path.join(format!(
+            "{}-{}-seed{}.json",
+            d.name,
+            file_stem(m.name()),
+            f.seed
+        ));
         let replay = Replay::record_on(&setup, f.seed, true, &r, m, &rerun_command(m, &path));
         match replay.save(&path) {
             Ok(()) => {

@@ -1,4 +1,4 @@
--- leasesim: known-bad (V1)
+-- leasesim: known-bad (V1: a heartbeat that checks no owner, token or expiry)
 -- seed-postgres.sql with the one thing the article warns against here: a heartbeat that
 -- checks neither owner, token nor expiry. A late worker extends (and so resurrects) a lease
 -- handed to someone else.

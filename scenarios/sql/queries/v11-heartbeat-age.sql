@@ -1,4 +1,4 @@
--- leasesim: known-bad (V11)
+-- leasesim: known-bad (V11: takeover by heartbeat age instead of lease expiry)
 -- seed-postgres.sql whose claim retakes a running job by the age of its last heartbeat (two
 -- missed 30-second heartbeats) instead of by its lease's expiry: the job is taken over while
 -- its holder's lease still runs.

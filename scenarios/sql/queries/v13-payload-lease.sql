@@ -1,4 +1,4 @@
--- leasesim: known-bad (V13)
+-- leasesim: known-bad (V13: the lease length taken from the payload)
 -- seed-postgres.sql taking the lease length from the job's payload (what the model asked for)
 -- instead of the queue's own 90 seconds, in the claim and the heartbeat.
 -- name: schema

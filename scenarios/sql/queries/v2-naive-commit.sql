@@ -1,4 +1,4 @@
--- leasesim: known-bad (V2)
+-- leasesim: known-bad (V2: the naive final update)
 -- seed-postgres.sql with the article's naive final update: it checks no owner, no token and no
 -- expiry, so a worker that lost its lease overwrites the new owner's result.
 

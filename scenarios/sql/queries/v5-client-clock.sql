@@ -1,4 +1,4 @@
--- leasesim: known-bad (V5)
+-- leasesim: known-bad (V5: expiry judged by the time the worker passes in)
 -- seed-postgres.sql judging expiry by a time the worker passes in (:client_now, its own clock)
 -- instead of the database's now(): a worker whose clock is slow keeps a lease that expired.
 -- name: schema

@@ -1,4 +1,4 @@
--- leasesim: known-bad (V9)
+-- leasesim: known-bad (V9: the owner's name checked without the token)
 -- seed-postgres.sql judging ownership by the owner's name alone: heartbeat, commit and fail
 -- check no fencing token, so a restarted worker under the same name (or its previous life's
 -- late requests) passes for the current holder.

@@ -214,10 +214,9 @@ impl SqlQueue {
             })
             .with_scope(move |setup| scope.expressible(setup))
             .with_statements(texts);
-        if self.file.known_bad.is_some() {
-            machines.known_bad()
-        } else {
-            machines
+        match &self.file.known_bad {
+            Some(bug) => machines.known_bad_as(bug),
+            None => machines,
         }
     }
 
