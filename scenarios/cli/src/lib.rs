@@ -7,6 +7,7 @@
 mod args;
 mod bench;
 pub mod bench_engines;
+mod bench_sql;
 pub mod examples;
 pub mod interrupt;
 pub mod journal;
@@ -220,6 +221,11 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// With a SQL file (`--coordinator sql:FILE`): the scenario with that SQL coordinator
+        /// on PostgreSQL beside the in-memory reference coordinator (seeds/s, statements/s,
+        /// peak memory), instead of the engines.
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Runs the scenarios the async shell expresses on the simulator and on the async-shell
     /// engine, and reports where the two engines disagree (with both seeds).
@@ -731,12 +737,39 @@ fn dispatch(
             scenario,
             variant: v,
             seeds,
+            jobs,
+            scaling,
+            child,
+            format,
+            sql,
+            ..
+        } if sql.any() => {
+            if v.is_some() || scaling {
+                return Err(UsageError(
+                    "bench with a SQL coordinator compares it with the in-memory reference: --variant and --scaling do not apply".into(),
+                ));
+            }
+            let def = self::scenario(&scenario)?;
+            if seeds == 0 {
+                return Err(UsageError("--seeds must be at least 1".into()));
+            }
+            let threads = leasesim::pool::threads(jobs, seeds)?;
+            match child {
+                Some(what) => bench_sql::measure_here(out, &what, def.name, seeds, threads, &sql),
+                None => bench_sql::table(out, def.name, seeds, threads, &sql, format),
+            }
+        }
+        Command::Bench {
+            scenario,
+            variant: v,
+            seeds,
             shell_seeds,
             jobs,
             allow_unsafe_timing,
             scaling,
             child,
             format,
+            sql: _,
         } => bench::bench_cmd(
             out,
             &bench::BenchArgs {

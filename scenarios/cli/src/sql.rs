@@ -30,6 +30,26 @@ pub(super) struct SqlArgs {
 }
 
 impl SqlArgs {
+    /// Whether a SQL file was named.
+    pub(super) fn any(&self) -> bool {
+        !self.coordinator.is_empty() || !self.sql.is_empty()
+    }
+
+    /// The same options as command-line arguments (for a measuring child process).
+    pub(super) fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        for c in &self.coordinator {
+            args.extend(["--coordinator".to_string(), c.clone()]);
+        }
+        for f in &self.sql {
+            args.extend(["--sql".to_string(), f.display().to_string()]);
+        }
+        if let Some(url) = &self.database_url {
+            args.extend(["--database-url".to_string(), url.clone()]);
+        }
+        args
+    }
+
     /// The SQL files named, in order.
     fn files(&self) -> Result<Vec<PathBuf>, UsageError> {
         let mut files = Vec::new();
@@ -78,6 +98,11 @@ fn database(args: &SqlArgs) -> Result<Database, UsageError> {
 /// server lives as long as any of the machines. Each file is checked against the
 /// contract and its lease measured first; any problem is a one-line error (exit 2).
 pub(super) fn machines(args: &SqlArgs) -> Result<Vec<Machines>, UsageError> {
+    Ok(open(args)?.0)
+}
+
+/// [`machines`], and the database they run on (`None` when no file was named).
+pub(super) fn open(args: &SqlArgs) -> Result<(Vec<Machines>, Option<Database>), UsageError> {
     let files = args.files()?;
     if files.is_empty() {
         if args.database_url.is_some() {
@@ -85,7 +110,7 @@ pub(super) fn machines(args: &SqlArgs) -> Result<Vec<Machines>, UsageError> {
                 "--database-url is for a SQL coordinator; name its file with --coordinator sql:FILE".into(),
             ));
         }
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
     // Every file is read and checked before a server starts.
     for f in &files {
@@ -113,7 +138,7 @@ pub(super) fn machines(args: &SqlArgs) -> Result<Vec<Machines>, UsageError> {
     if names.windows(2).any(|w| w[0] == w[1]) {
         return Err(UsageError("the same SQL file is named twice".into()));
     }
-    Ok(machines)
+    Ok((machines, Some(db)))
 }
 
 /// The one SQL machines a single-run command takes, or `None`.

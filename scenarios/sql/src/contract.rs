@@ -203,6 +203,16 @@ pub fn check(file: &SqlFile) -> Vec<Problem> {
         };
         check_statement(spec, st, &mut problems);
     }
+    // A file that persists stages must tell a new holder where to resume (P17).
+    if let (Some(_), Some(claim)) = (file.get("checkpoint"), file.get("claim")) {
+        let star = claim.returns.iter().any(|c| c == "*");
+        if !star && !claim.returns.iter().any(|c| c == "checkpoint") {
+            problems.push(Problem {
+                line: claim.line,
+                message: "`claim` must return `checkpoint` when the file has a `checkpoint` statement: a new holder resumes after the last saved stage (P17)".into(),
+            });
+        }
+    }
     problems.sort_by_key(|p| p.line);
     problems
 }
@@ -391,6 +401,24 @@ mod tests {
                 .any(|l| l.contains("line 10: `commit` holds more than one")),
             "{p:#?}"
         );
+    }
+
+    #[test]
+    fn a_file_with_checkpoints_must_say_where_a_new_holder_resumes() {
+        let with = format!(
+            "{GOOD}-- name: checkpoint\nupdate t set c = :step where id = :job_id returning lease_until;\n"
+        );
+        let p = problems(&with);
+        assert!(
+            p.iter()
+                .any(|l| l.starts_with("line 5: `claim` must return `checkpoint`")),
+            "{p:#?}"
+        );
+        let fixed = with.replace(
+            "returning id, fencing_token, lease_until",
+            "returning id, fencing_token, lease_until, checkpoint",
+        );
+        assert_eq!(problems(&fixed), Vec::<String>::new());
     }
 
     #[test]

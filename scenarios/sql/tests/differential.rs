@@ -146,9 +146,8 @@ fn compare(
     // The current token of each job, as the reference granted it, for stale and future tokens.
     let mut tokens = vec![0u64; JOBS as usize];
     let mut now: Nanos = 0;
-    let mut req = 0u64;
     for (i, op) in ops.iter().enumerate() {
-        req += 1;
+        let req = i as u64 + 1;
         let op = &match op {
             Op::Heartbeat {
                 worker: 0,
@@ -237,7 +236,7 @@ fn compare(
             _ => 100,
         };
         if let Some(msg) = msg {
-            reference.handle_message(now, from, msg.clone());
+            reference.handle_message(now, from, msg);
             sql.handle_message(now, from, msg);
         }
         let a = answers(&mut reference);
