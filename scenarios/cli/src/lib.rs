@@ -664,20 +664,24 @@ fn dispatch(
             check_determinism,
             format,
             sql,
-        } => sweep::sweep_cmd(
-            out,
-            err,
-            &sweep::SweepArgs {
-                names,
-                seeds,
-                machines: pick_with(cat, v.as_deref(), &sql, "sweep")?,
-                jobs,
-                failures_dir,
-                allow_unsafe_timing,
-                check_determinism,
-                format,
-            },
-        ),
+        } => {
+            let machines = pick_with(cat, v.as_deref(), &sql, "sweep")?;
+            let jobs = sql::default_jobs(jobs, std::slice::from_ref(&machines));
+            sweep::sweep_cmd(
+                out,
+                err,
+                &sweep::SweepArgs {
+                    names,
+                    seeds,
+                    machines,
+                    jobs,
+                    failures_dir,
+                    allow_unsafe_timing,
+                    check_determinism,
+                    format,
+                },
+            )
+        }
         Command::Matrix {
             seeds,
             jobs,
@@ -703,6 +707,7 @@ fn dispatch(
                     Some(subject),
                 )
             };
+            let jobs = sql::default_jobs(jobs, cat);
             matrix::matrix_cmd(out, seeds, jobs, &dir, format, cat, subject)
         }
         Command::Sql {
@@ -753,6 +758,8 @@ fn dispatch(
             if seeds == 0 {
                 return Err(UsageError("--seeds must be at least 1".into()));
             }
+            // The SQL runs wait on the server: more connections than cores keep both busy.
+            let jobs = jobs.or_else(|| Some(2 * leasesim::pool::cores()));
             let threads = leasesim::pool::threads(jobs, seeds)?;
             match child {
                 Some(what) => bench_sql::measure_here(out, &what, def.name, seeds, threads, &sql),

@@ -206,3 +206,16 @@ pub(super) fn replay_needs(file: &Path, recorded: &str, given: Option<&Machines>
         )),
     }
 }
+
+/// The threads a command runs SQL machines on when `--jobs` is not given: twice the cores,
+/// because a run waits on the server half the time (measured: 2 threads 270 w1-w2 seeds/s, 4
+/// threads 340, on 2 cores); leasesim's own machines keep one thread per core.
+pub(super) fn default_jobs(jobs: Option<usize>, machines: &[Machines]) -> Option<usize> {
+    let sql = machines
+        .iter()
+        .any(|m| recorded_sql(&m.parts().coordinator).is_some());
+    match jobs {
+        None if sql => Some(2 * leasesim::pool::cores()),
+        jobs => jobs,
+    }
+}
