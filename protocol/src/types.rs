@@ -980,6 +980,15 @@ pub enum Event {
         /// The highest fence admitted for the entity.
         mark: Token,
     },
+    /// A lease store's statement decided (a SQL coordinator journals it before the decision
+    /// it made): which statement, and how many rows it returned or changed. Last of the
+    /// variants, so the stable hash of every older trace stays as it was.
+    StatementRan {
+        /// The statement of the store's contract.
+        statement: StoreStatement,
+        /// Its row count (`0` from `heartbeat` is a refusal).
+        rows: u32,
+    },
 }
 
 impl Event {
@@ -1004,6 +1013,7 @@ impl Event {
             Event::HeartbeatRefused { .. } => "heartbeat_refused",
             Event::ResultAccepted { .. } => "result_accepted",
             Event::ResultRejected { .. } => "result_rejected",
+            Event::StatementRan { .. } => "statement_ran",
             Event::JobClaimed { .. } => "job_claimed",
             Event::HeartbeatOk { .. } => "heartbeat_ok",
             Event::HeartbeatLost { .. } => "heartbeat_lost",
@@ -1022,6 +1032,50 @@ impl Event {
             Event::EffectApplied { .. } => "effect_applied",
             Event::EffectDuplicate { .. } => "effect_duplicate",
             Event::EffectFenced { .. } => "effect_fenced",
+        }
+    }
+}
+
+/// The named statements of a lease store's contract (a SQL file's `-- name:` statements).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreStatement {
+    /// Adds a job.
+    Enqueue,
+    /// Grants a job to a worker.
+    Claim,
+    /// Renews a holder's lease.
+    Heartbeat,
+    /// Accepts a holder's success.
+    Commit,
+    /// Accepts a holder's failure.
+    Fail,
+    /// An operator revokes a lease.
+    Revoke,
+    /// An operator hands a job to another worker.
+    Takeover,
+    /// An operator cancels a job.
+    Cancel,
+    /// Persists a stage.
+    Checkpoint,
+    /// Reads a job's row.
+    Status,
+}
+
+impl StoreStatement {
+    /// Its name in the file (`claim`, `heartbeat`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreStatement::Enqueue => "enqueue",
+            StoreStatement::Claim => "claim",
+            StoreStatement::Heartbeat => "heartbeat",
+            StoreStatement::Commit => "commit",
+            StoreStatement::Fail => "fail",
+            StoreStatement::Revoke => "revoke",
+            StoreStatement::Takeover => "takeover",
+            StoreStatement::Cancel => "cancel",
+            StoreStatement::Checkpoint => "checkpoint",
+            StoreStatement::Status => "status",
         }
     }
 }

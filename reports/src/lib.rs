@@ -58,6 +58,9 @@ pub struct RunView<'a> {
     pub trace: &'a [TraceEvent<Msg, Event>],
     /// The violations found, in trace order.
     pub findings: &'a [Finding],
+    /// The coordinator's named statements (name, SQL text), for a coordinator written as SQL:
+    /// each decision's tooltip shows the statement that made it. Empty otherwise.
+    pub statements: &'a [(String, String)],
 }
 
 /// Names a renderer needs: nodes by id, operations by op id.
@@ -449,6 +452,11 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
         Event::EffectFenced {
             key, fence, mark, ..
         } => format!("{} fence {} below mark {}", names.key(key), fence.0, mark.0),
+        Event::StatementRan { statement, rows } => format!(
+            "`{}` -> {rows} row{}",
+            statement.name(),
+            if rows == 1 { "" } else { "s" }
+        ),
     };
     format!("{} {detail}", e.name())
 }

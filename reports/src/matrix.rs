@@ -22,6 +22,16 @@ pub struct Cell {
     pub invariants: Vec<String>,
     /// Whether validation refused the configuration before it was run with the bypass.
     pub refused_by_validation: bool,
+    /// Seeds whose setup these machines cannot express (a SQL file without the statement a
+    /// scenario needs): skipped, never counted as held.
+    pub not_expressible: u64,
+}
+
+impl Cell {
+    /// Whether no seed run could be expressed by the machines (the cell says `n/a`).
+    pub fn inexpressible(&self) -> bool {
+        self.seeds_run > 0 && self.not_expressible == self.seeds_run
+    }
 }
 
 /// One variant's row.
@@ -33,6 +43,9 @@ pub struct Row {
     pub spec: String,
     /// The bug (for a user's machines, their parts).
     pub summary: String,
+    /// Whether these machines are expected to hold everywhere (a reference) rather than be
+    /// caught (a known-bad variant).
+    pub expected_to_hold: bool,
     /// Whether some scenario caught it (for the reference: whether it failed anywhere).
     pub caught: bool,
     /// Invariants that caught it, over all scenarios.
@@ -54,9 +67,14 @@ pub struct Row {
 /// The whole matrix.
 #[derive(Clone, Debug, Serialize)]
 pub struct Matrix {
+    /// What the rows are, as the reports' first sentence begins ("Every known-bad variant of
+    /// the SPEC (V1-V14)", "Every SQL file").
+    pub subject: String,
+    /// The command that regenerates the matrix.
+    pub command: String,
     /// Seeds per scenario budget.
     pub seeds: u64,
-    /// One row per variant, the reference first.
+    /// One row per variant (leasesim's own matrix: the reference first).
     pub rows: Vec<Row>,
     /// Whether the reference held everywhere.
     pub reference_clean: bool,
@@ -66,13 +84,33 @@ pub struct Matrix {
     pub median_seeds_to_detection: Option<u64>,
 }
 
+/// The rows expected to be caught.
+fn bad(m: &Matrix) -> impl Iterator<Item = &Row> {
+    m.rows.iter().filter(|r| !r.expected_to_hold)
+}
+
+/// A variant's name as a portable file name without dots (`sql:v2.sql@ab` -> `sql-v2-sql-ab`):
+/// the counterexample files are named so.
+pub fn file_stem(variant: &str) -> String {
+    variant
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
 /// The matrix as Markdown: a summary table, then the full variant-by-scenario grid.
 pub fn markdown(m: &Matrix) -> String {
     let mut s = String::new();
     s.push_str("# leasesim variant matrix\n\n");
     s.push_str(&format!(
-        "Every known-bad variant of the SPEC (V1-V14) against every scenario, at most {} seeds per scenario; a variant stops at its first failing seed. Regenerate with `cargo run --release -- matrix --seeds {}`.\n\n",
-        m.seeds, m.seeds
+        "{} against every scenario, at most {} seeds per scenario; a variant stops at its first failing seed. Regenerate with `{}`.\n\n",
+        m.subject, m.seeds, m.command
     ));
     s.push_str("The same table as HTML, each caught variant linked to the timeline of its shrunk counterexample: [`matrix.html`](matrix.html).\n\n");
     s.push_str(&format!(
@@ -82,15 +120,15 @@ pub fn markdown(m: &Matrix) -> String {
         } else {
             "FAILED".to_string()
         },
-        m.rows.iter().skip(1).filter(|r| r.caught).count(),
-        m.rows.len() - 1,
+        bad(m).filter(|r| r.caught).count(),
+        bad(m).count(),
         m.median_seeds_to_detection
             .map_or("-".to_string(), |n| n.to_string())
     ));
     s.push_str("| variant | SPEC | caught | by invariants | first caught in | seeds to detection | reproduce |\n");
     s.push_str("|---|---|---|---|---|---|---|\n");
     for r in &m.rows {
-        let caught = if r.variant == "reference" {
+        let caught = if r.expected_to_hold {
             if r.caught {
                 "FAILED"
             } else {
@@ -144,12 +182,13 @@ pub fn markdown(m: &Matrix) -> String {
         for c in &r.cells {
             match c.first_failing_seed {
                 Some(seed) => s.push_str(&format!(" {} |", seed + 1)),
+                None if c.inexpressible() => s.push_str(" n/a |"),
                 None => s.push_str(" held |"),
             }
         }
         s.push('\n');
     }
-    s.push_str("\nHow to read it: a number is the seeds it took to catch the variant in that scenario (seed numbers start at 0, so 1 means seed 0 failed). `held` means every seed in the budget held: the scenario does not exercise that bug, which is expected for most pairs. A variant is caught when any scenario catches it; the reference row must read `held` everywhere. `unsafe-timing` (V12) is first refused by configuration validation; the matrix runs it with the validation bypassed to show the simulation catches it too.\n");
+    s.push_str("\nHow to read it: a number is the seeds it took to catch the variant in that scenario (seed numbers start at 0, so 1 means seed 0 failed). `held` means every seed in the budget held: the scenario does not exercise that bug, which is expected for most pairs. A variant is caught when any scenario catches it; the reference row must read `held` everywhere. `n/a`: the machines cannot express the scenario (a SQL file without the statement it needs), so no seed of it ran and none counts as held. `unsafe-timing` (V12) is first refused by configuration validation; the matrix runs it with the validation bypassed to show the simulation catches it too.\n");
     s
 }
 
@@ -160,26 +199,28 @@ pub fn html(m: &Matrix) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>leasesim variant matrix</title>\n<style>body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}.no{background:#fdd}.yes{background:#dfd}.clean{background:#def}code{font-size:12px}</style></head><body>\n<h1>leasesim variant matrix</h1>\n",
     );
     s.push_str(&format!(
-        "<p>Every known-bad variant (V1-V14) against every scenario, at most {} seeds per scenario. Reference: <b>{}</b>. Caught: <b>{} of {}</b>. Median seeds to detection: <b>{}</b>.</p>\n",
+        "<p>{} against every scenario, at most {} seeds per scenario. Reference: <b>{}</b>. Caught: <b>{} of {}</b>. Median seeds to detection: <b>{}</b>. Regenerate with <code>{}</code>.</p>\n",
+        esc(&m.subject),
         m.seeds,
         if m.reference_clean { "clean" } else { "FAILED" },
-        m.rows.iter().skip(1).filter(|r| r.caught).count(),
-        m.rows.len() - 1,
-        m.median_seeds_to_detection.map_or("-".to_string(), |n| n.to_string())
+        bad(m).filter(|r| r.caught).count(),
+        bad(m).count(),
+        m.median_seeds_to_detection.map_or("-".to_string(), |n| n.to_string()),
+        esc(&m.command)
     ));
     s.push_str("<table class=\"matrix\"><tr><th>variant</th><th>SPEC</th><th>caught</th><th>by invariants</th><th>first caught in</th><th>seeds to detection</th><th>shrunk counterexample</th><th>reproduce</th></tr>\n");
     for r in &m.rows {
-        let (class, word) = if r.variant == "reference" {
+        let (class, word) = if r.expected_to_hold {
             ("clean", if r.caught { "FAILED" } else { "clean" })
         } else if r.caught {
             ("yes", "yes")
         } else {
             ("no", "NO")
         };
-        let link = if r.caught && r.variant != "reference" {
+        let link = if r.caught && !r.expected_to_hold {
             format!(
-                "<a class=\"counterexample\" href=\"counterexamples/{0}.html\">timeline</a>",
-                r.variant
+                "<a class=\"counterexample\" href=\"counterexamples/{}.html\">timeline</a>",
+                esc(&file_stem(&r.variant))
             )
         } else {
             "-".into()

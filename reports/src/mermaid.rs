@@ -119,6 +119,7 @@ fn note_priority(e: &Event) -> Option<u8> {
         | Event::EffectReconciled { .. }
         | Event::RetryScheduled { .. } => 1,
         Event::LeaseRenewed { .. }
+        | Event::StatementRan { .. }
         | Event::AdmissionDeferred { .. }
         | Event::ToolStatusQueried { .. }
         | Event::ToolFaulted { .. }

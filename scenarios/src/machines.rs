@@ -67,6 +67,9 @@ pub type WorkerFactory = Arc<dyn Fn(&WorkerSpec<'_>) -> Box<dyn WorkerMachine> +
 /// Builds a receiver.
 pub type ReceiverFactory = Arc<dyn Fn(&ReceiverSpec<'_>) -> Box<dyn ReceiverMachine> + Send + Sync>;
 
+/// Says whether machines can express a setup (`Err` with the reason when they cannot).
+pub type ScopeCheck = Arc<dyn Fn(&crate::Setup) -> Result<(), String> + Send + Sync>;
+
 /// The name of the implementation of each role.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parts {
@@ -88,6 +91,10 @@ pub struct Machines {
     coordinator: CoordinatorFactory,
     worker: WorkerFactory,
     receiver: ReceiverFactory,
+    scope: Option<ScopeCheck>,
+    statements: Arc<Vec<(String, String)>>,
+    command_line: Option<String>,
+    bug: Option<String>,
 }
 
 impl std::fmt::Debug for Machines {
@@ -139,6 +146,10 @@ impl Machines {
                         .with_refused_ops(s.refused_ops.to_vec()),
                 ) as Box<dyn ReceiverMachine>
             }),
+            scope: None,
+            statements: Arc::new(Vec::new()),
+            command_line: None,
+            bug: None,
         }
     }
 
@@ -192,6 +203,54 @@ impl Machines {
         self
     }
 
+    /// Machines that cannot express every setup (a SQL file without an operator's statement,
+    /// a store without admission limits) say which they can: a sweep counts the others as "not
+    /// expressible", with the reason, instead of running them; `run` and `replay` refuse them.
+    pub fn with_scope(
+        mut self,
+        check: impl Fn(&crate::Setup) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Machines {
+        self.scope = Some(Arc::new(check));
+        self
+    }
+
+    /// Whether these machines can run `setup`, or why not.
+    pub fn expressible(&self, setup: &crate::Setup) -> Result<(), String> {
+        match &self.scope {
+            Some(check) => check(setup),
+            None => Ok(()),
+        }
+    }
+
+    /// The statements of a coordinator written as named statements (name, text): reports show
+    /// each decision's statement text beside it.
+    pub fn with_statements(mut self, statements: Vec<(String, String)>) -> Machines {
+        self.statements = Arc::new(statements);
+        self
+    }
+
+    /// The statements reports show (empty for a coordinator without named statements).
+    pub fn statements(&self) -> &[(String, String)] {
+        &self.statements
+    }
+
+    /// The same, shared (a run result keeps them without a copy).
+    pub fn statements_shared(&self) -> Arc<Vec<(String, String)>> {
+        self.statements.clone()
+    }
+
+    /// Machines `leasesim` itself selects with these arguments (`--coordinator sql:FILE`):
+    /// reproduce commands name them instead of `--variant`.
+    pub fn with_command_line(mut self, args: &str) -> Machines {
+        self.command_line = Some(args.to_string());
+        self
+    }
+
+    /// The arguments that select these machines on leasesim's own command line, if any.
+    pub fn command_line(&self) -> Option<&str> {
+        self.command_line.as_deref()
+    }
+
     /// The same machines under another name.
     pub fn named(mut self, name: &str) -> Machines {
         self.name = name.to_string();
@@ -202,6 +261,19 @@ impl Machines {
     pub fn known_bad(mut self) -> Machines {
         self.known_bad = true;
         self
+    }
+
+    /// Marks these machines as carrying the bug `what` on purpose (`"V2: the naive final
+    /// update"`; a leading SPEC id before `:` fills the matrix's SPEC column).
+    pub fn known_bad_as(mut self, what: &str) -> Machines {
+        self.known_bad = true;
+        self.bug = Some(what.to_string());
+        self
+    }
+
+    /// The bug these machines carry on purpose, as said by [`Machines::known_bad_as`].
+    pub fn bug(&self) -> Option<&str> {
+        self.bug.as_deref()
     }
 
     /// The name the command line selects and replay files record.

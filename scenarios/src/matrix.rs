@@ -62,6 +62,7 @@ fn cell(def: &'static ScenarioDef, machines: &Machines, seeds: u64) -> Cell {
         refused_by_validation: (def.build)(0, machines.setup_variant())
             .validate_timing()
             .is_err(),
+        not_expressible: o.not_expressible,
     }
 }
 
@@ -182,7 +183,14 @@ pub fn assemble(
     detections.sort();
     let median_seeds_to_detection =
         (!detections.is_empty()).then(|| detections[detections.len() / 2]);
+    let stock = catalogue.iter().all(Machines::is_stock);
     Ok(Matrix {
+        subject: if stock {
+            "Every known-bad variant of the SPEC (V1-V14)".into()
+        } else {
+            "Every set of machines of the catalogue".into()
+        },
+        command: format!("cargo run --release -- matrix --seeds {seeds}"),
         seeds,
         rows,
         reference_clean,
@@ -206,19 +214,30 @@ fn row(m: &Machines, row_cells: Vec<Cell>) -> Row {
         .flat_map(|c| c.invariants.iter().cloned())
         .collect();
     let stock = Variant::from_name(m.name()).filter(|_| m.is_stock());
+    let p = m.parts();
+    let parts = format!(
+        "coordinator {}, worker {}, receiver {}",
+        p.coordinator, p.worker, p.receiver
+    );
+    let (spec, summary) = match (stock, m.bug()) {
+        (Some(v), _) => (v.spec_id().to_string(), v.summary().to_string()),
+        (None, Some(bug)) => {
+            // "V2: the naive final update" names its SPEC id; any other text is a summary.
+            let id = bug.split(':').next().unwrap_or("").trim();
+            let is_id =
+                id.len() > 1 && id.starts_with('V') && id[1..].bytes().all(|b| b.is_ascii_digit());
+            (
+                if is_id { id.to_string() } else { "-".into() },
+                format!("{bug} ({parts})"),
+            )
+        }
+        (None, None) => ("-".into(), parts),
+    };
     Row {
         variant: m.name().to_string(),
-        spec: stock.map_or("-", |v| v.spec_id()).to_string(),
-        summary: stock.map_or_else(
-            || {
-                let p = m.parts();
-                format!(
-                    "coordinator {}, worker {}, receiver {}",
-                    p.coordinator, p.worker, p.receiver
-                )
-            },
-            |v| v.summary().to_string(),
-        ),
+        spec,
+        summary,
+        expected_to_hold: !m.is_known_bad(),
         caught: best.is_some(),
         invariants: invariants.into_iter().collect(),
         caught_by: caught_cells.iter().map(|c| c.scenario).collect(),

@@ -10,6 +10,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// exhaust memory or the process's thread limit.
 pub const THREADS_MAX: usize = 1024;
 
+/// The cores this machine offers (1 when it cannot say).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// How many threads to use: `requested` (every core when `None`), refused above
 /// [`THREADS_MAX`] or at 0, never more than there are `chunks` of work.
 pub fn threads(requested: Option<usize>, chunks: u64) -> Result<usize, String> {
@@ -21,7 +26,7 @@ pub fn threads(requested: Option<usize>, chunks: u64) -> Result<usize, String> {
             ))
         }
         Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        None => cores(),
     };
     Ok(n.min(usize::try_from(chunks.max(1)).unwrap_or(usize::MAX)))
 }

@@ -86,6 +86,9 @@ pub struct RunResult {
     pub machine_fault: Option<String>,
     /// Judgements the checkers did not make (a clock out of its drift bound), and why.
     pub skipped: Vec<Skipped>,
+    /// The coordinator's named statements (name, text) when it is written as statements (a
+    /// SQL file): reports show them beside its decisions. Empty otherwise.
+    pub statements: std::sync::Arc<Vec<(String, String)>>,
 }
 
 impl RunResult {
@@ -150,6 +153,7 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
     };
     let (end_ns, events) = (sim.now(), sim.events());
     let mut r = judge(setup, seed, sim.into_trace(), end, end_ns, events);
+    r.statements = machines.statements_shared();
     r.machine_fault = fault.map(|(node, reason)| {
         let info = r.nodes.get(node as usize);
         let part = match info.map(|n| &n.role) {
@@ -216,6 +220,7 @@ pub fn judge(
         hazards: judgement.hazards,
         machine_fault: None,
         skipped: judgement.skipped,
+        statements: Default::default(),
     }
 }
 
@@ -256,6 +261,9 @@ pub fn reproduce_command_for(machines: &Machines, scenario: &str, seed: u64) -> 
         if let Some(v) = leasesim_protocol::Variant::from_name(machines.name()) {
             return reproduce_command(scenario, seed, v);
         }
+    }
+    if let Some(args) = machines.command_line() {
+        return format!("cargo run --release -- run {scenario} --seed {seed} {args}");
     }
     format!(
         "{} run {scenario} --seed {seed} --variant {}",

@@ -396,7 +396,23 @@ pub struct ScenarioOutcome {
     pub busy: Duration,
     /// The longest one of its seeds took.
     pub slowest_seed: Duration,
+    /// Seeds the machines cannot express (a SQL file without the statement a scenario needs):
+    /// counted among `runs` as done, never run, never passed.
+    pub not_expressible: u64,
+    /// Why, with how many seeds each reason kept out (at most [`REASONS_KEPT`] reasons).
+    pub not_expressible_reasons: BTreeMap<String, u64>,
 }
+
+impl ScenarioOutcome {
+    /// Seeds that ran and were judged (not the ones the machines cannot express).
+    pub fn judged(&self) -> u64 {
+        self.runs - self.not_expressible
+    }
+}
+
+/// Distinct reasons for "not expressible" kept per scenario (the rest are counted under the
+/// last).
+pub const REASONS_KEPT: usize = 8;
 
 /// What a sweep gave.
 #[derive(Clone, Debug)]
@@ -439,6 +455,11 @@ impl SweepReport {
         self.scenarios.iter().map(|s| s.failing).sum()
     }
 
+    /// Seeds the machines cannot express, over every scenario.
+    pub fn not_expressible(&self) -> u64 {
+        self.scenarios.iter().map(|s| s.not_expressible).sum()
+    }
+
     /// Determinism differences over every scenario.
     pub fn nondeterministic(&self) -> u64 {
         self.scenarios.iter().map(|s| s.nondeterministic).sum()
@@ -455,7 +476,7 @@ impl SweepReport {
         }
         for (i, d) in config.scenarios.iter().enumerate() {
             let o = &self.scenarios[i];
-            if o.runs < min_seeds {
+            if o.judged() < min_seeds {
                 continue;
             }
             unreached.extend(
@@ -506,16 +527,29 @@ struct Local {
     last_end: Duration,
 }
 
-/// One seed: refused before it runs when its configuration breaks P6 (unless allowed), else
-/// run, judged and, when asked, run again for the determinism check.
+/// One seed: left out when the machines cannot express it (`Err` with the reason), refused
+/// before it runs when its configuration breaks P6 (unless allowed), else run, judged and, when
+/// asked, run again for the determinism check.
 fn one_seed(
     config: &SweepConfig,
     sc: usize,
     seed: u64,
     local: &mut Local,
     nondet: &mut Vec<(usize, u64, String)>,
-) -> Option<Failure> {
+) -> Result<Option<Failure>, String> {
     let setup = (config.scenarios[sc].build)(seed, config.machines.setup_variant());
+    config.machines.expressible(&setup)?;
+    Ok(judge_seed(config, sc, seed, &setup, local, nondet))
+}
+
+fn judge_seed(
+    config: &SweepConfig,
+    sc: usize,
+    seed: u64,
+    setup: &crate::Setup,
+    local: &mut Local,
+    nondet: &mut Vec<(usize, u64, String)>,
+) -> Option<Failure> {
     if !config.allow_unsafe_timing {
         if let Err(reason) = setup.validate_timing() {
             return Some(Failure {
@@ -527,9 +561,9 @@ fn one_seed(
             });
         }
     }
-    let r = run(&setup, seed, &config.machines);
+    let r = run(setup, seed, &config.machines);
     if config.check_determinism {
-        if let Err(e) = check_same(&r, &run(&setup, seed, &config.machines)) {
+        if let Err(e) = check_same(&r, &run(setup, seed, &config.machines)) {
             nondet.push((sc, seed, e));
         }
     }
@@ -597,6 +631,7 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
             let begin = items.start + chunk_items.start;
             let mut failures = Vec::new();
             let mut nondet = Vec::new();
+            let mut skipped = Vec::new();
             let mut ran = 0;
             for i in chunk_items {
                 if chunks.stopped() || violated.load(Ordering::Relaxed) {
@@ -605,11 +640,15 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
                 let g = items.start + i;
                 let (sc, seed) = ((g % n as u64) as usize, config.seeds.start + g / n as u64);
                 let seed_started = clock.now();
-                if let Some(f) = one_seed(config, sc, seed, &mut local, &mut nondet) {
-                    if config.stop_at_first_violation && f.verdict == Verdict::Violated {
-                        violated.store(true, Ordering::Relaxed);
+                match one_seed(config, sc, seed, &mut local, &mut nondet) {
+                    Ok(Some(f)) => {
+                        if config.stop_at_first_violation && f.verdict == Verdict::Violated {
+                            violated.store(true, Ordering::Relaxed);
+                        }
+                        failures.push(f);
                     }
-                    failures.push(f);
+                    Ok(None) => {}
+                    Err(reason) => skipped.push((sc, reason)),
                 }
                 let ended = clock.now();
                 local.last_end = local.last_end.max(ended);
@@ -622,6 +661,7 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
             observer.chunk_done(index, ran, &failures);
             let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
             s.record(begin, ran, n as u64, failures, nondet);
+            s.skip(skipped);
             if violated.load(Ordering::Relaxed) {
                 break;
             }
@@ -727,6 +767,22 @@ impl Shared {
             o.nondeterministic += 1;
             if o.nondeterministic_seeds.len() < NONDETERMINISTIC_KEPT {
                 o.nondeterministic_seeds.push((seed, e));
+            }
+        }
+    }
+
+    /// Books seeds the machines cannot express.
+    fn skip(&mut self, skipped: Vec<(usize, String)>) {
+        for (sc, reason) in skipped {
+            let o = &mut self.scenarios[sc];
+            o.not_expressible += 1;
+            let full = o.not_expressible_reasons.len() >= REASONS_KEPT;
+            if full && !o.not_expressible_reasons.contains_key(&reason) {
+                if let Some(mut last) = o.not_expressible_reasons.last_entry() {
+                    *last.get_mut() += 1;
+                }
+            } else {
+                *o.not_expressible_reasons.entry(reason).or_default() += 1;
             }
         }
     }

@@ -36,6 +36,7 @@ const CRATES: &[(&str, &str)] = &[
     ("reports", "leasesim-reports"),
     ("scenarios", "leasesim"),
     ("scenarios/shell", "leasesim-shell"),
+    ("scenarios/sql", "leasesim-sql"),
     ("scenarios/cli", "leasesim-cli"),
     ("tests", "leasesim-tests"),
     ("tests/xtask", "leasesim-xtask"),
@@ -94,6 +95,15 @@ fn the_crate_graph_points_one_way() {
                 "leasesim-checkers",
             ],
         ),
+        (
+            "scenarios/sql",
+            &[
+                "leasesim",
+                "leasesim-protocol",
+                "leasesim-sim",
+                "leasesim-reports",
+            ],
+        ),
     ];
     for (folder, ok) in allowed {
         for dep in dependencies(folder) {
@@ -115,6 +125,9 @@ fn heavy_dependencies_stay_in_their_satellite_crates() {
         ("tokio", &["scenarios/shell"]),
         ("real-tokio", &["scenarios/shell"]),
         ("madsim", &["scenarios/shell"]),
+        // The database client: only the SQL coordinator talks to a database.
+        ("postgres", &["scenarios/sql"]),
+        ("tokio-postgres", &["scenarios/sql"]),
     ];
     for (folder, _) in CRATES {
         let deps = dependencies(folder);

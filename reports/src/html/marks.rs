@@ -5,7 +5,7 @@ use super::{f, LaneGeom, Page, EFFECT_LABEL_ROW, EFFECT_LABEL_ROWS, MAX_MARKS, P
 use crate::escape::html as esc;
 use crate::html::{event_job, squash};
 use crate::line;
-use leasesim_protocol::{Event, IdemKey, Msg, Token};
+use leasesim_protocol::{Event, IdemKey, Msg, StoreStatement, Token};
 use leasesim_sim::{EventKind, TraceEvent};
 use std::fmt::Write;
 
@@ -57,6 +57,7 @@ pub(super) fn effect_mark(e: &Event) -> Option<EffectMark> {
         | Event::SuccessClaimed { .. }
         | Event::FailureAcknowledged { .. }
         | Event::CommitRefused { .. }
+        | Event::StatementRan { .. }
         | Event::CommitAbandoned { .. } => return None,
     };
     Some(EffectMark {
@@ -109,8 +110,23 @@ pub(super) fn note_class(e: &Event) -> &'static str {
         | Event::EffectApplied { .. }
         | Event::EffectDuplicate { .. }
         | Event::EffectUnauthorized { .. }
+        | Event::StatementRan { .. }
         | Event::EffectFenced { .. } => "",
     }
+}
+
+/// Whether a coordinator decision is labelled with the statement that made it (a renewal is
+/// not: there are many; its tooltip still names the statement).
+fn labels_statement(e: &Event) -> bool {
+    matches!(
+        e,
+        Event::LeaseGranted { .. }
+            | Event::ResultAccepted { .. }
+            | Event::ResultRejected { .. }
+            | Event::HeartbeatRefused { .. }
+            | Event::LeaseRevoked { .. }
+            | Event::CheckpointSaved { .. }
+    )
 }
 
 /// How many routine journal marks (no style of their own) are drawn, and how many there are:
@@ -119,6 +135,10 @@ pub(super) fn budget(trace: &[TraceEvent<Msg, Event>]) -> (usize, usize) {
     let (mut routine, mut notes) = (0, 0);
     for e in trace {
         if let EventKind::Note { note } = &e.kind {
+            if matches!(note, Event::StatementRan { .. }) {
+                // Not drawn: the decision after it names it.
+                continue;
+            }
             notes += 1;
             if !is_effect(note) && note_class(note).is_empty() {
                 routine += 1;
@@ -136,10 +156,22 @@ impl Page<'_> {
         let mut label_ends: Vec<[f64; EFFECT_LABEL_ROWS]> =
             vec![[f64::MIN; EFFECT_LABEL_ROWS]; self.n];
         let mut plain_left = self.plain_marks;
+        // The statement that made the coordinator's next decision (a SQL coordinator journals
+        // it first): named beside the decision, its text in the decision's tooltip.
+        let mut statement: Option<(StoreStatement, u32)> = None;
         for e in self.trace {
             let EventKind::Note { note } = &e.kind else {
                 continue;
             };
+            if let Event::StatementRan {
+                statement: st,
+                rows,
+            } = *note
+            {
+                statement = Some((st, rows));
+                continue;
+            }
+            let decided_by = statement.take();
             let Some(l) = self.lane_of(e.node) else {
                 continue;
             };
@@ -152,8 +184,28 @@ impl Page<'_> {
             }
             let g = &self.geoms[l];
             let x = self.sc.x(e.t);
-            let job = event_job(note);
-            let text = esc(&squash(&line(self.names, e)));
+            let job = event_job(note).unwrap_or(u32::MAX);
+            let mut text = esc(&squash(&line(self.names, e)));
+            if let Some((st, rows)) = decided_by {
+                let said = format!(
+                    "`{}` -> {rows} row{}",
+                    st.name(),
+                    if rows == 1 { "" } else { "s" }
+                );
+                let _ = write!(text, "\n{}", esc(&format!("decided by {said}")));
+                if let Some((_, sql)) = self.view.statements.iter().find(|(n, _)| n == st.name()) {
+                    let _ = write!(text, ":\n{}", esc(sql));
+                }
+                if labels_statement(note) {
+                    let _ = writeln!(
+                        o,
+                        "<text class=\"stmt\" x=\"{}\" y=\"{}\"><title>{text}</title>{}</text>",
+                        f(self.sc.x(e.t) + 4.0),
+                        f(self.geoms[l].ev_y + 11.0),
+                        esc(&said)
+                    );
+                }
+            }
             match effect {
                 Some(m) => self.effect(o, &m, g, &mut label_ends[l], x, job, &text),
                 None => {

@@ -64,10 +64,11 @@ pub(crate) fn squash(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The job a journal event is about.
-pub(crate) fn event_job(e: &Event) -> u32 {
+/// The job a journal event is about (none for a store's statement, which the decision after
+/// it names).
+pub(crate) fn event_job(e: &Event) -> Option<u32> {
     use Event::*;
-    match *e {
+    Some(match *e {
         LeaseGranted { job, .. }
         | CheckpointSaved { job, .. }
         | AdmissionDeferred { job, .. }
@@ -104,7 +105,8 @@ pub(crate) fn event_job(e: &Event) -> u32 {
         | EffectDuplicate { key, .. }
         | EffectUnauthorized { key, .. }
         | EffectFenced { key, .. } => key.job.0,
-    }
+        StatementRan { .. } => return None,
+    })
 }
 
 /// What the page draws, read off the trace and its lease history.
@@ -140,7 +142,7 @@ fn jobs(trace: &[Ev]) -> BTreeSet<u32> {
                 }
             }
             EventKind::Note { note } => {
-                jobs.insert(event_job(note));
+                jobs.extend(event_job(note));
             }
             EventKind::Fault { .. } | EventKind::Release { .. } | EventKind::Lost { .. } => {}
         }

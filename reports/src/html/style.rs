@@ -48,6 +48,7 @@ svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 .msg .release{fill:#fff;stroke:#b7791f;stroke-width:1.5}
 .msg:hover path.v{stroke-width:2.6}
 .note{fill:#a0aec0;stroke:#fff;stroke-width:.8}
+.stmt{font:9px ui-monospace,monospace;fill:#4a5568}
 .note.grant{fill:#2b6cb0}.note.renew{fill:#63b3ed}.note.claim{fill:#38a169}.note.ok{fill:#276749}
 .note.bad{fill:#e53e3e}.note.jeop{fill:#dd6b20}.note.commit{fill:#553c9a}.note.send-effect{fill:#319795}
 .effect .d{stroke:#1a202c;stroke-width:.8}

@@ -141,6 +141,7 @@ pub fn of_note(note: &Event) -> Option<Hazard> {
         Event::LeaseGranted { .. }
         | Event::LeaseRenewed { .. }
         | Event::LeaseRevoked { .. }
+        | Event::StatementRan { .. }
         | Event::JobFailed { .. }
         | Event::ResultAccepted { .. }
         | Event::JobClaimed { .. }

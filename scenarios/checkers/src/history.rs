@@ -1197,6 +1197,8 @@ impl History {
             | Event::OperatorActed { .. }
             | Event::EffectReconciled { .. }
             | Event::HumanReviewRequested { .. } => {}
+            // Which statement decided: the decision itself follows it.
+            Event::StatementRan { .. } => {}
         }
     }
 

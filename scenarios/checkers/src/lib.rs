@@ -508,6 +508,7 @@ impl Checkers<'_> {
             | Event::ToolTimedOut { .. }
             | Event::StageDeadlineExceeded { .. }
             | Event::ToolFaulted { .. }
+            | Event::StatementRan { .. }
             | Event::OperatorActed { .. } => {}
         }
     }

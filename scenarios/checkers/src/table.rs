@@ -182,6 +182,7 @@ impl Table {
             | Event::SuccessClaimed { .. }
             | Event::FailureAcknowledged { .. }
             | Event::CommitRefused { .. }
+            | Event::StatementRan { .. }
             | Event::CommitAbandoned { .. } => {}
         }
     }

@@ -49,14 +49,18 @@ pub fn write_counterexamples(
         let setup = (def.build)(seed, machines.setup_variant());
         let r = run(&setup, seed, machines);
         let unsafe_timing = machines.setup_variant().switches().unsafe_timing;
-        let base = dir.join("counterexamples").join(&row.variant);
+        let stem = leasesim_reports::matrix::file_stem(&row.variant);
+        let base = dir.join("counterexamples").join(&stem);
         let replay_path = base.with_extension("json");
         // Named as committed under reports/, so the page is the same wherever it is written.
-        let committed = format!("reports/counterexamples/{}.json", row.variant);
-        let rerun = if machines.is_stock() {
-            format!("cargo run --release -- replay {committed}")
-        } else {
-            format!("{} replay {}", program_prefix(), replay_path.display())
+        let committed = format!("reports/counterexamples/{stem}.json");
+        let rerun = match (machines.is_stock(), machines.command_line()) {
+            (true, _) => format!("cargo run --release -- replay {committed}"),
+            (false, Some(args)) => format!(
+                "cargo run --release -- replay {} {args}",
+                replay_path.display()
+            ),
+            (false, None) => format!("{} replay {}", program_prefix(), replay_path.display()),
         };
         let recorded = Replay::record_on(&setup, seed, unsafe_timing, &r, machines, &rerun);
         let shrunk = shrink::shrink_on(&recorded, machines)?;

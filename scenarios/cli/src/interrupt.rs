@@ -36,7 +36,7 @@ pub fn install() {
 }
 
 /// Runs the registered cleanups and exits with 128 + the signal.
-fn exit_now() -> ! {
+pub fn exit_now() -> ! {
     run_cleanups();
     std::process::exit(exit_code());
 }

@@ -148,6 +148,10 @@ struct Line<'a> {
     error: Option<String>,
     result_hash: Option<String>,
     payload_hash: Option<String>,
+    /// The store statement that made a coordinator's decision (`claim`, `commit`, ...).
+    statement: Option<&'static str>,
+    /// Its row count.
+    rows: Option<u64>,
 }
 
 impl Line<'_> {
@@ -189,6 +193,8 @@ impl Line<'_> {
             error = self.error.as_deref(),
             result_hash = self.result_hash.as_deref(),
             payload_hash = self.payload_hash.as_deref(),
+            statement = self.statement,
+            rows = self.rows,
         );
     }
 
@@ -326,11 +332,25 @@ pub fn write_journal_with_payload_hashes(
 
     let lines = Lines::new(result, payload_hashes);
     tracing::subscriber::with_default(subscriber, || -> Result<(), String> {
+        // A store's statement names the coordinator decision that follows it.
+        let mut statement = None;
         for (i, e) in result.trace.iter().enumerate() {
             let EventKind::Note { note } = &e.kind else {
                 continue;
             };
-            let (line, site) = lines.line(i, note);
+            let (mut line, site) = lines.line(i, note);
+            if let Event::StatementRan {
+                statement: st,
+                rows,
+            } = *note
+            {
+                statement = Some((st.name(), u64::from(rows)));
+            } else if let Some((st, rows)) = statement.take() {
+                if site == Site::Coordinator {
+                    line.statement = Some(st);
+                    line.rows = Some(rows);
+                }
+            }
             let before = len();
             line.emit(site);
             if len() == before {
@@ -699,6 +719,11 @@ impl<'a> Lines<'a> {
                 site = Site::Other;
                 l.job = Some(job.0.into());
                 (l.action, l.to) = action(a);
+            }
+            Event::StatementRan { statement, rows } => {
+                site = Site::Coordinator;
+                l.statement = Some(statement.name());
+                l.rows = Some(rows.into());
             }
             Event::EffectApplied { entity, key, fence }
             | Event::EffectDuplicate { entity, key, fence } => {

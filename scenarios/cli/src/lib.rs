@@ -7,6 +7,7 @@
 mod args;
 mod bench;
 pub mod bench_engines;
+mod bench_sql;
 pub mod examples;
 pub mod interrupt;
 pub mod journal;
@@ -16,6 +17,7 @@ mod matrix;
 mod merge;
 mod run;
 pub mod scaling;
+mod sql;
 pub mod story;
 mod summary;
 mod sweep;
@@ -110,6 +112,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Re-runs a saved replay file exactly.
     Replay {
@@ -130,6 +134,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Minimises a failing replay while the same invariant still fails.
     Shrink {
@@ -141,6 +147,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Runs many seeds of some scenarios (all when none is named) on all cores.
     Sweep {
@@ -189,6 +197,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Merges the results of a sweep's shards (`sweep --json`) into one verdict, one hazard
     /// coverage table and one failure list, and checks that together they are the sweep.
@@ -212,6 +222,9 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// The SQL files the shards ran (`--coordinator sql:FILE`, as they were given).
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Renders a saved run (a replay file, or a trace file written by `run --trace`) for review.
     Report {
@@ -223,6 +236,8 @@ enum Command {
         /// Writes Markdown with a Mermaid sequence diagram.
         #[arg(long)]
         markdown: Option<PathBuf>,
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Runs the same scenario on the simulator and on the async-shell engine (madsim in the
     /// madsim build, real tokio otherwise), each in its own process, and prints seeds/s,
@@ -256,6 +271,11 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// With a SQL file (`--coordinator sql:FILE`): the scenario with that SQL coordinator
+        /// on PostgreSQL beside the in-memory reference coordinator (seeds/s, statements/s,
+        /// peak memory), instead of the engines.
+        #[command(flatten)]
+        sql: sql::SqlArgs,
     },
     /// Runs the scenarios the async shell expresses on the simulator and on the async-shell
     /// engine, and reports where the two engines disagree (with both seeds).
@@ -324,9 +344,10 @@ enum Command {
         /// Worker threads (default: every core).
         #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
         jobs: Option<usize>,
-        /// Where the Markdown table is written.
-        #[arg(long, default_value = "reports")]
-        out: PathBuf,
+        /// Where the Markdown table is written (default: `reports`, with SQL files
+        /// `reports/sql`).
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// Runs shard K of N of the matrix's cells (variant x scenario); without it, the shard
         /// the environment names as for `sweep`. A shard writes no table: `merge` its --json
         /// results.
@@ -344,6 +365,27 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// With SQL files (`--coordinator sql:FILE`, repeated): the matrix of those files
+        /// instead of leasesim's own machines; a file marked `-- leasesim: known-bad` must be
+        /// caught, every other must hold.
+        #[command(flatten)]
+        sql: sql::SqlArgs,
+    },
+    /// A queue's SQL file: `sql check FILE...` holds it to the statement contract.
+    Sql {
+        #[command(subcommand)]
+        command: SqlCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum SqlCommand {
+    /// Checks SQL files against the statement contract: a missing statement, a parameter
+    /// leasesim does not pass, a returned column it does not read, a reading of the real
+    /// clock; each with its line (exit 2 when there is any).
+    Check {
+        /// The SQL files.
+        files: Vec<PathBuf>,
     },
 }
 
@@ -427,6 +469,33 @@ fn scenario_list(names: &[String]) -> Result<Vec<&'static ScenarioDef>, UsageErr
         defs.push(d);
     }
     Ok(defs)
+}
+
+/// The machines a command runs: the SQL file `--coordinator sql:FILE` names, or the machines
+/// `--variant` names, or the program's first.
+fn pick_with(
+    catalogue: &[Machines],
+    name: Option<&str>,
+    sql: &sql::SqlArgs,
+    command: &str,
+) -> Result<Machines, UsageError> {
+    match sql::one(sql, command)? {
+        Some(m) => match name {
+            Some(v) => Err(UsageError(format!(
+                "--variant {v} and a SQL coordinator: the SQL file replaces the coordinator of the reference; give one of them"
+            ))),
+            None => Ok(m),
+        },
+        None => pick(catalogue, name),
+    }
+}
+
+/// The program's catalogue with the SQL files named in front (replay and shrink find the
+/// machines a file was recorded with there).
+fn with_sql(catalogue: &[Machines], sql: &sql::SqlArgs) -> Result<Vec<Machines>, UsageError> {
+    let mut all = sql::machines(sql)?;
+    all.extend(catalogue.iter().cloned());
+    Ok(all)
 }
 
 /// The machines `--variant` names, or the program's first.
@@ -639,11 +708,12 @@ fn dispatch(
             check_determinism,
             engine,
             format,
+            sql,
         } => run::run_cmd(
             out,
             &name,
             seed,
-            &pick(cat, v.as_deref())?,
+            &pick_with(cat, v.as_deref(), &sql, "run")?,
             &run::RunOpts {
                 outputs: Outputs {
                     trace,
@@ -665,10 +735,11 @@ fn dispatch(
             trace,
             check_determinism,
             format,
+            sql,
         } => run::replay_cmd(
             out,
             &file,
-            cat,
+            &with_sql(cat, &sql)?,
             &run::RunOpts {
                 outputs: Outputs {
                     trace,
@@ -686,12 +757,14 @@ fn dispatch(
             file,
             out: dest,
             format,
-        } => run::shrink_cmd(out, &file, dest, format, cat),
+            sql,
+        } => run::shrink_cmd(out, &file, dest, format, &with_sql(cat, &sql)?),
         Command::Report {
             file,
             html,
             markdown,
-        } => run::report_cmd(out, &file, html, markdown, cat),
+            sql,
+        } => run::report_cmd(out, &file, html, markdown, &with_sql(cat, &sql)?),
         Command::Sweep {
             scenarios: names,
             seeds,
@@ -706,27 +779,32 @@ fn dispatch(
             allow_unsafe_timing,
             check_determinism,
             format,
-        } => sweep::sweep_cmd(
-            out,
-            err,
-            &sweep::SweepArgs {
-                names,
-                seeds,
-                shard,
-                budget: budget.map(std::time::Duration::from_nanos),
-                reports: sweep::ReportFiles {
-                    junit,
-                    summary,
-                    json,
+            sql,
+        } => {
+            let machines = pick_with(cat, v.as_deref(), &sql, "sweep")?;
+            let jobs = sql::default_jobs(jobs, std::slice::from_ref(&machines));
+            sweep::sweep_cmd(
+                out,
+                err,
+                &sweep::SweepArgs {
+                    names,
+                    seeds,
+                    shard,
+                    budget: budget.map(std::time::Duration::from_nanos),
+                    reports: sweep::ReportFiles {
+                        junit,
+                        summary,
+                        json,
+                    },
+                    machines,
+                    jobs,
+                    failures_dir,
+                    allow_unsafe_timing,
+                    check_determinism,
+                    format,
                 },
-                machines: pick(cat, v.as_deref())?,
-                jobs,
-                failures_dir,
-                allow_unsafe_timing,
-                check_determinism,
-                format,
-            },
-        ),
+            )
+        }
         Command::Merge {
             files,
             junit,
@@ -734,6 +812,7 @@ fn dispatch(
             json,
             out: dir,
             format,
+            sql,
         } => merge::merge_cmd(
             out,
             &files,
@@ -744,7 +823,7 @@ fn dispatch(
             },
             dir.as_deref(),
             format,
-            cat,
+            &with_sql(cat, &sql)?,
         ),
         Command::Matrix {
             seeds,
@@ -755,22 +834,48 @@ fn dispatch(
             junit,
             summary,
             format,
-        } => matrix::matrix_cmd(
-            out,
-            &matrix::MatrixArgs {
-                seeds,
-                jobs,
-                dir,
-                shard,
-                reports: sweep::ReportFiles {
-                    junit,
-                    summary,
-                    json,
+            sql,
+        } => {
+            let files = sql::machines(&sql)?;
+            let (cat, dir, subject) = if files.is_empty() {
+                (cat, dir.unwrap_or_else(|| "reports".into()), None)
+            } else {
+                let args: Vec<&str> = files.iter().filter_map(Machines::command_line).collect();
+                let subject = (
+                    "Every SQL file named (`--coordinator sql:FILE`)".to_string(),
+                    format!(
+                        "cargo run --release -- matrix --seeds {seeds} {}",
+                        args.join(" ")
+                    ),
+                );
+                (
+                    &files[..],
+                    dir.unwrap_or_else(|| PathBuf::from("reports").join("sql")),
+                    Some(subject),
+                )
+            };
+            let jobs = sql::default_jobs(jobs, cat);
+            matrix::matrix_cmd(
+                out,
+                &matrix::MatrixArgs {
+                    seeds,
+                    jobs,
+                    dir,
+                    shard,
+                    reports: sweep::ReportFiles {
+                        junit,
+                        summary,
+                        json,
+                    },
+                    format,
+                    subject,
                 },
-                format,
-            },
-            cat,
-        ),
+                cat,
+            )
+        }
+        Command::Sql {
+            command: SqlCommand::Check { files },
+        } => sql::check_cmd(out, &files),
         Command::Examples { out: dir, jobs } => matrix::examples_cmd(out, &dir, jobs),
         Command::Advise {
             lease,
@@ -800,12 +905,41 @@ fn dispatch(
             scenario,
             variant: v,
             seeds,
+            jobs,
+            scaling,
+            child,
+            format,
+            sql,
+            ..
+        } if sql.any() => {
+            if v.is_some() || scaling {
+                return Err(UsageError(
+                    "bench with a SQL coordinator compares it with the in-memory reference: --variant and --scaling do not apply".into(),
+                ));
+            }
+            let def = self::scenario(&scenario)?;
+            if seeds == 0 {
+                return Err(UsageError("--seeds must be at least 1".into()));
+            }
+            // The SQL runs wait on the server: more connections than cores keep both busy.
+            let jobs = jobs.or_else(|| Some(2 * leasesim::pool::cores()));
+            let threads = leasesim::pool::threads(jobs, seeds)?;
+            match child {
+                Some(what) => bench_sql::measure_here(out, &what, def.name, seeds, threads, &sql),
+                None => bench_sql::table(out, def.name, seeds, threads, &sql, format),
+            }
+        }
+        Command::Bench {
+            scenario,
+            variant: v,
+            seeds,
             shell_seeds,
             jobs,
             allow_unsafe_timing,
             scaling,
             child,
             format,
+            sql: _,
         } => bench::bench_cmd(
             out,
             &bench::BenchArgs {

@@ -27,6 +27,8 @@ pub(super) struct MatrixArgs {
     pub shard: Option<Shard>,
     pub reports: ReportFiles,
     pub format: Format,
+    /// What the rows are and the command that regenerates them, for a matrix of SQL files.
+    pub subject: Option<(String, String)>,
 }
 
 /// A matrix result as JSON: what ran (every cell, numbered as [`matrix::shard_cells`] numbers
@@ -236,7 +238,11 @@ pub(super) fn matrix_cmd(
     let started = std::time::Instant::now();
     let cells = matrix::cells(cat, a.seeds, threads, None);
     let elapsed = started.elapsed().as_secs_f64();
-    let m = matrix::assemble(cat, a.seeds, cells.clone()).map_err(UsageError)?;
+    let mut m = matrix::assemble(cat, a.seeds, cells.clone()).map_err(UsageError)?;
+    if let Some((subject, command)) = &a.subject {
+        m.subject = subject.clone();
+        m.command = command.clone();
+    }
     let doc = result_json(cat, a.seeds, shard, &cells, Some(&m), elapsed);
     let to = WholeOutputs {
         dir: Some(&dir.path),

@@ -310,6 +310,17 @@ pub(super) fn merge_cmd(
             o.failing += num(&f.name, &s["failing"])?;
             o.unfinished += num(&f.name, &s["unfinished"])?;
             o.nondeterministic += num(&f.name, &s["nondeterministic"])?;
+            // Seeds a SQL file could not express stay skipped in the merge, never passed.
+            o.not_expressible += s["not_expressible"].as_u64().unwrap_or(0);
+            if let Some(reasons) = s["not_expressible_reasons"].as_object() {
+                for (why, k) in reasons {
+                    let full = o.not_expressible_reasons.len() >= leasesim::sweep::REASONS_KEPT;
+                    if !full || o.not_expressible_reasons.contains_key(why) {
+                        *o.not_expressible_reasons.entry(why.clone()).or_default() +=
+                            num(&f.name, k)?;
+                    }
+                }
+            }
             o.busy += seconds(&s["busy_s"]);
             o.slowest_seed = o.slowest_seed.max(seconds(&s["slowest_seed_s"]));
             for x in list(&f.name, &s["nondeterministic_seeds"])? {
@@ -510,6 +521,7 @@ fn matrix_cell(file: &str, v: &Value) -> Result<(u64, Cell), UsageError> {
             unfinished: num(file, &v["unfinished"])?,
             invariants,
             refused_by_validation: v["refused_by_validation"] == true,
+            not_expressible: v["not_expressible"].as_u64().unwrap_or(0),
         },
     ))
 }

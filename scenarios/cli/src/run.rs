@@ -3,7 +3,7 @@
 //! reads is bounded and checked as a replay file is.
 
 use super::args::{check_outputs, Outputs};
-use super::{io, scenario, Format, RunFormat, UsageError};
+use super::{io, scenario, sql, Format, RunFormat, UsageError};
 use crate::examples;
 use crate::journal;
 use crate::story;
@@ -63,15 +63,23 @@ pub(super) fn run_cmd(
 ) -> Result<i32, UsageError> {
     let def = scenario(name)?;
     let setup = (def.build)(seed, m.setup_variant());
+    m.expressible(&setup).map_err(|e| {
+        UsageError(format!(
+            "{name} seed {seed} is not expressible on {}: {e}",
+            m.name()
+        ))
+    })?;
     if !opts.allow_unsafe_timing {
         setup
             .validate_timing()
             .map_err(|e| UsageError(format!("{e}; pass --allow-unsafe-timing to run it anyway")))?;
     }
     check_outputs(&opts.outputs.named(), &[])?;
+    let selector = m
+        .command_line()
+        .map_or_else(|| format!("--variant {}", m.name()), str::to_string);
     let header = format!(
-        "leasesim run {name} --seed {seed} --variant {} ({})",
-        m.name(),
+        "leasesim run {name} --seed {seed} {selector} ({})",
         describe(m)
     );
     let (code, _) = present(
@@ -93,9 +101,7 @@ pub(super) fn replay_cmd(
     opts: &RunOpts,
 ) -> Result<i32, UsageError> {
     let replay = Replay::load(file).map_err(UsageError)?;
-    let m = replay
-        .machines_in(cat)
-        .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
+    let m = resolve(replay.machines.as_ref(), &replay.setup, file, cat)?;
     check_outputs(&opts.outputs.named(), &[file])?;
     let header = format!(
         "leasesim replay {}: {} seed {} variant {} (recorded by leasesim {})",
@@ -141,6 +147,35 @@ pub(super) fn replay_cmd(
     Ok(code)
 }
 
+/// The machines a saved run was recorded with, from `cat`, and able to express it. A run of a
+/// SQL coordinator needs its file again (`--coordinator sql:FILE`), with the same content.
+fn resolve(
+    recorded: Option<&RecordedMachines>,
+    setup: &Setup,
+    file: &Path,
+    cat: &[Machines],
+) -> Result<Machines, UsageError> {
+    let m = replay::machines_in(recorded, setup, cat).map_err(|e| {
+        match recorded.and_then(|r| sql::recorded_sql(&r.coordinator)) {
+            Some(name) => sql::replay_needs(
+                file,
+                name,
+                cat.iter()
+                    .find(|m| sql::recorded_sql(&m.parts().coordinator).is_some()),
+            ),
+            None => UsageError(format!("{}: {e}", file.display())),
+        }
+    })?;
+    m.expressible(setup).map_err(|e| {
+        UsageError(format!(
+            "{}: {} cannot express this run: {e}",
+            file.display(),
+            m.name()
+        ))
+    })?;
+    Ok(m)
+}
+
 /// Whether `setup` is exactly what its scenario builds for `seed`.
 fn pristine(setup: &Setup, seed: u64) -> bool {
     scenarios::find(&setup.scenario).is_some_and(|d| (d.build)(seed, setup.variant) == *setup)
@@ -158,12 +193,15 @@ fn replay_reproduce(replay: &Replay, file: &Path, m: &Machines) -> String {
 
 /// The command that replays `file` with this program's machines `m`.
 pub(super) fn rerun_command(m: &Machines, file: &Path) -> String {
-    let prefix = if m.is_stock() {
+    let prefix = if m.is_stock() || m.command_line().is_some() {
         "cargo run --release --".to_string()
     } else {
         program_prefix()
     };
-    format!("{prefix} replay {}", file.display())
+    match m.command_line() {
+        Some(args) => format!("{prefix} replay {} {args}", file.display()),
+        None => format!("{prefix} replay {}", file.display()),
+    }
 }
 
 /// One line on what machines these are: the variant's bug, or the user's parts.
@@ -216,8 +254,7 @@ pub(super) fn report_cmd(
             machines,
         } => (setup, seed, trace_hash, false, machines),
     };
-    let m = leasesim::replay::machines_in(recorded.as_ref(), &setup, cat)
-        .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
+    let m = resolve(recorded.as_ref(), &setup, file, cat)?;
     let r = leasesim::run::run(&setup, seed, &m);
     let reproduce = if pristine(&setup, seed) {
         reproduce_command_for(&m, &setup.scenario, seed)
@@ -532,9 +569,7 @@ pub(super) fn shrink_cmd(
     cat: &[Machines],
 ) -> Result<i32, UsageError> {
     let replay = Replay::load(file).map_err(UsageError)?;
-    let m = replay
-        .machines_in(cat)
-        .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
+    let m = resolve(replay.machines.as_ref(), &replay.setup, file, cat)?;
     let dest = dest.unwrap_or_else(|| shrunk_path(file));
     check_outputs(&[("--out", &dest)], &[file])?;
     #[allow(clippy::disallowed_methods)] // the shrinker's own duration, never the simulated world

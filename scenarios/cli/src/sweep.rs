@@ -17,6 +17,7 @@ use leasesim::scenarios::ScenarioDef;
 use leasesim::shrink;
 use leasesim::sweep::{self, describe_ranges, Failure, SeedRange, Shard, SweepConfig, SweepReport};
 use leasesim::Machines;
+use leasesim_reports::matrix::file_stem;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -327,7 +328,7 @@ pub(super) fn sweep_cmd(
         machines: m,
         bar,
         list: Mutex::new(ListFile {
-            path: dir.path.join(format!("sweep-{}.txt", m.name())),
+            path: dir.path.join(format!("sweep-{}.txt", file_stem(m.name()))),
             file: None,
             next: 0,
             pending: BTreeMap::new(),
@@ -414,9 +415,12 @@ fn save_failures(
         let d = defs[f.scenario];
         let setup = (d.build)(f.seed, m.setup_variant());
         let r = run(&setup, f.seed, m);
-        let path = dir
-            .path
-            .join(format!("{}-{}-seed{}.json", d.name, m.name(), f.seed));
+        let path = dir.path.join(format!(
+            "{}-{}-seed{}.json",
+            d.name,
+            file_stem(m.name()),
+            f.seed
+        ));
         let replay = Replay::record_on(&setup, f.seed, true, &r, m, &rerun_command(m, &path));
         match replay.save(&path) {
             Ok(()) => {
@@ -459,6 +463,22 @@ fn save_failures(
         }
     }
     saved
+}
+
+/// Why seeds were not expressible, most frequent first.
+fn reasons(o: &leasesim::sweep::ScenarioOutcome) -> String {
+    let mut rs: Vec<(&String, &u64)> = o.not_expressible_reasons.iter().collect();
+    rs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    rs.iter()
+        .map(|(r, n)| {
+            if **n == o.not_expressible {
+                (*r).clone()
+            } else {
+                format!("{r} ({n})")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// How a sweep (or the merge of its shards) ends.
@@ -720,6 +740,8 @@ impl Results {
                     "nondeterministic_seeds": o.nondeterministic_seeds.iter().map(|(seed, e)| json!({"seed": seed, "difference": e})).collect::<Vec<_>>(),
                     "busy_s": o.busy.as_secs_f64(),
                     "slowest_seed_s": o.slowest_seed.as_secs_f64(),
+                    "not_expressible": o.not_expressible,
+                    "not_expressible_reasons": o.not_expressible_reasons,
                     "hazards": o.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
                     "declared_hazards": d.hazards.iter().map(|h| h.name()).collect::<Vec<_>>(),
                     "unreached_hazards": self.unreached.iter().filter(|(s, _)| *s == i).map(|(_, h)| h.name()).collect::<Vec<_>>(),
@@ -737,6 +759,7 @@ impl Results {
             "runs": r.runs,
             "share_runs": self.share_runs(),
             "failing": r.failing(),
+            "not_expressible": r.not_expressible(),
             "unreached_hazards": self.unreached.len(),
             "events": r.events,
             "elapsed_s": self.elapsed,
@@ -772,16 +795,22 @@ impl Results {
         }
         for (i, d) in self.defs.iter().enumerate() {
             let o = &r.scenarios[i];
+            let verdict = if o.runs > 0 && o.not_expressible == o.runs {
+                "NOT EXPRESSIBLE".to_string()
+            } else if o.failing == 0 {
+                "held".to_string()
+            } else {
+                format!("{} FAILING", o.failing)
+            };
+            let skipped = match o.not_expressible {
+                0 => String::new(),
+                n if n == o.runs => format!(": {}", reasons(o)),
+                n => format!(" ({n} not expressible: {})", reasons(o)),
+            };
             io(writeln!(
                 out,
-                "{:<26} {} seeds  {}",
-                d.name,
-                o.runs,
-                if o.failing == 0 {
-                    "held".to_string()
-                } else {
-                    format!("{} FAILING", o.failing)
-                }
+                "{:<26} {} seeds  {verdict}{skipped}",
+                d.name, o.runs,
             ))?;
             for f in o.failures.iter().take(PRINT_FAILURES_MAX) {
                 io(writeln!(out, "  seed {}: {}", f.seed, f.first))?;
@@ -896,9 +925,16 @@ impl Results {
             (Some(mg), _) => format!("{} merged result(s) of ", mg.files.len()),
             (None, None) => String::new(),
         };
+        let skipped = match r.not_expressible() {
+            0 => String::new(),
+            n => format!(
+                ", {n} not expressible by {} (skipped, never passed)",
+                m.name()
+            ),
+        };
         io(writeln!(
             out,
-            "sweep: {} runs ({scope}{} scenario(s) x {} seeds, variant {}) {}: {:.0} seeds/s, {:.0} events/s; {} failing{}",
+            "sweep: {} runs ({scope}{} scenario(s) x {} seeds, variant {}) {}: {:.0} seeds/s, {:.0} events/s; {} failing{skipped}{}",
             r.runs,
             self.defs.len(),
             self.config.seeds.len(),
@@ -932,8 +968,13 @@ impl Results {
                     )
                 })
                 .collect();
-            for h in d.hazards.iter().filter(|h| !hazards.contains_key(h)) {
-                cells.push(format!("{}* NEVER", h.name()));
+            let o = &self.report.scenarios[i];
+            if o.runs > 0 && o.not_expressible == o.runs {
+                cells = vec!["not expressible".to_string()];
+            } else {
+                for h in d.hazards.iter().filter(|h| !hazards.contains_key(h)) {
+                    cells.push(format!("{}* NEVER", h.name()));
+                }
             }
             io(writeln!(
                 out,

@@ -1,7 +1,8 @@
 //! `cargo xtask test`: the whole test suite on any machine of this project's kind, fresh or not.
 //!
 //! It installs what a fresh machine lacks (the formatter and linter components, Debian's
-//! Chromium for the browser test) and then runs, in order and stopping at the first failure:
+//! Chromium for the browser test, PostgreSQL's server for the SQL coordinator's tests) and then
+//! runs, in order and stopping at the first failure:
 //! `cargo fmt --check`, `cargo clippy -D warnings`, `cargo test --workspace`, and the madsim
 //! engine's tests in their own build. Nothing is skipped: a test that needs something this
 //! program cannot install fails and says how to install it.
@@ -97,7 +98,42 @@ fn provision() -> Result<(), String> {
     if std::env::var_os("LEASESIM_CHROMIUM").is_none() && !present("chromium", &["--version"]) {
         apt_install(&["chromium"])?;
     }
+    // The SQL coordinator's tests start throwaway PostgreSQL servers from the system's server
+    // binaries (initdb, pg_ctl); as root they run as the `postgres` user, which the package
+    // creates.
+    if !postgres_present() {
+        apt_install(&["postgresql"])?;
+    }
+    if is_root() && !present("id", &["postgres"]) {
+        run(
+            "the postgres user",
+            "useradd",
+            &[
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                "postgres",
+            ],
+        )?;
+    }
     Ok(())
+}
+
+/// Whether PostgreSQL's server binaries are installed where leasesim looks for them.
+fn postgres_present() -> bool {
+    let from_config = Command::new("pg_config")
+        .arg("--bindir")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let mut dirs: Vec<std::path::PathBuf> = from_config.into_iter().collect();
+    if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
+        dirs.extend(rd.flatten().map(|e| e.path().join("bin")));
+    }
+    dirs.iter()
+        .any(|d| d.join("initdb").exists() && d.join("pg_ctl").exists())
 }
 
 fn test() -> Result<(), String> {

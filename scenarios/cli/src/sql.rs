@@ -1,0 +1,221 @@
+//! `--coordinator sql:FILE` (or `--sql FILE`) on `run`, `sweep`, `matrix`, `replay` and
+//! `shrink`, `--database-url` (or `LEASESIM_DATABASE_URL`), and `sql check`: a queue's SQL file
+//! as the coordinator, on a server of the user's or on a throwaway PostgreSQL that leasesim
+//! starts, and stops and removes when it exits (also on Ctrl-C and on a failure).
+
+use super::{interrupt, io, UsageError};
+use leasesim::Machines;
+use leasesim_sql::{Database, SqlQueue, PART_PREFIX};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The environment variable that names a server when `--database-url` does not.
+pub const DATABASE_URL_ENV: &str = "LEASESIM_DATABASE_URL";
+
+/// The options that put a SQL file in the coordinator's place.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub(super) struct SqlArgs {
+    /// Runs the coordinator as SQL: `sql:FILE`, a queue's named statements on PostgreSQL (see
+    /// README, "Test your SQL queue"); `matrix` takes it several times.
+    #[arg(long, value_name = "sql:FILE")]
+    coordinator: Vec<String>,
+    /// The same as `--coordinator sql:FILE`.
+    #[arg(long, value_name = "FILE")]
+    sql: Vec<PathBuf>,
+    /// The PostgreSQL server to run the SQL on (default: $LEASESIM_DATABASE_URL, else a
+    /// throwaway server of this machine's PostgreSQL, removed on exit).
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
+}
+
+impl SqlArgs {
+    /// Whether a SQL file was named.
+    pub(super) fn any(&self) -> bool {
+        !self.coordinator.is_empty() || !self.sql.is_empty()
+    }
+
+    /// The same options as command-line arguments (for a measuring child process).
+    pub(super) fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        for c in &self.coordinator {
+            args.extend(["--coordinator".to_string(), c.clone()]);
+        }
+        for f in &self.sql {
+            args.extend(["--sql".to_string(), f.display().to_string()]);
+        }
+        if let Some(url) = &self.database_url {
+            args.extend(["--database-url".to_string(), url.clone()]);
+        }
+        args
+    }
+
+    /// The SQL files named, in order.
+    fn files(&self) -> Result<Vec<PathBuf>, UsageError> {
+        let mut files = Vec::new();
+        for c in &self.coordinator {
+            match c.strip_prefix(PART_PREFIX) {
+                Some(path) if !path.is_empty() => files.push(PathBuf::from(path)),
+                _ => {
+                    return Err(UsageError(format!(
+                        "--coordinator {c:?}: expected sql:FILE (a queue's SQL file)"
+                    )))
+                }
+            }
+        }
+        files.extend(self.sql.iter().cloned());
+        Ok(files)
+    }
+}
+
+/// Connects to the server the options name, or starts a throwaway one (stopped when its last
+/// handle drops, or by the signal handler's cleanup).
+fn database(args: &SqlArgs) -> Result<Database, UsageError> {
+    let url = args.database_url.clone().or_else(|| {
+        std::env::var(DATABASE_URL_ENV)
+            .ok()
+            .filter(|u| !u.is_empty())
+    });
+    if let Some(url) = url {
+        return Ok(Database::at(&url));
+    }
+    // A signal while the server starts must not leave it behind: the start runs in a graceful
+    // section, so the signal only sets the stop flag; once the server's cleanup is registered,
+    // a signal that came meanwhile ends the process (and the cleanup removes the server).
+    let graceful = interrupt::Graceful::enter();
+    let db = Database::throwaway().map_err(UsageError);
+    if let Ok(db) = &db {
+        interrupt::on_exit(db.stopper());
+    }
+    if graceful.stopped() {
+        drop(db);
+        interrupt::exit_now();
+    }
+    db
+}
+
+/// Opens every SQL file the options name on one server (none when no file was named); the
+/// server lives as long as any of the machines. Each file is checked against the
+/// contract and its lease measured first; any problem is a one-line error (exit 2).
+pub(super) fn machines(args: &SqlArgs) -> Result<Vec<Machines>, UsageError> {
+    Ok(open(args)?.0)
+}
+
+/// [`machines`], and the database they run on (`None` when no file was named).
+pub(super) fn open(args: &SqlArgs) -> Result<(Vec<Machines>, Option<Database>), UsageError> {
+    let files = args.files()?;
+    if files.is_empty() {
+        if args.database_url.is_some() {
+            return Err(UsageError(
+                "--database-url is for a SQL coordinator; name its file with --coordinator sql:FILE".into(),
+            ));
+        }
+        return Ok((Vec::new(), None));
+    }
+    // Every file is read and checked before a server starts.
+    for f in &files {
+        let problems = leasesim_sql::check_path(f).map_err(UsageError)?;
+        if let Some(p) = problems.first() {
+            return Err(UsageError(format!(
+                "{}: {p} (`leasesim sql check {}` lists every problem)",
+                f.display(),
+                f.display()
+            )));
+        }
+    }
+    let db = database(args)?;
+    let mut machines = Vec::new();
+    for f in &files {
+        let queue: Arc<SqlQueue> = SqlQueue::open_path(f, &db).map_err(UsageError)?;
+        machines.push(
+            queue
+                .machines()
+                .with_command_line(&format!("--coordinator {PART_PREFIX}{}", f.display())),
+        );
+    }
+    let mut names: Vec<&str> = machines.iter().map(Machines::name).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return Err(UsageError("the same SQL file is named twice".into()));
+    }
+    Ok((machines, Some(db)))
+}
+
+/// The one SQL machines a single-run command takes, or `None`.
+pub(super) fn one(args: &SqlArgs, command: &str) -> Result<Option<Machines>, UsageError> {
+    let mut sql = machines(args)?;
+    match sql.len() {
+        0 => Ok(None),
+        1 => Ok(sql.pop()),
+        n => Err(UsageError(format!(
+            "{command} takes one SQL coordinator; {n} were named"
+        ))),
+    }
+}
+
+/// `sql check FILE...`: every problem of every file against the statement contract, as
+/// `FILE:LINE: message`; exit 2 when there is any.
+pub(super) fn check_cmd(out: &mut dyn Write, files: &[PathBuf]) -> Result<i32, UsageError> {
+    if files.is_empty() {
+        return Err(UsageError("sql check needs at least one SQL file".into()));
+    }
+    let mut bad = 0;
+    for f in files {
+        let problems = leasesim_sql::check_path(f).map_err(UsageError)?;
+        if problems.is_empty() {
+            io(writeln!(
+                out,
+                "{}: keeps the statement contract",
+                f.display()
+            ))?;
+        }
+        for p in &problems {
+            bad += 1;
+            // A problem of the whole file (a missing statement) has no line.
+            match p.line {
+                0 => io(writeln!(out, "{}: {}", f.display(), p.message))?,
+                line => io(writeln!(out, "{}:{line}: {}", f.display(), p.message))?,
+            }
+        }
+    }
+    if bad > 0 {
+        return Err(UsageError(format!(
+            "{bad} problem(s) against the statement contract (see README, \"Test your SQL queue\")"
+        )));
+    }
+    Ok(0)
+}
+
+/// Whether a replay's recorded coordinator is a SQL file, and which (`sql:NAME@HASH`).
+pub(super) fn recorded_sql(coordinator: &str) -> Option<&str> {
+    coordinator.strip_prefix(PART_PREFIX)
+}
+
+/// The error for a replay of a SQL coordinator given without (or with another) SQL file.
+pub(super) fn replay_needs(file: &Path, recorded: &str, given: Option<&Machines>) -> UsageError {
+    let name = recorded.split('@').next().unwrap_or(recorded);
+    match given {
+        None => UsageError(format!(
+            "{}: it was recorded on the SQL coordinator {PART_PREFIX}{recorded}; give the file: --coordinator {PART_PREFIX}<path to {name}>",
+            file.display()
+        )),
+        Some(m) => UsageError(format!(
+            "{}: it was recorded on {PART_PREFIX}{recorded}, and --coordinator gives {}: not the same file (its name or content hash differs)",
+            file.display(),
+            m.parts().coordinator
+        )),
+    }
+}
+
+/// The threads a command runs SQL machines on when `--jobs` is not given: twice the cores,
+/// because a run waits on the server half the time (measured: 2 threads 270 w1-w2 seeds/s, 4
+/// threads 340, on 2 cores); leasesim's own machines keep one thread per core.
+pub(super) fn default_jobs(jobs: Option<usize>, machines: &[Machines]) -> Option<usize> {
+    let sql = machines
+        .iter()
+        .any(|m| recorded_sql(&m.parts().coordinator).is_some());
+    match jobs {
+        None if sql => Some(2 * leasesim::pool::cores()),
+        jobs => jobs,
+    }
+}

@@ -1,0 +1,818 @@
+//! The SQL coordinator: the coordinator machine whose every decision is a named statement of a
+//! queue's SQL file, run as one transaction on PostgreSQL at the simulated time.
+//!
+//! The database decides; this adapter only maps. A request becomes the statement's parameters
+//! (`W1` for worker 1, job 3 as the uuid `00000000-0000-4000-8000-000000000003`, the time as
+//! the database's `now()`), and the statement's rows become the answer and the journal: one row
+//! from `claim` is a grant with the token and lease end the row names, no row from `heartbeat`
+//! is a refusal (as the article says), a row count of one from `commit` accepts the result. Each
+//! decision is journaled after a [`Event::StatementRan`] naming the statement and its row
+//! count, so a timeline shows which `where` clause let a stale commit through.
+//!
+//! What the database does not say, the adapter keeps from what it saw: which token a job's
+//! current grant carries (for `took_over`), the attempt count when the claim does not return
+//! it, and whether every job has ended. A repeated claim or commit (a duplicated or retried
+//! request) gets its first answer again without a second statement, as from the reference
+//! coordinator: the request's identity is the adapter's to keep, not the SQL's.
+
+use crate::contract;
+use crate::db::{Answer, Conn, Value};
+use crate::time::{parse_us, Scale};
+use crate::SqlQueue;
+use leasesim_protocol::{
+    ClassSpec, CoordinatorMachine, ErrorCode, Event, GrantReason, JobId, JobSpec, JobState, Msg,
+    Nanos, OperatorAction, Outcome, Output, Peer, RefusalReason, StoreStatement, Token, WorkerName,
+};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// A job's uuid.
+pub fn job_uuid(job: JobId) -> String {
+    format!("00000000-0000-4000-8000-{:012x}", job.0)
+}
+
+/// The job a uuid names, if it is one of ours.
+pub fn job_of(uuid: &str) -> Option<JobId> {
+    let hex = uuid.strip_prefix("00000000-0000-4000-8000-")?;
+    if hex.len() != 12 {
+        return None;
+    }
+    u32::from_str_radix(hex, 16).ok().map(JobId)
+}
+
+/// A worker's id as the SQL sees it.
+pub fn worker_id(w: WorkerName) -> String {
+    w.to_string()
+}
+
+/// An error code as the `error` column's JSON.
+fn error_name(e: ErrorCode) -> &'static str {
+    match e {
+        ErrorCode::ToolTimeout => "tool_timeout",
+        ErrorCode::ToolFailed => "tool_failed",
+        ErrorCode::StageDeadline => "stage_deadline",
+        ErrorCode::RenewalCap => "renewal_cap",
+        ErrorCode::Validation => "validation",
+        ErrorCode::Unauthorized => "unauthorized",
+        ErrorCode::NeedsHumanReview => "needs_human_review",
+    }
+}
+
+/// What the adapter saw of a job.
+#[derive(Clone, Debug)]
+struct Seen {
+    class: ClassSpec,
+    class_id: leasesim_protocol::ClassId,
+    state: JobState,
+    holder: Option<WorkerName>,
+    token: Token,
+    until: Option<Nanos>,
+    attempt: u32,
+    checkpoint: Option<u8>,
+}
+
+/// A grant: job, token, lease end.
+type Grant = (JobId, Token, Nanos);
+
+/// The coordinator machine on a SQL file.
+pub struct SqlCoordinator {
+    queue: Arc<SqlQueue>,
+    conn: Option<Conn>,
+    scale: Scale,
+    jobs: Vec<Seen>,
+    open: usize,
+    claims: BTreeMap<u32, (u64, Option<Grant>)>,
+    accepted: BTreeMap<(JobId, WorkerName, Token), Outcome>,
+    handoffs: BTreeMap<JobId, WorkerName>,
+    out: VecDeque<Output>,
+}
+
+impl Drop for SqlCoordinator {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            self.queue.pool.give(c);
+        }
+    }
+}
+
+/// Fails the run with a machine fault that names the SQL file: the simulator catches the
+/// panic and ends the run with `End::ProcessFault`, the message in the verdict.
+fn broken(queue: &SqlQueue, what: String) -> ! {
+    panic!("{}: {what}", queue.file.name)
+}
+
+impl SqlCoordinator {
+    /// A coordinator for one run: a connection of its own, a clean state, every job enqueued.
+    pub fn new(queue: Arc<SqlQueue>, classes: &[ClassSpec], jobs: &[JobSpec]) -> SqlCoordinator {
+        let lease = classes.first().map_or(0, |c| c.lease_ns);
+        if lease == 0 || classes.iter().any(|c| c.lease_ns != lease) {
+            broken(
+                &queue,
+                "the SQL grants one lease length, and this run's classes have different ones (not expressible)".into(),
+            );
+        }
+        let scale = Scale::new(queue.lease_ns, lease);
+        let mut conn = queue.pool.take().unwrap_or_else(|e| broken(&queue, e));
+        let enqueue = queue.file.get("enqueue").expect("checked at open");
+        let rows: Vec<Vec<Value>> = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| {
+                let id = JobId(i as u32);
+                let mut payload = format!(
+                    "{{\"class\": {}, \"hash\": \"{:016x}\"",
+                    j.class.0, j.payload_hash
+                );
+                if let Some(asked) = j.payload_lease_ns {
+                    payload.push_str(&format!(", \"lease_seconds\": {}", scale.db_seconds(asked)));
+                }
+                payload.push('}');
+                enqueue
+                    .params
+                    .iter()
+                    .map(|(p, _)| match p.as_str() {
+                        "job_id" => Value::Text(job_uuid(id)),
+                        "idempotency_key" => Value::Text(format!("tool-job:{}", id.0)),
+                        _ => Value::Text(payload.clone()),
+                    })
+                    .collect()
+            })
+            .collect();
+        if let Err(e) = conn.start_run(enqueue, &rows) {
+            queue.pool.give(conn);
+            broken(&queue, e);
+        }
+        let jobs = jobs
+            .iter()
+            .map(|j| Seen {
+                class: classes[j.class.0 as usize].clone(),
+                class_id: j.class,
+                state: JobState::Queued,
+                holder: None,
+                token: Token(0),
+                until: None,
+                attempt: 0,
+                checkpoint: None,
+            })
+            .collect();
+        SqlCoordinator {
+            queue,
+            conn: Some(conn),
+            scale,
+            jobs,
+            open: 0,
+            claims: BTreeMap::new(),
+            accepted: BTreeMap::new(),
+            handoffs: BTreeMap::new(),
+            out: VecDeque::new(),
+        }
+    }
+
+    /// Runs statement `name` at simulated `now` with the parameters `value` gives by name, and
+    /// journals it with its row count.
+    fn exec(
+        &mut self,
+        name: &'static str,
+        now: Nanos,
+        value: impl Fn(&str) -> Option<Value>,
+    ) -> Answer {
+        let queue = self.queue.clone();
+        let st = queue
+            .file
+            .get(name)
+            .unwrap_or_else(|| broken(&queue, format!("the file has no `{name}` statement")));
+        let values: Vec<Value> = st
+            .params
+            .iter()
+            .map(|(p, line)| {
+                value(p).unwrap_or_else(|| {
+                    broken(
+                        &queue,
+                        format!(
+                            "line {line}: `{name}` uses `:{p}`, which leasesim does not pass there"
+                        ),
+                    )
+                })
+            })
+            .collect();
+        let now_us = self.scale.db_us(now);
+        let conn = self.conn.as_mut().expect("a connection while running");
+        let answer = conn
+            .run(st, &values, now_us)
+            .unwrap_or_else(|e| broken(&queue, e));
+        let spec = contract::spec(name).expect("a contract statement");
+        if spec.answer == contract::Answer::Returning && answer.count > 0 {
+            for col in spec.returns {
+                if !answer.columns.iter().any(|c| c == col) {
+                    broken(
+                        &queue,
+                        format!(
+                            "line {}: `{name}` returned the columns {:?}, without `{col}`",
+                            st.line, answer.columns
+                        ),
+                    );
+                }
+            }
+        }
+        if answer.count > 1 && name != "schema" {
+            broken(
+                &queue,
+                format!(
+                    "line {}: `{name}` touched {} rows; it must decide about one job",
+                    st.line, answer.count
+                ),
+            );
+        }
+        if name != "status" {
+            // A status read only explains a refusal; the decision was the statement before.
+            self.out.push_back(Output::Journal(Event::StatementRan {
+                statement: statement_of(name),
+                rows: answer.count.min(u64::from(u32::MAX)) as u32,
+            }));
+        }
+        answer
+    }
+
+    /// The simulated time of a lease end the database returned (the first instant it calls
+    /// expired).
+    fn until(&self, name: &str, answer: &Answer) -> Nanos {
+        let text = answer.get(0, "lease_until").unwrap_or_else(|| {
+            broken(&self.queue, format!("`{name}` returned a null lease_until"))
+        });
+        let us = parse_us(text).unwrap_or_else(|e| broken(&self.queue, format!("`{name}`: {e}")));
+        self.scale.sim_ns(us)
+    }
+
+    fn token(&self, name: &str, answer: &Answer) -> Token {
+        let text = answer.get(0, "fencing_token").unwrap_or_default();
+        Token(text.parse().unwrap_or_else(|_| {
+            broken(
+                &self.queue,
+                format!("`{name}` returned fencing_token `{text}`, not a non-negative integer"),
+            )
+        }))
+    }
+
+    /// The parameters of a worker's request, by name.
+    fn request_value(
+        &self,
+        p: &str,
+        job: JobId,
+        worker: WorkerName,
+        token: Token,
+        client_now: Nanos,
+    ) -> Option<Value> {
+        Some(match p {
+            "job_id" => Value::Text(job_uuid(job)),
+            "worker_id" => Value::Text(worker_id(worker)),
+            "fencing_token" => Value::Int(token.0 as i64),
+            "client_now" => Value::Text(self.scale.timestamp(client_now)),
+            _ => return None,
+        })
+    }
+
+    fn seen(&self, job: JobId) -> Option<&Seen> {
+        self.jobs.get(job.0 as usize)
+    }
+
+    /// The adapter's view of whether `worker` still holds `job` under `token` at `now`.
+    fn holds(&self, job: JobId, worker: WorkerName, token: Token, now: Nanos) -> bool {
+        self.seen(job).is_some_and(|s| {
+            s.state == JobState::Running
+                && s.holder == Some(worker)
+                && s.token == token
+                && s.until.is_some_and(|u| u > now)
+        })
+    }
+
+    /// Why a request was refused: from the `status` statement when the file has one, else from
+    /// what the adapter saw.
+    fn reason(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        worker: WorkerName,
+        token: Token,
+    ) -> RefusalReason {
+        let status = if self.queue.file.get("status").is_some() && self.seen(job).is_some() {
+            let uuid = job_uuid(job);
+            let a = self.exec("status", now, |p| {
+                (p == "job_id").then(|| Value::Text(uuid.clone()))
+            });
+            (a.count == 1).then(|| {
+                let until = a.get(0, "lease_until").and_then(|t| parse_us(t).ok());
+                (
+                    a.get(0, "state").unwrap_or_default().to_string(),
+                    a.get(0, "owner_id").map(str::to_string),
+                    a.get(0, "fencing_token")
+                        .and_then(|t| t.parse::<u64>().ok()),
+                    until,
+                )
+            })
+        } else {
+            None
+        };
+        match status {
+            Some((state, owner, tok, until)) => {
+                if state != "running" {
+                    RefusalReason::NotRunning
+                } else if owner.as_deref() != Some(worker_id(worker).as_str()) {
+                    RefusalReason::NotOwner
+                } else if tok != Some(token.0) {
+                    RefusalReason::StaleToken
+                } else if until.is_none_or(|u| u <= self.scale.db_us(now)) {
+                    RefusalReason::Expired
+                } else {
+                    // The row says it holds; the statement refused for a reason of its own.
+                    RefusalReason::NotRunning
+                }
+            }
+            None => match self.seen(job) {
+                None => RefusalReason::NotRunning,
+                Some(s) if s.state != JobState::Running => RefusalReason::NotRunning,
+                Some(s) if s.holder != Some(worker) => RefusalReason::NotOwner,
+                Some(s) if s.token != token => RefusalReason::StaleToken,
+                Some(_) => RefusalReason::Expired,
+            },
+        }
+    }
+
+    fn set_state(&mut self, job: JobId, state: JobState) {
+        if let Some(s) = self.jobs.get_mut(job.0 as usize) {
+            s.state = state;
+            if state != JobState::Running {
+                s.until = None;
+            }
+            if state == JobState::Queued || state == JobState::Cancelled {
+                s.holder = None;
+            }
+        }
+        if !state.is_terminal() {
+            self.open = self.open.min(job.0 as usize);
+        }
+    }
+
+    fn claim(&mut self, now: Nanos, worker: WorkerName, client_now: Nanos) -> Option<Grant> {
+        if let Some(grant) = self.pick_up_handoff(now, worker) {
+            return Some(grant);
+        }
+        let who = worker_id(worker);
+        let client = self.scale.timestamp(client_now);
+        let a = self.exec("claim", now, |p| match p {
+            "worker_id" => Some(Value::Text(who.clone())),
+            "client_now" => Some(Value::Text(client.clone())),
+            _ => None,
+        });
+        if a.count == 0 || a.rows.is_empty() {
+            return None;
+        }
+        let id = a.get(0, "id").unwrap_or_default();
+        let job = job_of(id)
+            .filter(|j| (j.0 as usize) < self.jobs.len())
+            .unwrap_or_else(|| {
+                broken(
+                    &self.queue,
+                    format!("`claim` returned id `{id}`, which is no job of this run"),
+                )
+            });
+        let token = self.token("claim", &a);
+        let until = self.until("claim", &a);
+        let attempt = a.get(0, "attempt").and_then(|t| t.parse::<u32>().ok());
+        let checkpoint = a.get(0, "checkpoint").and_then(|t| t.parse::<u8>().ok());
+        let s = &mut self.jobs[job.0 as usize];
+        let took_over = (s.state == JobState::Running).then_some(s.token);
+        s.attempt = attempt.unwrap_or(s.attempt + 1);
+        s.state = JobState::Running;
+        s.holder = Some(worker);
+        s.token = token;
+        s.until = Some(until);
+        if checkpoint.is_some() {
+            s.checkpoint = checkpoint;
+        }
+        let attempt = s.attempt;
+        self.open = self.open.min(job.0 as usize);
+        self.out.push_back(Output::Journal(Event::LeaseGranted {
+            job,
+            holder: worker,
+            token,
+            attempt,
+            lease_until: until,
+            took_over,
+            reason: if took_over.is_some() {
+                GrantReason::Expired
+            } else {
+                GrantReason::Claim
+            },
+        }));
+        Some((job, token, until))
+    }
+
+    /// A job an operator handed to this worker: its lease restarts now, by the file's own
+    /// `heartbeat` under the new token (as the reference coordinator renews it).
+    fn pick_up_handoff(&mut self, now: Nanos, worker: WorkerName) -> Option<Grant> {
+        let (&job, _) = self.handoffs.iter().find(|(_, w)| **w == worker)?;
+        self.handoffs.remove(&job);
+        let token = self.seen(job)?.token;
+        let until = self.heartbeat(now, job, worker, token, now)?;
+        Some((job, token, until))
+    }
+
+    /// Runs `heartbeat`; the new lease end, or `None` (journaled as a refusal).
+    fn heartbeat(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        worker: WorkerName,
+        token: Token,
+        client_now: Nanos,
+    ) -> Option<Nanos> {
+        let values: Vec<(&str, Option<Value>)> =
+            ["job_id", "worker_id", "fencing_token", "client_now"]
+                .into_iter()
+                .map(|p| (p, self.request_value(p, job, worker, token, client_now)))
+                .collect();
+        let a = self.exec("heartbeat", now, |p| {
+            values
+                .iter()
+                .find(|(n, _)| *n == p)
+                .and_then(|(_, v)| v.clone())
+        });
+        if a.count == 0 {
+            let reason = self.reason(now, job, worker, token);
+            self.out.push_back(Output::Journal(Event::HeartbeatRefused {
+                job,
+                worker,
+                token,
+                reason,
+            }));
+            return None;
+        }
+        let until = self.until("heartbeat", &a);
+        if let Some(s) = self.jobs.get_mut(job.0 as usize) {
+            s.until = Some(until);
+        }
+        self.out.push_back(Output::Journal(Event::LeaseRenewed {
+            job,
+            worker,
+            token,
+            lease_until: until,
+        }));
+        Some(until)
+    }
+
+    fn commit(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        worker: WorkerName,
+        token: Token,
+        outcome: Outcome,
+        client_now: Nanos,
+    ) -> bool {
+        if self.accepted.get(&(job, worker, token)) == Some(&outcome) {
+            // The same commit again: the same answer, and nothing runs.
+            return true;
+        }
+        let Some(seen) = self.seen(job).cloned() else {
+            self.out.push_back(Output::Journal(Event::ResultRejected {
+                job,
+                worker,
+                token,
+                reason: RefusalReason::NotRunning,
+                result_hash: 0,
+            }));
+            return false;
+        };
+        let base: Vec<(&str, Option<Value>)> =
+            ["job_id", "worker_id", "fencing_token", "client_now"]
+                .into_iter()
+                .map(|p| (p, self.request_value(p, job, worker, token, client_now)))
+                .collect();
+        let lookup = |extra: &[(&str, Value)], p: &str| {
+            base.iter()
+                .find(|(n, _)| *n == p)
+                .and_then(|(_, v)| v.clone())
+                .or_else(|| extra.iter().find(|(n, _)| *n == p).map(|(_, v)| v.clone()))
+        };
+        let (result_hash, decided) = match outcome {
+            Outcome::Success { result } => {
+                let extra = [(
+                    "result",
+                    Value::Text(format!("{{\"hash\": \"{result:016x}\"}}")),
+                )];
+                let a = self.exec("commit", now, |p| lookup(&extra, p));
+                (
+                    result,
+                    (a.count == 1).then_some((JobState::Succeeded, None)),
+                )
+            }
+            Outcome::Failure { error, retryable } => {
+                // P11's backoff, doubled per attempt, for a file whose `fail` honours it.
+                let shift = seen.attempt.saturating_sub(1).min(16);
+                let not_before = now + seen.class.retry_backoff_ns.saturating_mul(1 << shift);
+                let extra = [
+                    (
+                        "error",
+                        Value::Text(format!(
+                            "{{\"code\": \"{}\", \"retryable\": {retryable}}}",
+                            error_name(error)
+                        )),
+                    ),
+                    ("retryable", Value::Bool(retryable)),
+                    (
+                        "max_attempts",
+                        Value::Int(i64::from(seen.class.max_attempts)),
+                    ),
+                    ("not_before", Value::Text(self.scale.timestamp(not_before))),
+                ];
+                let a = self.exec("fail", now, |p| lookup(&extra, p));
+                let decided = (a.count == 1).then(|| match a.get(0, "state") {
+                    Some("queued") => (JobState::Queued, Some((error, not_before))),
+                    Some("failed") => (JobState::Failed, Some((error, not_before))),
+                    other => broken(
+                        &self.queue,
+                        format!("`fail` returned state {other:?}; leasesim reads `queued` (retried) or `failed` (ended)"),
+                    ),
+                });
+                (0, decided)
+            }
+        };
+        let Some((state, failure)) = decided else {
+            let reason = self.reason(now, job, worker, token);
+            self.out.push_back(Output::Journal(Event::ResultRejected {
+                job,
+                worker,
+                token,
+                reason,
+                result_hash,
+            }));
+            return false;
+        };
+        self.set_state(job, state);
+        let attempt = seen.attempt;
+        self.out.push_back(Output::Journal(Event::ResultAccepted {
+            job,
+            worker,
+            token,
+            state,
+        }));
+        match (state, failure) {
+            (JobState::Queued, Some((_, not_before))) => {
+                // Without `:not_before` the file's claim may take the job again at once.
+                let uses = self
+                    .queue
+                    .file
+                    .get("fail")
+                    .is_some_and(|st| st.params.iter().any(|(p, _)| p == "not_before"));
+                self.out.push_back(Output::Journal(Event::RetryScheduled {
+                    job,
+                    attempt,
+                    not_before: if uses { not_before } else { now },
+                }));
+            }
+            (JobState::Failed, Some((error, _))) => {
+                self.out.push_back(Output::Journal(Event::JobFailed {
+                    job,
+                    error,
+                    attempt,
+                }));
+            }
+            _ => {}
+        }
+        self.accepted.insert((job, worker, token), outcome);
+        true
+    }
+
+    fn checkpoint(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        worker: WorkerName,
+        token: Token,
+        step: u8,
+    ) -> bool {
+        let values: Vec<(&str, Option<Value>)> = ["job_id", "worker_id", "fencing_token"]
+            .into_iter()
+            .map(|p| (p, self.request_value(p, job, worker, token, now)))
+            .collect();
+        let a = self.exec("checkpoint", now, |p| {
+            if p == "step" {
+                return Some(Value::Int(i64::from(step)));
+            }
+            values
+                .iter()
+                .find(|(n, _)| *n == p)
+                .and_then(|(_, v)| v.clone())
+        });
+        if a.count == 0 {
+            let reason = self.reason(now, job, worker, token);
+            self.out.push_back(Output::Journal(Event::HeartbeatRefused {
+                job,
+                worker,
+                token,
+                reason,
+            }));
+            return false;
+        }
+        let until = self.until("checkpoint", &a);
+        if let Some(s) = self.jobs.get_mut(job.0 as usize) {
+            s.until = Some(until);
+            s.checkpoint = Some(step);
+        }
+        self.out.push_back(Output::Journal(Event::CheckpointSaved {
+            job,
+            worker,
+            token,
+            step,
+            lease_until: until,
+        }));
+        true
+    }
+
+    fn operator(&mut self, now: Nanos, job: JobId, action: OperatorAction) -> bool {
+        let Some(seen) = self.seen(job).cloned() else {
+            return false;
+        };
+        let uuid = job_uuid(job);
+        let (name, to) = match action {
+            OperatorAction::Revoke => ("revoke", None),
+            OperatorAction::Cancel => ("cancel", None),
+            OperatorAction::Takeover { to } => ("takeover", Some(to)),
+            OperatorAction::HandToHuman | OperatorAction::HumanResolves => broken(
+                &self.queue,
+                "a job handed to a human (P15) is not expressible in SQL; this run should have been skipped".into(),
+            ),
+        };
+        let a = self.exec(name, now, |p| match p {
+            "job_id" => Some(Value::Text(uuid.clone())),
+            "worker_id" => to.map(|w| Value::Text(worker_id(w))),
+            _ => None,
+        });
+        if a.count == 0 {
+            return false;
+        }
+        let epoch = self.token(name, &a);
+        self.handoffs.remove(&job);
+        self.out.push_back(Output::Journal(Event::LeaseRevoked {
+            job,
+            holder: seen.holder,
+            token: seen.token,
+            epoch,
+            action,
+        }));
+        match to {
+            None => {
+                let state = if action == OperatorAction::Cancel {
+                    match a.get(0, "state") {
+                        Some("queued") => JobState::Queued,
+                        Some("running") => JobState::Running,
+                        Some("succeeded") => JobState::Succeeded,
+                        Some("failed") => JobState::Failed,
+                        _ => JobState::Cancelled,
+                    }
+                } else {
+                    JobState::Queued
+                };
+                self.set_state(job, state);
+                if let Some(s) = self.jobs.get_mut(job.0 as usize) {
+                    s.token = epoch;
+                }
+            }
+            Some(to) => {
+                let until = self.until(name, &a);
+                let s = &mut self.jobs[job.0 as usize];
+                s.state = JobState::Running;
+                s.holder = Some(to);
+                s.token = epoch;
+                s.until = Some(until);
+                s.attempt += 1;
+                let attempt = s.attempt;
+                self.open = self.open.min(job.0 as usize);
+                self.handoffs.insert(job, to);
+                self.out.push_back(Output::Journal(Event::LeaseGranted {
+                    job,
+                    holder: to,
+                    token: epoch,
+                    attempt,
+                    lease_until: until,
+                    took_over: Some(seen.token),
+                    reason: GrantReason::Operator,
+                }));
+            }
+        }
+        true
+    }
+}
+
+/// The journal's name for a contract statement.
+fn statement_of(name: &str) -> StoreStatement {
+    match name {
+        "enqueue" => StoreStatement::Enqueue,
+        "claim" => StoreStatement::Claim,
+        "heartbeat" => StoreStatement::Heartbeat,
+        "commit" => StoreStatement::Commit,
+        "fail" => StoreStatement::Fail,
+        "revoke" => StoreStatement::Revoke,
+        "takeover" => StoreStatement::Takeover,
+        "cancel" => StoreStatement::Cancel,
+        "checkpoint" => StoreStatement::Checkpoint,
+        _ => StoreStatement::Status,
+    }
+}
+
+impl CoordinatorMachine for SqlCoordinator {
+    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
+        let to = Peer::Addr(from);
+        let reply = match msg {
+            Msg::Claim {
+                req,
+                worker,
+                client_now,
+            } => {
+                let grant = match self.claims.get(&from) {
+                    Some(&(last, grant)) if last == req => {
+                        grant.filter(|&(job, token, _)| self.holds(job, worker, token, now))
+                    }
+                    _ => {
+                        let grant = self.claim(now, worker, client_now);
+                        self.claims.insert(from, (req, grant));
+                        grant
+                    }
+                };
+                match grant {
+                    Some((job, token, until)) => {
+                        let s = &self.jobs[job.0 as usize];
+                        Msg::ClaimGranted {
+                            req,
+                            job,
+                            token,
+                            lease_ns: until.saturating_sub(now),
+                            class: s.class_id,
+                            checkpoint: s.checkpoint,
+                        }
+                    }
+                    None => Msg::ClaimEmpty { req },
+                }
+            }
+            Msg::Heartbeat {
+                req,
+                job,
+                worker,
+                token,
+                client_now,
+                ..
+            } => match self.heartbeat(now, job, worker, token, client_now) {
+                Some(until) => Msg::HeartbeatOk {
+                    req,
+                    job,
+                    token,
+                    lease_ns: until.saturating_sub(now),
+                },
+                None => Msg::HeartbeatRejected { req, job, token },
+            },
+            Msg::Commit {
+                req,
+                job,
+                worker,
+                token,
+                outcome,
+                client_now,
+            } => {
+                if self.commit(now, job, worker, token, outcome, client_now) {
+                    Msg::CommitAccepted { req, job, token }
+                } else {
+                    Msg::CommitRejected { req, job, token }
+                }
+            }
+            Msg::Checkpoint {
+                req,
+                job,
+                worker,
+                token,
+                step,
+            } => Msg::CheckpointAck {
+                req,
+                job,
+                token,
+                saved: self.checkpoint(now, job, worker, token, step),
+            },
+            Msg::Operator { req, job, action } => Msg::OperatorDone {
+                req,
+                job,
+                applied: self.operator(now, job, action),
+            },
+            _ => return,
+        };
+        self.out.push_back(Output::Send { to, msg: reply });
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    fn all_terminal(&self) -> bool {
+        self.jobs[self.open.min(self.jobs.len())..]
+            .iter()
+            .all(|s| s.state.is_terminal())
+    }
+}

@@ -1,0 +1,489 @@
+//! The SQL coordinator from the command line, as a user runs it: a sweep of the article's SQL on
+//! a throwaway PostgreSQL that leaves nothing behind (also on Ctrl-C), the matrix over the
+//! shipped SQL files with reproduce commands that fail again, `sql check`, replay files that
+//! record the SQL file, and timelines that name the statement behind each decision.
+
+use leasesim_tests::{leasesim_bin, run_with_limit, Finished, TempDir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+fn query(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/sql/queries")
+        .join(name)
+}
+
+fn coordinator(name: &str) -> String {
+    format!("sql:{}", query(name).display())
+}
+
+/// `leasesim <args>` as a process whose temporary files go to `tmp`, bounded in time.
+fn leasesim(args: &[&str], tmp: &Path, limit_s: u64) -> Finished {
+    let mut cmd = Command::new(leasesim_bin());
+    cmd.args(args)
+        .env("TMPDIR", tmp)
+        .env_remove("LEASESIM_DATABASE_URL")
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
+    let f = run_with_limit(cmd, Duration::from_secs(limit_s));
+    assert!(!f.timed_out, "leasesim {args:?} hung: {}\n{}", f.out, f.err);
+    f
+}
+
+/// What is left in `tmp`, and any process still running from it (a server left behind).
+fn leftovers(tmp: &Path) -> (Vec<String>, Vec<String>) {
+    let files = std::fs::read_dir(tmp)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let needle = tmp.to_string_lossy().into_owned();
+    let mut procs = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(&needle) && cmdline.contains("postgres") {
+            procs.push(cmdline);
+        }
+    }
+    (files, procs)
+}
+
+#[test]
+fn a_sweep_of_the_articles_sql_holds_says_what_it_skipped_and_leaves_nothing() {
+    let tmp = TempDir::new("sql-sweep");
+    let f = leasesim(
+        &[
+            "sweep",
+            "--coordinator",
+            &coordinator("seed-postgres.sql"),
+            "--seeds",
+            "8",
+            "--check-determinism",
+        ],
+        &tmp.0,
+        300,
+    );
+    assert_eq!(f.code, Some(0), "{}\n{}", f.out, f.err);
+    for (scenario, why) in [
+        ("renewal-cap", "the renewal cap (P7)"),
+        ("human-handoff", "hands a job to a human (P15)"),
+        ("admission-and-authorization", "(P16)"),
+        ("stages-and-checkpoints", "no `checkpoint` statement"),
+    ] {
+        let line = f
+            .out
+            .lines()
+            .find(|l| l.starts_with(scenario))
+            .unwrap_or_else(|| panic!("no line for {scenario}: {}", f.out));
+        assert!(
+            line.contains("NOT EXPRESSIBLE") && line.contains(why),
+            "{scenario}: {line}"
+        );
+    }
+    let w1w2 = f.out.lines().find(|l| l.starts_with("w1-w2")).unwrap();
+    assert!(w1w2.ends_with("held"), "{w1w2}");
+    assert!(
+        f.out.contains("not expressible by sql:seed-postgres.sql@")
+            && f.out.contains("(skipped, never passed)"),
+        "{}",
+        f.out
+    );
+    assert!(!f.out.contains("FAILING"), "{}", f.out);
+    let (files, procs) = leftovers(&tmp.0);
+    assert!(files.is_empty(), "left behind in TMPDIR: {files:?}");
+    assert!(procs.is_empty(), "servers left running: {procs:?}");
+}
+
+#[test]
+fn ctrl_c_stops_and_removes_the_throwaway_server() {
+    let tmp = TempDir::new("sql-sigint");
+    let mut child = Command::new(leasesim_bin())
+        .args([
+            "sweep",
+            "w1-w2",
+            "--seeds",
+            "10000000",
+            "--coordinator",
+            &coordinator("seed-postgres.sql"),
+        ])
+        .env("TMPDIR", &tmp.0)
+        .env_remove("LEASESIM_DATABASE_URL")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("leasesim starts");
+    // Wait until the server runs: its folder exists and a postgres process runs from it.
+    let mut up = false;
+    for _ in 0..600 {
+        let (files, procs) = leftovers(&tmp.0);
+        if !files.is_empty() && !procs.is_empty() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Let some seeds run on it.
+    std::thread::sleep(Duration::from_millis(500));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let mut code = None;
+    for _ in 0..600 {
+        if let Some(s) = child.try_wait().expect("waitable") {
+            code = Some(s.code());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if code.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(
+        up,
+        "the throwaway server never came up in {}",
+        tmp.0.display()
+    );
+    assert_eq!(code, Some(Some(130)), "exit after Ctrl-C");
+    let (files, procs) = leftovers(&tmp.0);
+    assert!(files.is_empty(), "left behind after Ctrl-C: {files:?}");
+    assert!(
+        procs.is_empty(),
+        "servers left running after Ctrl-C: {procs:?}"
+    );
+}
+
+#[test]
+fn the_matrix_over_the_shipped_sql_catches_every_bad_file_and_each_reproduces() {
+    let tmp = TempDir::new("sql-matrix");
+    let out = tmp.join("out");
+    let mut files: Vec<String> = std::fs::read_dir(query(""))
+        .expect("the queries folder")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sql"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 8, "{files:?}");
+    let mut args = vec![
+        "matrix".to_string(),
+        "--seeds".into(),
+        "2".into(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    for f in &files {
+        args.push("--coordinator".into());
+        args.push(coordinator(f));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let f = leasesim(&args, &tmp.0, 900);
+    assert_eq!(f.code, Some(0), "{}\n{}", f.out, f.err);
+    let md = std::fs::read_to_string(out.join("matrix.md")).expect("matrix.md written");
+    assert!(
+        md.contains("Reference: clean"),
+        "seed-postgres.sql failed somewhere: {md}"
+    );
+    let bad = files.len() - 1;
+    assert!(
+        md.contains(&format!("Variants caught: {bad} of {bad}.")),
+        "{md}"
+    );
+    let seed_row = md
+        .lines()
+        .find(|l| l.starts_with("| `sql:seed-postgres.sql@"))
+        .expect("the reference file's row");
+    assert!(seed_row.contains("| clean |"), "{seed_row}");
+    // Every bad file's row names an invariant and a reproduce command; run that command (with
+    // this build's binary) and it fails again, naming the same invariant.
+    let mut reproduced = 0;
+    for row in md
+        .lines()
+        .filter(|l| l.starts_with("| `sql:") && l.contains("| yes |"))
+    {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let invariants: Vec<&str> = cells[3].split(", ").collect();
+        assert!(invariants.iter().all(|i| i.contains("(I")), "{row}");
+        let command = cells[6].trim_end_matches(" |").trim_matches('`');
+        let rest = command
+            .strip_prefix("cargo run --release -- ")
+            .unwrap_or_else(|| panic!("not a leasesim command: {command}"));
+        let argv: Vec<&str> = rest.split(' ').collect();
+        let again = leasesim(&argv, &tmp.0, 120);
+        assert_eq!(
+            again.code,
+            Some(1),
+            "{command}: {}\n{}",
+            again.out,
+            again.err
+        );
+        assert!(
+            invariants.iter().any(|i| again.out.contains(i)),
+            "{command} breaks none of {invariants:?}: {}",
+            again.out
+        );
+        reproduced += 1;
+    }
+    assert_eq!(reproduced, bad, "{md}");
+    // n/a, never held, where a file cannot express a scenario.
+    let grid_row = md
+        .lines()
+        .filter(|l| l.starts_with("| `sql:seed-postgres.sql@"))
+        .nth(1)
+        .expect("the reference file's row of the grid");
+    assert!(
+        grid_row.contains("| n/a |") && grid_row.contains("| held |"),
+        "{grid_row}"
+    );
+    // Counterexamples are written under portable names.
+    let shrunk: Vec<String> = std::fs::read_dir(out.join("counterexamples"))
+        .expect("counterexamples written")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(shrunk.len(), 2 * bad, "{shrunk:?}");
+    assert!(
+        shrunk.iter().all(|n| !n.contains(':') && !n.contains('@')),
+        "{shrunk:?}"
+    );
+    let (files, procs) = leftovers(&tmp.0);
+    assert_eq!(files, vec!["out".to_string()], "left behind: {files:?}");
+    assert!(procs.is_empty(), "servers left running: {procs:?}");
+}
+
+#[test]
+fn sql_check_names_each_problem_with_its_line() {
+    let tmp = TempDir::new("sql-check");
+    let bad = tmp.join("bad.sql");
+    std::fs::write(
+        &bad,
+        "-- name: schema\ncreate table jobs (id uuid primary key);\n\n\
+         -- name: enqueue\ninsert into jobs (id) values (:job_id);\n\n\
+         -- name: claim\nupdate jobs set owner = :worker_id where lease_until < clock_timestamp()\n\
+         returning id, fencing_token, lease_until;\n\n\
+         -- name: commit\nupdate jobs set result = :result where id = :job_id and owner = :wroker_id;\n\n\
+         -- name: fail\nupdate jobs set error = :error where id = :job_id;\n",
+    )
+    .unwrap();
+    let f = leasesim(&["sql", "check", bad.to_str().unwrap()], &tmp.0, 60);
+    assert_eq!(f.code, Some(2), "{}\n{}", f.out, f.err);
+    let path = bad.display().to_string();
+    assert!(
+        f.out.contains(&format!("{path}:8: ")) && f.out.contains("clock_timestamp"),
+        "the real-time read on line 8: {}",
+        f.out
+    );
+    assert!(
+        f.out.contains(&format!("{path}:12: ")) && f.out.contains("did you mean `:worker_id`"),
+        "the misspelt parameter on line 12: {}",
+        f.out
+    );
+    assert!(
+        f.out.contains("heartbeat"),
+        "the missing heartbeat: {}",
+        f.out
+    );
+    assert_eq!(f.err.lines().count(), 1, "one error line: {}", f.err);
+    // Every shipped file keeps the contract.
+    let mut args = vec!["sql".to_string(), "check".into()];
+    for e in std::fs::read_dir(query("")).unwrap().flatten() {
+        args.push(e.path().display().to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let f = leasesim(&args, &tmp.0, 60);
+    assert_eq!(f.code, Some(0), "{}\n{}", f.out, f.err);
+    // A run refuses the file before any server starts.
+    let f = leasesim(
+        &[
+            "run",
+            "w1-w2",
+            "--seed",
+            "1",
+            "--sql",
+            bad.to_str().unwrap(),
+        ],
+        &tmp.0,
+        60,
+    );
+    assert_eq!(f.code, Some(2), "{}\n{}", f.out, f.err);
+    assert_eq!(f.err.lines().count(), 1, "{}", f.err);
+    assert!(
+        f.err.contains("statement `heartbeat` is missing") && f.err.contains("lists every problem"),
+        "{}",
+        f.err
+    );
+}
+
+#[test]
+fn bad_sql_options_get_one_line_and_exit_2() {
+    let tmp = TempDir::new("sql-usage");
+    let seed = coordinator("seed-postgres.sql");
+    for args in [
+        &["run", "w1-w2", "--seed", "1", "--coordinator", "postgres"][..],
+        &["run", "w1-w2", "--seed", "1", "--coordinator", "sql:"],
+        &[
+            "run",
+            "w1-w2",
+            "--seed",
+            "1",
+            "--coordinator",
+            "sql:/no/such.sql",
+        ],
+        &[
+            "run",
+            "w1-w2",
+            "--seed",
+            "1",
+            "--database-url",
+            "postgres://x",
+        ],
+        // A scenario the file cannot express is refused, never passed.
+        &["run", "renewal-cap", "--seed", "1", "--coordinator", &seed],
+        &[
+            "run",
+            "w1-w2",
+            "--seed",
+            "1",
+            "--coordinator",
+            &seed,
+            "--variant",
+            "unconditional-commit",
+        ],
+        &["sql", "check"],
+    ] {
+        let f = leasesim(args, &tmp.0, 120);
+        assert_eq!(f.code, Some(2), "{args:?}: {}\n{}", f.out, f.err);
+        assert_eq!(f.err.lines().count(), 1, "{args:?}: {}", f.err);
+        assert!(f.err.starts_with("error: "), "{args:?}: {}", f.err);
+    }
+    let (files, procs) = leftovers(&tmp.0);
+    assert!(files.is_empty() && procs.is_empty(), "{files:?} {procs:?}");
+}
+
+#[test]
+fn replays_record_the_sql_file_and_reports_name_the_statements() {
+    let tmp = TempDir::new("sql-replay");
+    let failures = tmp.join("f");
+    let v2 = coordinator("v2-naive-commit.sql");
+    let f = leasesim(
+        &[
+            "sweep",
+            "clock-skew-fast-worker",
+            "--seeds",
+            "1",
+            "--coordinator",
+            &v2,
+            "--failures-dir",
+            failures.to_str().unwrap(),
+        ],
+        &tmp.0,
+        120,
+    );
+    assert_eq!(f.code, Some(1), "{}\n{}", f.out, f.err);
+    let replay = std::fs::read_dir(&failures)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with("seed0.json"))
+        .expect("the failing seed's replay file");
+    let text = std::fs::read_to_string(&replay).unwrap();
+    assert!(
+        text.contains("sql:v2-naive-commit.sql@"),
+        "the file's name and hash are recorded"
+    );
+    let replay = replay.to_str().unwrap();
+    // With the file: the same run again.
+    let again = leasesim(&["replay", replay, "--coordinator", &v2], &tmp.0, 120);
+    assert_eq!(again.code, Some(1), "{}\n{}", again.out, again.err);
+    assert!(
+        again.out.contains("identical to the recorded run"),
+        "{}",
+        again.out
+    );
+    // Without it, or with another file: a one-line error naming what is needed.
+    let none = leasesim(&["replay", replay], &tmp.0, 60);
+    assert_eq!(none.code, Some(2));
+    assert!(
+        none.err
+            .contains("--coordinator sql:<path to v2-naive-commit.sql>"),
+        "{}",
+        none.err
+    );
+    let other = leasesim(
+        &[
+            "replay",
+            replay,
+            "--coordinator",
+            &coordinator("seed-postgres.sql"),
+        ],
+        &tmp.0,
+        60,
+    );
+    assert_eq!(other.code, Some(2));
+    assert!(other.err.contains("not the same file"), "{}", other.err);
+    // The report names the statement behind each decision and shows its text.
+    let html = tmp.join("t.html");
+    let md = tmp.join("t.md");
+    let r = leasesim(
+        &[
+            "report",
+            replay,
+            "--coordinator",
+            &v2,
+            "--html",
+            html.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
+        ],
+        &tmp.0,
+        120,
+    );
+    // The report of a violating run exits 1, as its run does.
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("class=\"stmt\""),
+        "statement labels in the timeline"
+    );
+    assert!(
+        page.contains("`commit` -&gt; 1 row") || page.contains("commit"),
+        "the commit statement"
+    );
+    assert!(
+        page.contains("set state = &#39;succeeded&#39;")
+            || page.contains("set state = &apos;succeeded&apos;")
+            || page.contains("set state = 'succeeded'"),
+        "the naive update's text in a tooltip"
+    );
+    // And the journal of a run carries the statement on the decision it made.
+    let journal = tmp.join("j.jsonl");
+    let j = leasesim(
+        &[
+            "run",
+            "clock-skew-fast-worker",
+            "--seed",
+            "0",
+            "--coordinator",
+            &v2,
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        &tmp.0,
+        120,
+    );
+    assert_eq!(j.code, Some(1), "{}\n{}", j.out, j.err);
+    let lines = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        lines
+            .lines()
+            .any(|l| l.contains("\"statement\":\"commit\"") && l.contains("\"rows\":1")),
+        "a decision line names `commit` and its row: {lines}"
+    );
+}
