@@ -52,6 +52,11 @@ fn committed_example_reports_are_up_to_date() {
         if name == "Cargo.toml" || name.starts_with("src") {
             continue;
         }
+        // The SQL matrix needs a database and minutes; `tests/tests/sql.rs` checks that it
+        // names the shipped files as they are.
+        if name.starts_with("sql/") {
+            continue;
+        }
         assert!(
             generated.contains(&rel),
             "reports/{name} is no longer generated: remove it"

@@ -487,3 +487,27 @@ fn replays_record_the_sql_file_and_reports_name_the_statements() {
         "a decision line names `commit` and its row: {lines}"
     );
 }
+
+/// The committed SQL matrix (`reports/sql/`) is of the shipped files as they are: each row
+/// names a file with its current content hash, and every shipped file has its row.
+#[test]
+fn the_committed_sql_matrix_is_of_the_shipped_files() {
+    let md = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/sql/matrix.md"),
+    )
+    .expect("reports/sql/matrix.md");
+    let mut shipped = 0;
+    for e in std::fs::read_dir(query("")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        let file = leasesim_sql::file::SqlFile::parse(&name, &text).expect("a shipped file parses");
+        let row = format!("| `sql:{name}@{:016x}` |", file.hash);
+        assert!(
+            md.contains(&row),
+            "reports/sql/matrix.md has no row {row}: regenerate it with the command at its top"
+        );
+        shipped += 1;
+    }
+    let rows = md.lines().filter(|l| l.starts_with("| `sql:")).count();
+    assert_eq!(rows, 2 * shipped, "a row for a file that is not shipped");
+}
