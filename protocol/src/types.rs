@@ -587,6 +587,9 @@ pub enum RefusalReason {
     Expired,
     /// The job reached its cap on total renewal from the first claim (P7).
     RenewalCap,
+    /// The lease store aborted the transaction that would have decided (a deadlock or a
+    /// serialization failure): nothing changed.
+    Aborted,
 }
 
 /// Terminal and non-terminal job states (P1).
@@ -989,6 +992,46 @@ pub enum Event {
         /// Its row count (`0` from `heartbeat` is a refusal).
         rows: u32,
     },
+    /// A step of a store's statement waited on a lock another connection held, for `waited`
+    /// simulated nanoseconds (journaled when it went on).
+    StatementWaited {
+        /// The statement of the store's contract.
+        statement: StoreStatement,
+        /// Its step (0-based) among the statement's SQL statements.
+        step: u8,
+        /// How long it waited.
+        waited: Nanos,
+    },
+    /// The store aborted a statement's transaction: the decision it would have made is a
+    /// refusal, and nothing changed.
+    StatementFailed {
+        /// The statement of the store's contract.
+        statement: StoreStatement,
+        /// Its step (0-based) among the statement's SQL statements.
+        step: u8,
+        /// Why.
+        failure: StoreFailure,
+    },
+}
+
+/// Why a lease store aborted a transaction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreFailure {
+    /// Two transactions waited for each other (SQLSTATE 40P01); this one was chosen to end.
+    Deadlock,
+    /// The isolation level could not order it with a concurrent one (SQLSTATE 40001).
+    Serialization,
+}
+
+impl StoreFailure {
+    /// In words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StoreFailure::Deadlock => "deadlock",
+            StoreFailure::Serialization => "serialization failure",
+        }
+    }
 }
 
 impl Event {
@@ -1014,6 +1057,8 @@ impl Event {
             Event::ResultAccepted { .. } => "result_accepted",
             Event::ResultRejected { .. } => "result_rejected",
             Event::StatementRan { .. } => "statement_ran",
+            Event::StatementWaited { .. } => "statement_waited",
+            Event::StatementFailed { .. } => "statement_failed",
             Event::JobClaimed { .. } => "job_claimed",
             Event::HeartbeatOk { .. } => "heartbeat_ok",
             Event::HeartbeatLost { .. } => "heartbeat_lost",

@@ -457,6 +457,26 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
             statement.name(),
             if rows == 1 { "" } else { "s" }
         ),
+        Event::StatementWaited {
+            statement,
+            step,
+            waited,
+        } => format!(
+            "`{}` step {} waited {} on a lock",
+            statement.name(),
+            step + 1,
+            secs(waited)
+        ),
+        Event::StatementFailed {
+            statement,
+            step,
+            failure,
+        } => format!(
+            "`{}` step {} aborted: {}",
+            statement.name(),
+            step + 1,
+            failure.describe()
+        ),
     };
     format!("{} {detail}", e.name())
 }

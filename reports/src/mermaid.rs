@@ -120,6 +120,8 @@ fn note_priority(e: &Event) -> Option<u8> {
         | Event::RetryScheduled { .. } => 1,
         Event::LeaseRenewed { .. }
         | Event::StatementRan { .. }
+        | Event::StatementWaited { .. }
+        | Event::StatementFailed { .. }
         | Event::AdmissionDeferred { .. }
         | Event::ToolStatusQueried { .. }
         | Event::ToolFaulted { .. }

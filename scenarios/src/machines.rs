@@ -37,6 +37,9 @@ pub struct CoordinatorSpec<'a> {
     pub classes: &'a [ClassSpec],
     /// The jobs, in id order.
     pub jobs: &'a [JobSpec],
+    /// A number drawn from the run's seed, for a coordinator that makes choices of its own
+    /// (the same seed, the same choices).
+    pub seed: u64,
 }
 
 /// What a worker is built from.

@@ -431,6 +431,9 @@ impl Setup {
             Node::Coordinator(machines.coordinator(&CoordinatorSpec {
                 classes: &self.classes,
                 jobs: &self.jobs,
+                // Its own stream, apart from the simulator's: a coordinator that draws (a
+                // SQL coordinator's gaps between statements) changes nothing else of the run.
+                seed: leasesim_sim::stable_hash(&("coordinator", seed)),
             })),
             self.coordinator_clock.clock(),
         ));

@@ -58,6 +58,8 @@ pub(super) fn effect_mark(e: &Event) -> Option<EffectMark> {
         | Event::FailureAcknowledged { .. }
         | Event::CommitRefused { .. }
         | Event::StatementRan { .. }
+        | Event::StatementWaited { .. }
+        | Event::StatementFailed { .. }
         | Event::CommitAbandoned { .. } => return None,
     };
     Some(EffectMark {
@@ -111,6 +113,8 @@ pub(super) fn note_class(e: &Event) -> &'static str {
         | Event::EffectDuplicate { .. }
         | Event::EffectUnauthorized { .. }
         | Event::StatementRan { .. }
+        | Event::StatementWaited { .. }
+        | Event::StatementFailed { .. }
         | Event::EffectFenced { .. } => "",
     }
 }

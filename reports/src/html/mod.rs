@@ -105,7 +105,7 @@ pub(crate) fn event_job(e: &Event) -> Option<u32> {
         | EffectDuplicate { key, .. }
         | EffectUnauthorized { key, .. }
         | EffectFenced { key, .. } => key.job.0,
-        StatementRan { .. } => return None,
+        StatementRan { .. } | StatementWaited { .. } | StatementFailed { .. } => return None,
     })
 }
 

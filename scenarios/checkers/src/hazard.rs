@@ -142,6 +142,8 @@ pub fn of_note(note: &Event) -> Option<Hazard> {
         | Event::LeaseRenewed { .. }
         | Event::LeaseRevoked { .. }
         | Event::StatementRan { .. }
+        | Event::StatementWaited { .. }
+        | Event::StatementFailed { .. }
         | Event::JobFailed { .. }
         | Event::ResultAccepted { .. }
         | Event::JobClaimed { .. }

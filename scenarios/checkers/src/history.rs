@@ -1198,7 +1198,9 @@ impl History {
             | Event::EffectReconciled { .. }
             | Event::HumanReviewRequested { .. } => {}
             // Which statement decided: the decision itself follows it.
-            Event::StatementRan { .. } => {}
+            Event::StatementRan { .. }
+            | Event::StatementWaited { .. }
+            | Event::StatementFailed { .. } => {}
         }
     }
 

@@ -509,6 +509,8 @@ impl Checkers<'_> {
             | Event::StageDeadlineExceeded { .. }
             | Event::ToolFaulted { .. }
             | Event::StatementRan { .. }
+            | Event::StatementWaited { .. }
+            | Event::StatementFailed { .. }
             | Event::OperatorActed { .. } => {}
         }
     }

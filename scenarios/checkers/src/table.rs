@@ -183,6 +183,8 @@ impl Table {
             | Event::FailureAcknowledged { .. }
             | Event::CommitRefused { .. }
             | Event::StatementRan { .. }
+            | Event::StatementWaited { .. }
+            | Event::StatementFailed { .. }
             | Event::CommitAbandoned { .. } => {}
         }
     }

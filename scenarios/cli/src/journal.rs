@@ -152,6 +152,8 @@ struct Line<'a> {
     statement: Option<&'static str>,
     /// Its row count.
     rows: Option<u64>,
+    /// How long a step of it waited on a lock, in simulated nanoseconds.
+    waited_ns: Option<u64>,
 }
 
 impl Line<'_> {
@@ -195,6 +197,7 @@ impl Line<'_> {
             payload_hash = self.payload_hash.as_deref(),
             statement = self.statement,
             rows = self.rows,
+            waited_ns = self.waited_ns,
         );
     }
 
@@ -724,6 +727,20 @@ impl<'a> Lines<'a> {
                 site = Site::Coordinator;
                 l.statement = Some(statement.name());
                 l.rows = Some(rows.into());
+            }
+            Event::StatementWaited {
+                statement, waited, ..
+            } => {
+                site = Site::Coordinator;
+                l.statement = Some(statement.name());
+                l.waited_ns = Some(waited);
+            }
+            Event::StatementFailed {
+                statement, failure, ..
+            } => {
+                site = Site::Coordinator;
+                l.statement = Some(statement.name());
+                l.reason = code(&failure);
             }
             Event::EffectApplied { entity, key, fence }
             | Event::EffectDuplicate { entity, key, fence } => {

@@ -5,7 +5,7 @@
 
 use super::{interrupt, io, UsageError};
 use leasesim::Machines;
-use leasesim_sql::{Database, SqlQueue, PART_PREFIX};
+use leasesim_sql::{Database, Isolation, SqlQueue, PART_PREFIX};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +27,10 @@ pub(super) struct SqlArgs {
     /// throwaway server of this machine's PostgreSQL, removed on exit).
     #[arg(long, value_name = "URL")]
     database_url: Option<String>,
+    /// The transaction isolation level of the SQL coordinator's connections:
+    /// read-committed (PostgreSQL's default), repeatable-read or serializable.
+    #[arg(long, value_name = "LEVEL", value_parser = Isolation::parse)]
+    isolation: Option<Isolation>,
 }
 
 impl SqlArgs {
@@ -46,6 +50,9 @@ impl SqlArgs {
         }
         if let Some(url) = &self.database_url {
             args.extend(["--database-url".to_string(), url.clone()]);
+        }
+        if let Some(level) = self.isolation {
+            args.extend(["--isolation".to_string(), level.name().to_string()]);
         }
         args
     }
@@ -105,9 +112,9 @@ pub(super) fn machines(args: &SqlArgs) -> Result<Vec<Machines>, UsageError> {
 pub(super) fn open(args: &SqlArgs) -> Result<(Vec<Machines>, Option<Database>), UsageError> {
     let files = args.files()?;
     if files.is_empty() {
-        if args.database_url.is_some() {
+        if args.database_url.is_some() || args.isolation.is_some() {
             return Err(UsageError(
-                "--database-url is for a SQL coordinator; name its file with --coordinator sql:FILE".into(),
+                "--database-url and --isolation are for a SQL coordinator; name its file with --coordinator sql:FILE".into(),
             ));
         }
         return Ok((Vec::new(), None));
@@ -125,13 +132,18 @@ pub(super) fn open(args: &SqlArgs) -> Result<(Vec<Machines>, Option<Database>), 
     }
     let db = database(args)?;
     let mut machines = Vec::new();
+    let isolation = args.isolation.unwrap_or_default();
+    let level = match isolation {
+        Isolation::ReadCommitted => String::new(),
+        other => format!(" --isolation {}", other.name()),
+    };
     for f in &files {
-        let queue: Arc<SqlQueue> = SqlQueue::open_path(f, &db).map_err(UsageError)?;
-        machines.push(
-            queue
-                .machines()
-                .with_command_line(&format!("--coordinator {PART_PREFIX}{}", f.display())),
-        );
+        let queue: Arc<SqlQueue> =
+            SqlQueue::open_path_with(f, &db, isolation).map_err(UsageError)?;
+        machines.push(queue.machines().with_command_line(&format!(
+            "--coordinator {PART_PREFIX}{}{level}",
+            f.display()
+        )));
     }
     let mut names: Vec<&str> = machines.iter().map(Machines::name).collect();
     names.sort_unstable();

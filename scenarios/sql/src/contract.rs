@@ -2,7 +2,7 @@
 //! leasesim passes to each, and the columns it reads back. [`check`] holds a file to it and
 //! says what is wrong where; README's "Test your SQL queue" is the same table in words.
 
-use crate::file::{Problem, SqlFile, Statement};
+use crate::file::{Control, Problem, SqlFile, Statement};
 
 /// What leasesim does with a statement's answer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -201,7 +201,11 @@ pub fn check(file: &SqlFile) -> Vec<Problem> {
             });
             continue;
         };
-        check_statement(spec, st, &mut problems);
+        if st.steps.is_empty() {
+            check_statement(spec, st, &mut problems);
+        } else {
+            check_steps(spec, st, &mut problems);
+        }
     }
     // A file that persists stages must tell a new holder where to resume (P17).
     if let (Some(_), Some(claim)) = (file.get("checkpoint"), file.get("claim")) {
@@ -215,6 +219,51 @@ pub fn check(file: &SqlFile) -> Vec<Problem> {
     }
     problems.sort_by_key(|p| p.line);
     problems
+}
+
+/// A statement of several SQL statements (steps): a later step may use a column an earlier
+/// one returned as a parameter (`select id ...;` then `... where id = :id`), the answer is the
+/// last step that reads or writes, and a transaction it begins it must end.
+fn check_steps(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
+    let mut view = st.clone();
+    let mut returned: Vec<String> = Vec::new();
+    let mut own: Vec<(String, usize)> = Vec::new();
+    let mut open: Option<usize> = None;
+    for step in &st.steps {
+        match step.control() {
+            Control::Begin => {
+                if open.is_some() {
+                    problems.push(Problem {
+                        line: step.line + 1,
+                        message: format!("`{}` begins a transaction inside another", st.name),
+                    });
+                }
+                open = Some(step.line + 1);
+            }
+            Control::Commit | Control::Rollback => open = None,
+            Control::Data => {}
+        }
+        for (p, line) in &step.params {
+            let carried = returned.iter().any(|c| c == p || c == "*");
+            if !carried && !own.iter().any(|(o, _)| o == p) {
+                own.push((p.clone(), *line));
+            }
+        }
+        returned.extend(step.returns.iter().cloned());
+    }
+    if let Some(line) = open {
+        problems.push(Problem {
+            line,
+            message: format!(
+                "`{}` begins a transaction it does not end: end it with `commit;`",
+                st.name
+            ),
+        });
+    }
+    view.params = own;
+    view.returns = st.answering().returns.clone();
+    view.more_than_one = Vec::new();
+    check_statement(spec, &view, problems);
 }
 
 fn check_statement(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
@@ -293,10 +342,7 @@ fn check_statement(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
         for line in &st.more_than_one {
             say(
                 *line,
-                format!(
-                    "`{}` holds more than one SQL statement; each input runs exactly one (write a CTE)",
-                    st.name
-                ),
+                format!("`{}` holds more than one SQL statement", st.name),
             );
         }
     }
@@ -394,13 +440,38 @@ mod tests {
                     && l.contains("did you mean `:result`?")),
             "{p:#?}"
         );
-        let p =
-            problems(&GOOD.replace("where id = :job_id;", "where id = :job_id; delete from t;"));
+    }
+
+    #[test]
+    fn a_statement_of_several_steps_passes_columns_on_and_must_end_its_transaction() {
+        // The non-atomic claim: a select, then an update of the row it found.
+        let steps = GOOD.replace(
+            "update t set o = :worker_id returning id, fencing_token, lease_until;",
+            "begin;\nselect id as found from t limit 1;\nupdate t set o = :worker_id where id = :found returning id, fencing_token, lease_until;\ncommit;",
+        );
+        assert_eq!(problems(&steps), Vec::<String>::new());
+        let f = SqlFile::parse("q.sql", &steps).unwrap();
+        let claim = f.get("claim").unwrap();
+        assert_eq!(claim.steps.len(), 4);
+        assert!(
+            claim.steps[2].params.contains(&("found".to_string(), 8)),
+            "each step keeps its lines: {:?}",
+            claim.steps[2].params
+        );
+        assert_eq!(
+            claim.answering().returns,
+            vec!["id", "fencing_token", "lease_until"]
+        );
+        let open = steps.replace("commit;", "");
+        let p = problems(&open);
         assert!(
             p.iter()
-                .any(|l| l.contains("line 10: `commit` holds more than one")),
+                .any(|l| l.contains("`claim` begins a transaction it does not end")),
             "{p:#?}"
         );
+        // A column no earlier step returns is still a parameter leasesim does not pass.
+        let p = problems(&steps.replace(":found", ":fuond"));
+        assert!(p.iter().any(|l| l.contains("uses `:fuond`")), "{p:#?}");
     }
 
     #[test]

@@ -16,12 +16,15 @@
 //! coordinator: the request's identity is the adapter's to keep, not the SQL's.
 
 use crate::contract;
-use crate::db::{Answer, Conn, Value};
+use crate::db::{Answer, Conn, Session, StepResult, Value};
+use crate::file::Control;
+use crate::time::format_us;
 use crate::time::{parse_us, Scale};
 use crate::SqlQueue;
 use leasesim_protocol::{
     ClassSpec, CoordinatorMachine, ErrorCode, Event, GrantReason, JobId, JobSpec, JobState, Msg,
-    Nanos, OperatorAction, Outcome, Output, Peer, RefusalReason, StoreStatement, Token, WorkerName,
+    Nanos, OperatorAction, Outcome, Output, Peer, RefusalReason, StoreFailure, StoreStatement,
+    Token, WorkerName,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -76,6 +79,13 @@ type Grant = (JobId, Token, Nanos);
 
 /// The coordinator machine on a SQL file.
 pub struct SqlCoordinator {
+    /// Operations run step by step on their workers' own sessions, when the file has an
+    /// operation of several statements.
+    stepper: Option<Stepper>,
+    /// The answer of a stepped operation, for the handler that decides with it.
+    ready: Option<Ready>,
+    /// The decision being made is a refusal because the store aborted its transaction.
+    aborted: bool,
     queue: Arc<SqlQueue>,
     conn: Option<Conn>,
     scale: Scale,
@@ -89,7 +99,9 @@ pub struct SqlCoordinator {
 
 impl Drop for SqlCoordinator {
     fn drop(&mut self) {
-        if let Some(c) = self.conn.take() {
+        if let Some(mut c) = self.conn.take() {
+            // A run can end with an operation between its steps or waiting on a lock.
+            c.quiesce();
             self.queue.pool.give(c);
         }
     }
@@ -103,7 +115,12 @@ fn broken(queue: &SqlQueue, what: String) -> ! {
 
 impl SqlCoordinator {
     /// A coordinator for one run: a connection of its own, a clean state, every job enqueued.
-    pub fn new(queue: Arc<SqlQueue>, classes: &[ClassSpec], jobs: &[JobSpec]) -> SqlCoordinator {
+    pub fn new(
+        queue: Arc<SqlQueue>,
+        classes: &[ClassSpec],
+        jobs: &[JobSpec],
+        seed: u64,
+    ) -> SqlCoordinator {
         let lease = classes.first().map_or(0, |c| c.lease_ns);
         if lease == 0 || classes.iter().any(|c| c.lease_ns != lease) {
             broken(
@@ -113,6 +130,7 @@ impl SqlCoordinator {
         }
         let scale = Scale::new(queue.lease_ns, lease);
         let mut conn = queue.pool.take().unwrap_or_else(|e| broken(&queue, e));
+        conn.set_isolation(queue.isolation());
         let enqueue = queue.file.get("enqueue").expect("checked at open");
         let rows: Vec<Vec<Value>> = jobs
             .iter()
@@ -155,7 +173,11 @@ impl SqlCoordinator {
                 checkpoint: None,
             })
             .collect();
+        let stepper = queue.stepped().then(|| Stepper::new(seed));
         SqlCoordinator {
+            stepper,
+            ready: None,
+            aborted: false,
             queue,
             conn: Some(conn),
             scale,
@@ -177,6 +199,19 @@ impl SqlCoordinator {
         value: impl Fn(&str) -> Option<Value>,
     ) -> Answer {
         let queue = self.queue.clone();
+        if self.ready.as_ref().is_some_and(|r| r.name == name) {
+            let r = self.ready.take().expect("checked");
+            if let Some((step, failure)) = r.failure {
+                self.aborted = true;
+                self.out.push_back(Output::Journal(Event::StatementFailed {
+                    statement: statement_of(name),
+                    step,
+                    failure,
+                }));
+                return Answer::default();
+            }
+            return self.checked(name, r.answer);
+        }
         let st = queue
             .file
             .get(name)
@@ -200,6 +235,13 @@ impl SqlCoordinator {
         let answer = conn
             .run(st, &values, now_us)
             .unwrap_or_else(|e| broken(&queue, e));
+        self.checked(name, answer)
+    }
+
+    /// Holds a statement's answer to the contract and journals it.
+    fn checked(&mut self, name: &'static str, answer: Answer) -> Answer {
+        let queue = self.queue.clone();
+        let st = queue.file.get(name).expect("checked at open").answering();
         let spec = contract::spec(name).expect("a contract statement");
         if spec.answer == contract::Answer::Returning && answer.count > 0 {
             for col in spec.returns {
@@ -294,6 +336,9 @@ impl SqlCoordinator {
         worker: WorkerName,
         token: Token,
     ) -> RefusalReason {
+        if std::mem::take(&mut self.aborted) {
+            return RefusalReason::Aborted;
+        }
         let status = if self.queue.file.get("status").is_some() && self.seen(job).is_some() {
             let uuid = job_uuid(job);
             let a = self.exec("status", now, |p| {
@@ -722,6 +767,52 @@ fn statement_of(name: &str) -> StoreStatement {
 
 impl CoordinatorMachine for SqlCoordinator {
     fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
+        match &mut self.stepper {
+            None => self.respond(now, from, msg),
+            Some(stepper) => {
+                let session = stepper.session_of(&msg);
+                stepper
+                    .queues
+                    .entry(session)
+                    .or_default()
+                    .push_back(Op::new(from, msg, now));
+                self.pump(now);
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Nanos> {
+        let stepper = self.stepper.as_ref()?;
+        stepper
+            .queues
+            .values()
+            .filter_map(|q| q.front())
+            .filter(|op| op.waiting.is_none())
+            .map(|op| op.due)
+            .min()
+    }
+
+    fn handle_timeout(&mut self, now: Nanos) {
+        if self.stepper.is_some() {
+            self.pump(now);
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    fn all_terminal(&self) -> bool {
+        self.jobs[self.open.min(self.jobs.len())..]
+            .iter()
+            .all(|s| s.state.is_terminal())
+    }
+}
+
+impl SqlCoordinator {
+    /// Answers a request: the statement it needs runs now, or its answer is ready from the
+    /// steps that ran it ([`SqlCoordinator::ready`]).
+    fn respond(&mut self, now: Nanos, from: u32, msg: Msg) {
         let to = Peer::Addr(from);
         let reply = match msg {
             Msg::Claim {
@@ -805,14 +896,617 @@ impl CoordinatorMachine for SqlCoordinator {
         };
         self.out.push_back(Output::Send { to, msg: reply });
     }
+}
 
-    fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+/// Most simulated time between two statements of one operation: a client's round trip and
+/// its own work between them. The seed draws each gap in `0..=STEP_GAP_MAX_NS`.
+pub const STEP_GAP_MAX_NS: Nanos = 20 * leasesim_protocol::MILLI_NS;
+
+/// Most real time a statement may run neither finishing nor waiting on a lock.
+const STEP_REAL_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Most steps one call runs (every operation's steps are few; a run's are bounded by its
+/// inputs).
+const PUMP_MAX: usize = 100_000;
+
+/// Whose connection an operation runs on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum SessionKey {
+    Worker(WorkerName),
+    Operator,
+}
+
+/// The operations of a run, step by step, one session per worker.
+struct Stepper {
+    /// splitmix64 state, from the run's seed.
+    rng: u64,
+    /// Session index of each key, in order of first use.
+    keys: Vec<SessionKey>,
+    /// Operations waiting or running, per session, in arrival order.
+    queues: BTreeMap<usize, VecDeque<Op>>,
+}
+
+impl Stepper {
+    fn new(seed: u64) -> Stepper {
+        Stepper {
+            rng: seed,
+            keys: Vec::new(),
+            queues: BTreeMap::new(),
+        }
     }
 
-    fn all_terminal(&self) -> bool {
-        self.jobs[self.open.min(self.jobs.len())..]
-            .iter()
-            .all(|s| s.state.is_terminal())
+    fn session_of(&mut self, msg: &Msg) -> usize {
+        let key = match *msg {
+            Msg::Claim { worker, .. }
+            | Msg::Heartbeat { worker, .. }
+            | Msg::Commit { worker, .. }
+            | Msg::Checkpoint { worker, .. } => SessionKey::Worker(worker),
+            _ => SessionKey::Operator,
+        };
+        match self.keys.iter().position(|k| *k == key) {
+            Some(i) => i,
+            None => {
+                self.keys.push(key);
+                self.keys.len() - 1
+            }
+        }
+    }
+
+    /// The gap before an operation's next statement.
+    fn gap(&mut self) -> Nanos {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        z % (STEP_GAP_MAX_NS + 1)
+    }
+}
+
+/// One request's operation: its statement's steps, run one at a time.
+struct Op {
+    from: u32,
+    msg: Msg,
+    /// Planned: the statement and its parameters (`None` before it starts).
+    plan: Option<(&'static str, Vec<(String, Value)>)>,
+    next: usize,
+    due: Nanos,
+    /// Waiting on a lock since then.
+    waiting: Option<Nanos>,
+    /// Columns the steps so far returned (first row), for later steps' parameters.
+    carried: Vec<(String, Option<String>)>,
+    /// The answering step's answer.
+    answer: Answer,
+    failure: Option<(u8, StoreFailure)>,
+    /// When the current step was sent (real time), to bound it.
+    sent: Option<std::time::Instant>,
+}
+
+impl Op {
+    fn new(from: u32, msg: Msg, now: Nanos) -> Op {
+        Op {
+            from,
+            msg,
+            plan: None,
+            next: 0,
+            due: now,
+            waiting: None,
+            carried: Vec::new(),
+            answer: Answer::default(),
+            failure: None,
+            sent: None,
+        }
+    }
+}
+
+/// A stepped operation's outcome, for the handler.
+struct Ready {
+    name: &'static str,
+    answer: Answer,
+    failure: Option<(u8, StoreFailure)>,
+}
+
+/// What a sent step did.
+enum Settled {
+    Done(StepResult),
+    Waiting,
+}
+
+impl SqlCoordinator {
+    fn stepper(&mut self) -> &mut Stepper {
+        self.stepper.as_mut().expect("stepped")
+    }
+
+    fn head(&mut self, session: usize) -> &mut Op {
+        self.stepper()
+            .queues
+            .get_mut(&session)
+            .and_then(|q| q.front_mut())
+            .expect("an operation at the head")
+    }
+
+    /// Runs every step that is due at `now`, in order of (due time, session), and what they
+    /// unblock.
+    fn pump(&mut self, now: Nanos) {
+        for _ in 0..PUMP_MAX {
+            let next = self
+                .stepper()
+                .queues
+                .iter()
+                .filter_map(|(&i, q)| q.front().map(|op| (op.due, i, op.waiting.is_some())))
+                .filter(|&(due, _, waiting)| due <= now && !waiting)
+                .min();
+            let Some((_, session, _)) = next else {
+                return;
+            };
+            self.start_step(session, now);
+        }
+        broken(&self.queue, "a run's statements did not settle".into());
+    }
+
+    /// Plans the head operation of `session` if it has not started, then sends its next step.
+    fn start_step(&mut self, session: usize, now: Nanos) {
+        if self.head(session).plan.is_none() {
+            let (from, msg) = {
+                let op = self.head(session);
+                (op.from, op.msg)
+            };
+            match self.plan(now, from, &msg) {
+                Some(plan) => self.head(session).plan = Some(plan),
+                None => {
+                    // Answered without a statement (a repeated request): as the reference.
+                    self.stepper()
+                        .queues
+                        .get_mut(&session)
+                        .map(VecDeque::pop_front);
+                    self.respond(now, from, msg);
+                    self.next_due(session, now);
+                    return;
+                }
+            }
+        }
+        let queue = self.queue.clone();
+        let (name, step_index) = {
+            let op = self.head(session);
+            (op.plan.as_ref().expect("planned").0, op.next)
+        };
+        let st = &queue.file.get(name).expect("checked at open").each_step()[step_index];
+        let now_us = self.scale.db_us(now);
+        let in_tx = self
+            .conn
+            .as_mut()
+            .expect("a connection")
+            .session(session)
+            .unwrap_or_else(|e| broken(&queue, e))
+            .in_transaction;
+        let (sql, which) = match st.control() {
+            Control::Begin => (
+                format!(
+                    "{};\nSET LOCAL leasesim.now = '{}'",
+                    st.text.trim().trim_end_matches(';'),
+                    format_us(now_us)
+                ),
+                0,
+            ),
+            Control::Commit | Control::Rollback => {
+                (st.text.trim().trim_end_matches(';').to_string(), 0)
+            }
+            Control::Data => {
+                let op = self.head(session);
+                let (_, values) = op.plan.as_ref().expect("planned");
+                let mut filled = Vec::new();
+                for (p, line) in &st.params {
+                    let v = values
+                        .iter()
+                        .find(|(n, _)| n == p)
+                        .map(|(_, v)| Some(v.clone()))
+                        .or_else(|| {
+                            op.carried
+                                .iter()
+                                .find(|(n, _)| n == p)
+                                .map(|(_, v)| v.clone().map(Value::Text))
+                        });
+                    match v {
+                        Some(Some(v)) => filled.push(v),
+                        // An earlier step found no row: the operation stops there.
+                        Some(None) | None if op.carried.iter().any(|(n, _)| n == p) => {
+                            return self.stop_early(session, now);
+                        }
+                        _ => broken(
+                            &queue,
+                            format!("line {line}: `{name}` uses `:{p}`, which neither leasesim nor an earlier statement gives"),
+                        ),
+                    }
+                }
+                let text = crate::db::filled(st, &filled);
+                if in_tx {
+                    (text, 0)
+                } else {
+                    (
+                        format!(
+                            "BEGIN;\nSET LOCAL leasesim.now = '{}';\n{text}\n;\nCOMMIT",
+                            format_us(now_us)
+                        ),
+                        2,
+                    )
+                }
+            }
+        };
+        self.head(session).sent = Some(std::time::Instant::now());
+        self.conn
+            .as_mut()
+            .expect("a connection")
+            .session(session)
+            .expect("opened above")
+            .send(sql, which);
+        match self.settle(session) {
+            Settled::Done(r) => self.step_done(session, r, now),
+            Settled::Waiting => {
+                self.head(session).waiting = Some(now);
+                self.break_deadlock(session);
+            }
+        }
+    }
+
+    /// Waits until the step `session` sent finishes or waits on a lock.
+    fn settle(&mut self, session: usize) -> Settled {
+        let queue = self.queue.clone();
+        loop {
+            let conn = self.conn.as_mut().expect("a connection");
+            let s = conn.session(session).expect("opened");
+            if let Some(r) = s.answer(std::time::Duration::from_millis(2)) {
+                return Settled::Done(r);
+            }
+            let pid = s.pid();
+            let blockers = conn.blocked_by(pid).unwrap_or_else(|e| broken(&queue, e));
+            if !blockers.is_empty() {
+                return Settled::Waiting;
+            }
+            let sent = self.head(session).sent;
+            if sent.is_some_and(|t| t.elapsed() > STEP_REAL_LIMIT) {
+                broken(
+                    &queue,
+                    format!(
+                        "a statement of `{}` ran {} s neither finishing nor waiting on a lock",
+                        self.head(session).plan.as_ref().map_or("?", |p| p.0),
+                        STEP_REAL_LIMIT.as_secs()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// A step's answer: the next step is due after a gap, or the operation is done.
+    fn step_done(&mut self, session: usize, r: StepResult, now: Nanos) {
+        let queue = self.queue.clone();
+        let (name, step_index, waited) = {
+            let op = self.head(session);
+            (
+                op.plan.as_ref().expect("planned").0,
+                op.next,
+                op.waiting.take(),
+            )
+        };
+        if let Some(since) = waited {
+            self.out.push_back(Output::Journal(Event::StatementWaited {
+                statement: statement_of(name),
+                step: step_index.min(255) as u8,
+                waited: now.saturating_sub(since),
+            }));
+        }
+        let steps = queue.file.get(name).expect("checked").each_step();
+        let st = &steps[step_index];
+        let conn = self.conn.as_mut().expect("a connection");
+        let s = conn.session(session).expect("opened");
+        match r {
+            Ok(answer) => {
+                match st.control() {
+                    Control::Begin => s.in_transaction = true,
+                    Control::Commit | Control::Rollback => s.in_transaction = false,
+                    Control::Data => {
+                        let op = self.head(session);
+                        for (i, c) in answer.columns.iter().enumerate() {
+                            let v = answer
+                                .rows
+                                .first()
+                                .and_then(|r| r.get(i).cloned().flatten());
+                            match op.carried.iter_mut().find(|(n, _)| n == c) {
+                                Some(slot) => slot.1 = v,
+                                None => op.carried.push((c.clone(), v)),
+                            }
+                        }
+                        if answer.columns.is_empty() {
+                            // A statement that returns nothing passes nothing on.
+                        }
+                        if std::ptr::eq(st, queue.file.get(name).expect("checked").answering()) {
+                            op.answer = answer;
+                        }
+                    }
+                }
+                let gap = self.stepper().gap();
+                let op = self.head(session);
+                op.next += 1;
+                if op.next == steps.len() {
+                    self.finish(session, now);
+                } else {
+                    op.due = now + gap;
+                }
+            }
+            Err(e) => {
+                let _ = s.run("ROLLBACK");
+                s.in_transaction = false;
+                let failure = match e.code.as_str() {
+                    // 57014: leasesim cancelled it to end a deadlock.
+                    "40P01" | "57014" => StoreFailure::Deadlock,
+                    "40001" => StoreFailure::Serialization,
+                    _ => broken(
+                        &queue,
+                        format!("line {}: `{name}` failed: {}", st.line, e.message),
+                    ),
+                };
+                self.head(session).failure = Some((step_index.min(255) as u8, failure));
+                self.finish(session, now);
+            }
+        }
+        self.wake(now);
+    }
+
+    /// An earlier step found no row that a later one needs: the operation ends with no row
+    /// (an open transaction is committed, as a client that found nothing would).
+    fn stop_early(&mut self, session: usize, now: Nanos) {
+        let queue = self.queue.clone();
+        let s = self
+            .conn
+            .as_mut()
+            .expect("a connection")
+            .session(session)
+            .expect("opened");
+        if s.in_transaction {
+            if let Err(e) = s.run("COMMIT") {
+                broken(&queue, format!("COMMIT failed: {}", e.message));
+            }
+            s.in_transaction = false;
+        }
+        self.head(session).answer = Answer::default();
+        self.finish(session, now);
+        self.wake(now);
+    }
+
+    /// The operation at the head of `session` is done: its request is answered now.
+    fn finish(&mut self, session: usize, now: Nanos) {
+        let queue = self.queue.clone();
+        let op = self
+            .stepper()
+            .queues
+            .get_mut(&session)
+            .and_then(VecDeque::pop_front)
+            .expect("an operation");
+        let (name, _) = op.plan.expect("planned");
+        let s = self
+            .conn
+            .as_mut()
+            .expect("a connection")
+            .session(session)
+            .expect("opened");
+        if s.in_transaction {
+            let _ = s.run("ROLLBACK");
+            s.in_transaction = false;
+            broken(
+                &queue,
+                format!("`{name}` ends with its transaction open: end it with `commit;`"),
+            );
+        }
+        self.ready = Some(Ready {
+            name,
+            answer: op.answer,
+            failure: op.failure,
+        });
+        self.respond(now, op.from, op.msg);
+        self.ready = None;
+        self.aborted = false;
+        self.next_due(session, now);
+    }
+
+    /// The next operation of `session`, if any, starts now.
+    fn next_due(&mut self, session: usize, now: Nanos) {
+        if let Some(op) = self
+            .stepper()
+            .queues
+            .get_mut(&session)
+            .and_then(|q| q.front_mut())
+        {
+            op.due = op.due.max(now);
+        }
+    }
+
+    /// Steps that waited on a lock and can go on now finish (or wait again), in session order.
+    fn wake(&mut self, now: Nanos) {
+        loop {
+            let waiting: Vec<usize> = self
+                .stepper()
+                .queues
+                .iter()
+                .filter(|(_, q)| q.front().is_some_and(|op| op.waiting.is_some()))
+                .map(|(&i, _)| i)
+                .collect();
+            let mut progressed = false;
+            for session in waiting {
+                if self.head_waiting(session) {
+                    if let Settled::Done(r) = self.settle(session) {
+                        self.step_done(session, r, now);
+                        progressed = true;
+                        break;
+                    }
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn head_waiting(&mut self, session: usize) -> bool {
+        self.stepper()
+            .queues
+            .get(&session)
+            .and_then(|q| q.front())
+            .is_some_and(|op| op.waiting.is_some())
+    }
+
+    /// A step that waits closes a cycle of waits among the run's sessions: it is cancelled
+    /// (the deadlock's victim is always the step that closed it).
+    fn break_deadlock(&mut self, session: usize) {
+        let queue = self.queue.clone();
+        let conn = self.conn.as_mut().expect("a connection");
+        let pids: Vec<i32> = conn.sessions().iter().map(Session::pid).collect();
+        let mut edges: Vec<Vec<usize>> = vec![Vec::new(); pids.len()];
+        for (i, pid) in pids.iter().enumerate() {
+            let by = conn.blocked_by(*pid).unwrap_or_else(|e| broken(&queue, e));
+            edges[i] = by
+                .iter()
+                .filter_map(|b| pids.iter().position(|p| p == b))
+                .collect();
+        }
+        // Is `session` reachable from itself?
+        let mut seen = vec![false; pids.len()];
+        let mut stack = edges[session].clone();
+        let mut cycle = false;
+        while let Some(i) = stack.pop() {
+            if i == session {
+                cycle = true;
+                break;
+            }
+            if !std::mem::replace(&mut seen[i], true) {
+                stack.extend(edges[i].iter().copied());
+            }
+        }
+        if cycle {
+            conn.cancel(pids[session])
+                .unwrap_or_else(|e| broken(&queue, e));
+        }
+    }
+
+    /// The statement a request needs and its parameters, or `None` when it is answered without
+    /// one (the same decisions the handlers make, made before the steps run).
+    fn plan(
+        &self,
+        now: Nanos,
+        from: u32,
+        msg: &Msg,
+    ) -> Option<(&'static str, Vec<(String, Value)>)> {
+        let request = |job: JobId, worker: WorkerName, token: Token, client_now: Nanos| {
+            ["job_id", "worker_id", "fencing_token", "client_now"]
+                .into_iter()
+                .filter_map(|p| {
+                    self.request_value(p, job, worker, token, client_now)
+                        .map(|v| (p.to_string(), v))
+                })
+                .collect::<Vec<_>>()
+        };
+        match *msg {
+            Msg::Claim {
+                req,
+                worker,
+                client_now,
+            } => {
+                if self.claims.get(&from).is_some_and(|&(last, _)| last == req) {
+                    return None;
+                }
+                if let Some((&job, _)) = self.handoffs.iter().find(|(_, w)| **w == worker) {
+                    let token = self.seen(job)?.token;
+                    return Some(("heartbeat", request(job, worker, token, now)));
+                }
+                Some((
+                    "claim",
+                    vec![
+                        ("worker_id".into(), Value::Text(worker_id(worker))),
+                        (
+                            "client_now".into(),
+                            Value::Text(self.scale.timestamp(client_now)),
+                        ),
+                    ],
+                ))
+            }
+            Msg::Heartbeat {
+                job,
+                worker,
+                token,
+                client_now,
+                ..
+            } => Some(("heartbeat", request(job, worker, token, client_now))),
+            Msg::Commit {
+                job,
+                worker,
+                token,
+                outcome,
+                client_now,
+                ..
+            } => {
+                if self.accepted.get(&(job, worker, token)) == Some(&outcome) {
+                    return None;
+                }
+                let seen = self.seen(job)?;
+                let mut values = request(job, worker, token, client_now);
+                match outcome {
+                    Outcome::Success { result } => {
+                        values.push((
+                            "result".into(),
+                            Value::Text(format!("{{\"hash\": \"{result:016x}\"}}")),
+                        ));
+                        Some(("commit", values))
+                    }
+                    Outcome::Failure { error, retryable } => {
+                        let shift = seen.attempt.saturating_sub(1).min(16);
+                        let not_before =
+                            now + seen.class.retry_backoff_ns.saturating_mul(1 << shift);
+                        values.extend([
+                            (
+                                "error".to_string(),
+                                Value::Text(format!(
+                                    "{{\"code\": \"{}\", \"retryable\": {retryable}}}",
+                                    error_name(error)
+                                )),
+                            ),
+                            ("retryable".into(), Value::Bool(retryable)),
+                            (
+                                "max_attempts".into(),
+                                Value::Int(i64::from(seen.class.max_attempts)),
+                            ),
+                            (
+                                "not_before".into(),
+                                Value::Text(self.scale.timestamp(not_before)),
+                            ),
+                        ]);
+                        Some(("fail", values))
+                    }
+                }
+            }
+            Msg::Checkpoint {
+                job,
+                worker,
+                token,
+                step,
+                ..
+            } => {
+                let mut values = request(job, worker, token, now);
+                values.push(("step".into(), Value::Int(i64::from(step))));
+                Some(("checkpoint", values))
+            }
+            Msg::Operator { job, action, .. } => {
+                self.seen(job)?;
+                let (name, to) = match action {
+                    OperatorAction::Revoke => ("revoke", None),
+                    OperatorAction::Cancel => ("cancel", None),
+                    OperatorAction::Takeover { to } => ("takeover", Some(to)),
+                    OperatorAction::HandToHuman | OperatorAction::HumanResolves => return None,
+                };
+                let mut values = vec![("job_id".to_string(), Value::Text(job_uuid(job)))];
+                if let Some(to) = to {
+                    values.push(("worker_id".into(), Value::Text(worker_id(to))));
+                }
+                Some((name, values))
+            }
+            _ => None,
+        }
     }
 }

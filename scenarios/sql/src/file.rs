@@ -25,6 +25,61 @@ pub struct Statement {
     pub returns: Vec<String>,
     /// Readings of the real clock, or of randomness: (line, what).
     pub clock_reads: Vec<(usize, String)>,
+    /// A statement made of several SQL statements (an explicit transaction, or several
+    /// transactions): each of them, in order, as a step of its own (empty for one statement).
+    pub steps: Vec<Statement>,
+}
+
+/// What a step of an operation does to the transaction it runs in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// `begin` / `start transaction`: later steps run in one transaction.
+    Begin,
+    /// `commit` / `end`.
+    Commit,
+    /// `rollback` / `abort`.
+    Rollback,
+    /// A statement that reads or writes.
+    Data,
+}
+
+impl Statement {
+    /// What this statement does to the transaction (by its first word).
+    pub fn control(&self) -> Control {
+        let first = self
+            .positional
+            .lines()
+            .map(|l| l.split("--").next().unwrap_or(""))
+            .flat_map(str::split_whitespace)
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(';')
+            .to_ascii_lowercase();
+        match first.as_str() {
+            "begin" | "start" => Control::Begin,
+            "commit" | "end" => Control::Commit,
+            "rollback" | "abort" => Control::Rollback,
+            _ => Control::Data,
+        }
+    }
+
+    /// The steps an input runs: its several statements, or itself.
+    pub fn each_step(&self) -> &[Statement] {
+        if self.steps.is_empty() {
+            std::slice::from_ref(self)
+        } else {
+            &self.steps
+        }
+    }
+
+    /// The step whose rows answer: the last that reads or writes.
+    pub fn answering(&self) -> &Statement {
+        self.each_step()
+            .iter()
+            .rev()
+            .find(|s| s.control() == Control::Data)
+            .unwrap_or(self)
+    }
 }
 
 /// A piece of a statement's text: as written, or a parameter (by its index in `params`).
@@ -193,7 +248,7 @@ fn statement(name: String, line: usize, body: &str) -> Statement {
     let mut positional = String::with_capacity(body.len());
     let mut pieces = Vec::new();
     let mut cut = 0;
-    let mut semicolons: Vec<(usize, usize)> = Vec::new(); // (line, words before it)
+    let mut semicolons: Vec<(usize, usize, usize)> = Vec::new(); // (line, words before it, char)
     let mut clock_reads = Vec::new();
     // Words outside strings and comments, at top level (parenthesis depth 0) or not.
     let mut words: Vec<Word> = Vec::new();
@@ -319,7 +374,7 @@ fn statement(name: String, line: usize, body: &str) -> Statement {
             }
             _ => {
                 if c == ';' && depth == 0 {
-                    semicolons.push((n, words.len()));
+                    semicolons.push((n, words.len(), i));
                 }
                 positional.push(c);
                 i += 1;
@@ -329,11 +384,30 @@ fn statement(name: String, line: usize, body: &str) -> Statement {
     if cut < positional.len() {
         pieces.push(Piece::Text(positional[cut..].to_string()));
     }
-    let more_than_one = semicolons
+    let more_than_one: Vec<usize> = semicolons
         .iter()
-        .filter(|&&(_, before)| words.len() > before)
-        .map(|&(line, _)| line)
+        .filter(|&&(_, before, _)| words.len() > before)
+        .map(|&(line, _, _)| line)
         .collect();
+    // Several statements: each becomes a step, parsed on its own with its own lines.
+    let mut steps = Vec::new();
+    if !more_than_one.is_empty() {
+        let mut from = 0;
+        let mut from_line = line;
+        let mut words_before = 0;
+        let mut cuts: Vec<(usize, usize, usize)> = semicolons.clone();
+        cuts.push((n, words.len(), chars.len()));
+        for (semi_line, before, at) in cuts {
+            if before > words_before {
+                let chunk: String = chars[from..at.min(chars.len())].iter().collect();
+                steps.push(statement(name.clone(), from_line, &chunk));
+            }
+            words_before = before;
+            from = (at + 1).min(chars.len());
+            // The next chunk starts on the line of this `;`.
+            from_line = semi_line - 1;
+        }
+    }
     Statement {
         name,
         line,
@@ -344,6 +418,7 @@ fn statement(name: String, line: usize, body: &str) -> Statement {
         more_than_one,
         returns: returned_columns(&code, &words),
         clock_reads,
+        steps,
     }
 }
 

@@ -43,6 +43,7 @@ use leasesim_protocol::{CoordinatorMachine, Nanos, OperatorAction, Step};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+pub use crate::db::Isolation;
 pub use crate::file::Problem;
 
 /// The prefix of a SQL coordinator's part name (`sql:seed-postgres.sql@1a2b3c4d5e6f7a8b`).
@@ -136,6 +137,7 @@ pub struct SqlQueue {
     /// The lease length the SQL grants, in nanoseconds of the database's clock.
     lease_ns: Nanos,
     optional: Optional,
+    isolation: Isolation,
     /// Keeps the server up while the queue lives.
     _db: Database,
 }
@@ -143,19 +145,37 @@ pub struct SqlQueue {
 impl SqlQueue {
     /// Reads and opens a SQL file (see [`SqlQueue::open`]).
     pub fn open_path(path: &Path, db: &Database) -> Result<Arc<SqlQueue>, String> {
+        SqlQueue::open_path_with(path, db, Isolation::default())
+    }
+
+    /// [`SqlQueue::open_path`] at an isolation level.
+    pub fn open_path_with(
+        path: &Path,
+        db: &Database,
+        isolation: Isolation,
+    ) -> Result<Arc<SqlQueue>, String> {
         let text = read(path)?;
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
         let file = parse_checked(&name, &text)?;
-        SqlQueue::open(file, db)
+        SqlQueue::open_with(file, db, isolation)
     }
 
     /// Checks `file` against the contract, connects, runs its `schema` and measures its lease:
     /// one job is enqueued and claimed at time 0, and the claim's `lease_until` is the length.
     /// Every error names what is wrong, with the line where there is one.
     pub fn open(file: SqlFile, db: &Database) -> Result<Arc<SqlQueue>, String> {
+        SqlQueue::open_with(file, db, Isolation::default())
+    }
+
+    /// [`SqlQueue::open`] with every connection of a run at `isolation`.
+    pub fn open_with(
+        file: SqlFile,
+        db: &Database,
+        isolation: Isolation,
+    ) -> Result<Arc<SqlQueue>, String> {
         let problems = contract::check(&file);
         if let Some(p) = problems.first() {
             return Err(format!("{}: {p}", file.name));
@@ -175,8 +195,20 @@ impl SqlQueue {
             pool,
             lease_ns,
             optional,
+            isolation,
             _db: db.clone(),
         }))
+    }
+
+    /// The isolation level of its runs' connections.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// Whether an operation has several statements: operations then run step by step, each
+    /// worker's on a connection of its own, so other workers' statements run between them.
+    pub fn stepped(&self) -> bool {
+        self.file.statements.iter().any(|s| !s.steps.is_empty())
     }
 
     /// The file.
@@ -192,7 +224,14 @@ impl SqlQueue {
     /// The name its coordinator goes by in reports and replay files:
     /// `sql:<file name>@<content hash>`.
     pub fn part_name(&self) -> String {
-        format!("{PART_PREFIX}{}@{:016x}", self.file.name, self.file.hash)
+        let level = match self.isolation {
+            Isolation::ReadCommitted => String::new(),
+            other => format!("+{}", other.name()),
+        };
+        format!(
+            "{PART_PREFIX}{}@{:016x}{level}",
+            self.file.name, self.file.hash
+        )
     }
 
     /// leasesim's reference workers and receivers around this file's coordinator, judged on
@@ -209,8 +248,12 @@ impl SqlQueue {
             .collect();
         let machines = Machines::reference()
             .with_coordinator(&self.part_name(), move |spec| {
-                Box::new(SqlCoordinator::new(q.clone(), spec.classes, spec.jobs))
-                    as Box<dyn CoordinatorMachine>
+                Box::new(SqlCoordinator::new(
+                    q.clone(),
+                    spec.classes,
+                    spec.jobs,
+                    spec.seed,
+                )) as Box<dyn CoordinatorMachine>
             })
             .with_scope(move |setup| scope.expressible(setup))
             .with_statements(texts);
@@ -335,15 +378,11 @@ fn probe(pool: &Pool) -> Result<Nanos, String> {
     let result = (|| {
         conn.start_run(enqueue, &[values])?;
         let claim = file.get("claim").expect("checked");
-        let values: Vec<Value> = claim
-            .params
-            .iter()
-            .map(|(p, _)| match p.as_str() {
-                "worker_id" => Value::Text("W1".into()),
-                _ => Value::Text(time::format_us(0)),
-            })
-            .collect();
-        let a = conn.run(claim, &values, 0)?;
+        let values = vec![
+            ("worker_id".to_string(), Value::Text("W1".into())),
+            ("client_now".to_string(), Value::Text(time::format_us(0))),
+        ];
+        let a = conn.run_steps(claim, &values, 0)?;
         if a.rows.len() != 1 {
             return Err(format!(
                 "line {}: `claim` granted {} rows on a table holding one queued job at time 0; it must grant that job",

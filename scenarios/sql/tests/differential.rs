@@ -142,7 +142,7 @@ fn compare(
 ) -> Result<(), TestCaseError> {
     let mut reference = Coordinator::new(classes(), &jobs(), Switches::default());
     let mut sql =
-        leasesim_sql::coordinator::SqlCoordinator::new(queue.clone(), &classes(), &jobs());
+        leasesim_sql::coordinator::SqlCoordinator::new(queue.clone(), &classes(), &jobs(), 0);
     // The current token of each job, as the reference granted it, for stale and future tokens.
     let mut tokens = vec![0u64; JOBS as usize];
     let mut now: Nanos = 0;
