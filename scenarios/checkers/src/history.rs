@@ -482,6 +482,20 @@ pub struct History {
     /// The (job, token) last filed and its lease: consecutive records are mostly about the
     /// same lease.
     last: Option<(JobId, Token, u32)>,
+    /// A lease store's waits on locks and aborted transactions.
+    store: StoreCounts,
+}
+
+/// What a lease store's statements waited for and how many of its transactions it aborted
+/// (a SQL coordinator journals them; leasesim's own coordinator has none).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreCounts {
+    /// Statement steps that waited on a lock.
+    pub waits: u64,
+    /// Their simulated waiting time, summed.
+    pub waited_ns: u64,
+    /// Transactions the store aborted (deadlock, serialization failure).
+    pub aborts: u64,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -720,6 +734,11 @@ impl<'h> Attempt<'h> {
 }
 
 impl History {
+    /// The lease store's waits on locks and aborted transactions.
+    pub fn store(&self) -> StoreCounts {
+        self.store
+    }
+
     /// Reads the history off a trace, in one pass.
     pub fn new(trace: &Trace) -> History {
         let mut h = History::default();
@@ -783,6 +802,7 @@ impl History {
         self.claims.clear();
         self.claimants.clear();
         self.last = None;
+        self.store = StoreCounts::default();
     }
 
     /// Files trace event `i` into the history. Events are recorded in trace order, each
@@ -1198,9 +1218,12 @@ impl History {
             | Event::EffectReconciled { .. }
             | Event::HumanReviewRequested { .. } => {}
             // Which statement decided: the decision itself follows it.
-            Event::StatementRan { .. }
-            | Event::StatementWaited { .. }
-            | Event::StatementFailed { .. } => {}
+            Event::StatementRan { .. } => {}
+            Event::StatementWaited { waited, .. } => {
+                self.store.waits += 1;
+                self.store.waited_ns = self.store.waited_ns.saturating_add(waited);
+            }
+            Event::StatementFailed { .. } => self.store.aborts += 1,
         }
     }
 

@@ -66,6 +66,15 @@ pub struct Metrics {
     pub jeopardy_entries: u64,
     /// Results the coordinator refused (`result_rejected`).
     pub rejected_results: u64,
+    /// A lease store's statement steps that waited on a lock (`statement_waited`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub store_waits: u64,
+    /// Their simulated waiting time, summed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub store_waited_ns: u64,
+    /// Transactions the store aborted (`statement_failed`: deadlock, serialization failure).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub store_aborts: u64,
     /// Tool calls per job class and provider, ordered by class then provider.
     pub tools: Vec<ToolMetrics>,
 }
@@ -149,7 +158,15 @@ pub fn of_history(nodes: &[NodeInfo], history: &History) -> Metrics {
         })
         .count() as u64;
     m.tools = tool_metrics(nodes, history);
+    let store = history.store();
+    m.store_waits = store.waits;
+    m.store_waited_ns = store.waited_ns;
+    m.store_aborts = store.aborts;
     m
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One lease's counts, and at each renewal the age of the last grant, renewal or checkpoint
@@ -284,6 +301,22 @@ impl fmt::Display for Metrics {
             plural(self.lost_leases, "lost lease", "lost leases"),
             plural(self.rejected_results, "rejected result", "rejected results"),
         ));
+        if self.store_waits > 0 || self.store_aborts > 0 {
+            lines.push(format!(
+                "  store: {} (waited {} in all), {}",
+                plural(
+                    self.store_waits,
+                    "statement waited on a lock",
+                    "statements waited on a lock"
+                ),
+                opt_dur(Some(self.store_waited_ns)),
+                plural(
+                    self.store_aborts,
+                    "transaction aborted",
+                    "transactions aborted"
+                ),
+            ));
+        }
         if self.tools.is_empty() {
             lines.push("  tools: no calls".to_string());
         }

@@ -387,6 +387,20 @@ enum SqlCommand {
         /// The SQL files.
         files: Vec<PathBuf>,
     },
+    /// Tries every interleaving of a few workers' concurrent claims (each on its own
+    /// connection) and says what they can end in: two workers granted the same job break
+    /// single-valid-lease (I3), exit 1.
+    Explore {
+        /// Workers claiming at once (2 or 3).
+        #[arg(long, default_value_t = 2, value_parser = whole::<usize>)]
+        workers: usize,
+        /// Jobs queued (1 or 2).
+        #[arg(long, default_value_t = 1, value_parser = whole::<usize>)]
+        jobs: usize,
+        /// The SQL file: `--coordinator sql:FILE` (and `--isolation`, `--database-url`).
+        #[command(flatten)]
+        sql: sql::SqlArgs,
+    },
 }
 
 /// What `sweep --seeds` asks for.
@@ -876,6 +890,9 @@ fn dispatch(
         Command::Sql {
             command: SqlCommand::Check { files },
         } => sql::check_cmd(out, &files),
+        Command::Sql {
+            command: SqlCommand::Explore { workers, jobs, sql },
+        } => sql::explore_cmd(out, &sql, workers, jobs),
         Command::Examples { out: dir, jobs } => matrix::examples_cmd(out, &dir, jobs),
         Command::Advise {
             lease,

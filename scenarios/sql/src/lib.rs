@@ -28,6 +28,7 @@
 pub mod contract;
 pub mod coordinator;
 pub mod db;
+pub mod explore;
 pub mod file;
 pub mod server;
 pub mod time;
