@@ -1146,7 +1146,12 @@ impl SqlCoordinator {
             Settled::Done(r) => self.step_done(session, r, now),
             Settled::Waiting => {
                 self.head(session).waiting = Some(now);
-                self.break_deadlock(session);
+                if self.break_deadlock(session) {
+                    // Cancelled: its answer (the cancellation) comes at once.
+                    if let Settled::Done(r) = self.settle(session) {
+                        self.step_done(session, r, now);
+                    }
+                }
             }
         }
     }
@@ -1358,7 +1363,7 @@ impl SqlCoordinator {
 
     /// A step that waits closes a cycle of waits among the run's sessions: it is cancelled
     /// (the deadlock's victim is always the step that closed it).
-    fn break_deadlock(&mut self, session: usize) {
+    fn break_deadlock(&mut self, session: usize) -> bool {
         let queue = self.queue.clone();
         let conn = self.conn.as_mut().expect("a connection");
         let pids: Vec<i32> = conn.sessions().iter().map(Session::pid).collect();
@@ -1387,6 +1392,7 @@ impl SqlCoordinator {
             conn.cancel(pids[session])
                 .unwrap_or_else(|e| broken(&queue, e));
         }
+        cycle
     }
 
     /// The statement a request needs and its parameters, or `None` when it is answered without
