@@ -1012,6 +1012,21 @@ pub enum Event {
         /// Why.
         failure: StoreFailure,
     },
+    /// One SQL statement of a store's statement ran on a connection (a SQL coordinator whose
+    /// statements are several journals each): sent at `issued`, done at the event's time, so
+    /// a timeline draws each transaction as a bar on its connection's row.
+    StepRan {
+        /// The statement of the store's contract.
+        statement: StoreStatement,
+        /// This step (0-based).
+        step: u8,
+        /// How many steps the statement has.
+        steps: u8,
+        /// Whose connection: the worker, or `None` for the operator's.
+        connection: Option<WorkerName>,
+        /// When it was sent, on the coordinator's clock.
+        issued: Nanos,
+    },
 }
 
 /// Why a lease store aborted a transaction.
@@ -1059,6 +1074,7 @@ impl Event {
             Event::StatementRan { .. } => "statement_ran",
             Event::StatementWaited { .. } => "statement_waited",
             Event::StatementFailed { .. } => "statement_failed",
+            Event::StepRan { .. } => "step_ran",
             Event::JobClaimed { .. } => "job_claimed",
             Event::HeartbeatOk { .. } => "heartbeat_ok",
             Event::HeartbeatLost { .. } => "heartbeat_lost",

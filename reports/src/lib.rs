@@ -467,6 +467,20 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
             step + 1,
             secs(waited)
         ),
+        Event::StepRan {
+            statement,
+            step,
+            steps,
+            connection,
+            issued,
+        } => format!(
+            "`{}` statement {} of {} on {}'s connection, sent at {}",
+            statement.name(),
+            step + 1,
+            steps,
+            connection.map_or_else(|| "the operator".to_string(), |w| w.to_string()),
+            secs(issued)
+        ),
         Event::StatementFailed {
             statement,
             step,

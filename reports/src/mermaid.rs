@@ -122,6 +122,7 @@ fn note_priority(e: &Event) -> Option<u8> {
         | Event::StatementRan { .. }
         | Event::StatementWaited { .. }
         | Event::StatementFailed { .. }
+        | Event::StepRan { .. }
         | Event::AdmissionDeferred { .. }
         | Event::ToolStatusQueried { .. }
         | Event::ToolFaulted { .. }

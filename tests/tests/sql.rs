@@ -587,3 +587,59 @@ fn sql_explore_tries_every_interleaving_and_says_which_break() {
     let (files, procs) = leftovers(&tmp.0);
     assert!(files.is_empty() && procs.is_empty(), "{files:?} {procs:?}");
 }
+
+#[test]
+fn the_timeline_draws_each_transaction_on_its_connection() {
+    let tmp = TempDir::new("sql-timeline");
+    // The race: two claims on two connections, overlapping.
+    let html = tmp.join("race.html");
+    let f = leasesim(
+        &[
+            "run",
+            "retries",
+            "--seed",
+            "0",
+            "--coordinator",
+            &coordinator("v10-select-then-update.sql"),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        &tmp.0,
+        120,
+    );
+    assert_eq!(f.code, Some(1), "{}\n{}", f.out, f.err);
+    assert!(f.out.contains("single-valid-lease (I3)"), "{}", f.out);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("W1\u{2019}s connection") && page.contains("W2\u{2019}s connection"));
+    let bars = page.matches("class=\"txbar\"").count();
+    assert!(bars >= 2, "{bars} transaction bars");
+    assert!(
+        page.contains("`claim`: 4 of 4 statement(s)"),
+        "a whole claim's bar"
+    );
+    // A wait on a lock is drawn, and said in the metrics.
+    let html = tmp.join("wait.html");
+    let f = leasesim(
+        &[
+            "run",
+            "coordinator-outage",
+            "--seed",
+            "5",
+            "--coordinator",
+            &coordinator("claim-for-update.sql"),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        &tmp.0,
+        120,
+    );
+    assert_eq!(f.code, Some(0), "{}\n{}", f.out, f.err);
+    assert!(
+        f.out.contains("store: 1 statement waited on a lock"),
+        "{}",
+        f.out
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("class=\"txwait\""), "the wait is drawn");
+    assert!(page.contains("on locks"), "and said in the bar's tooltip");
+}

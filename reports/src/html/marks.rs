@@ -60,6 +60,7 @@ pub(super) fn effect_mark(e: &Event) -> Option<EffectMark> {
         | Event::StatementRan { .. }
         | Event::StatementWaited { .. }
         | Event::StatementFailed { .. }
+        | Event::StepRan { .. }
         | Event::CommitAbandoned { .. } => return None,
     };
     Some(EffectMark {
@@ -115,6 +116,7 @@ pub(super) fn note_class(e: &Event) -> &'static str {
         | Event::StatementRan { .. }
         | Event::StatementWaited { .. }
         | Event::StatementFailed { .. }
+        | Event::StepRan { .. }
         | Event::EffectFenced { .. } => "",
     }
 }
@@ -139,8 +141,9 @@ pub(super) fn budget(trace: &[TraceEvent<Msg, Event>]) -> (usize, usize) {
     let (mut routine, mut notes) = (0, 0);
     for e in trace {
         if let EventKind::Note { note } = &e.kind {
-            if matches!(note, Event::StatementRan { .. }) {
-                // Not drawn: the decision after it names it.
+            if matches!(note, Event::StatementRan { .. } | Event::StepRan { .. }) {
+                // Not drawn as marks: the decision after it names the statement, and the
+                // steps are the transaction bars.
                 continue;
             }
             notes += 1;
@@ -173,6 +176,9 @@ impl Page<'_> {
             } = *note
             {
                 statement = Some((st, rows));
+                continue;
+            }
+            if matches!(note, Event::StepRan { .. }) {
                 continue;
             }
             let decided_by = statement.take();

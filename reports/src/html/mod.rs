@@ -16,6 +16,7 @@ mod marks;
 mod messages;
 mod page;
 mod style;
+mod transactions;
 
 use crate::{Names, NodeKind, RunView};
 use clocks::Clocks;
@@ -105,7 +106,9 @@ pub(crate) fn event_job(e: &Event) -> Option<u32> {
         | EffectDuplicate { key, .. }
         | EffectUnauthorized { key, .. }
         | EffectFenced { key, .. } => key.job.0,
-        StatementRan { .. } | StatementWaited { .. } | StatementFailed { .. } => return None,
+        StatementRan { .. } | StatementWaited { .. } | StatementFailed { .. } | StepRan { .. } => {
+            return None
+        }
     })
 }
 
@@ -256,6 +259,12 @@ pub fn render(view: &RunView<'_>) -> String {
 
 /// Everything the page draws, analysed and laid out once.
 struct Page<'p> {
+    /// The coordinator's lane when it drew SQL transactions, their first row, the
+    /// connections and the bars.
+    tx_lane: Option<usize>,
+    tx_row0: usize,
+    tx_conns: Vec<Option<leasesim_protocol::WorkerName>>,
+    tx_bars: Vec<transactions::Bar>,
     view: &'p RunView<'p>,
     names: &'p Names<'p>,
     trace: &'p [Ev],
@@ -294,7 +303,21 @@ impl<'p> Page<'p> {
         let keep = select(&recs, MAX_ARROWS);
         let drawn = keep.iter().filter(|&&k| k).count();
         let (plain_marks, plain_total) = marks::budget(trace);
-        let (items, rows) = leases::rows(view.nodes, &an.leases, &an.beliefs, trace, &sc);
+        let (items, mut rows) = leases::rows(view.nodes, &an.leases, &an.beliefs, trace, &sc);
+        // A SQL coordinator's connections get rows of their own below its leases.
+        let (tx_conns, tx_bars) = transactions::bars(trace);
+        let tx_lane = (!tx_conns.is_empty())
+            .then(|| {
+                view.nodes
+                    .iter()
+                    .position(|v| v.kind == NodeKind::Coordinator)
+            })
+            .flatten()
+            .filter(|&l| l < rows.len());
+        let tx_row0 = tx_lane.map_or(0, |l| rows[l]);
+        if let Some(l) = tx_lane {
+            rows[l] += tx_conns.len();
+        }
         let net_h = if an.bands.iter().any(|b| b.lane.is_none()) {
             NET_H
         } else {
@@ -307,6 +330,10 @@ impl<'p> Page<'p> {
         let svg_w = PAD_L + width + PAD_R;
 
         Page {
+            tx_lane,
+            tx_row0,
+            tx_conns,
+            tx_bars,
             view,
             names,
             trace,
@@ -341,6 +368,7 @@ impl<'p> Page<'p> {
         self.faults(o);
         self.clock_offsets(o);
         self.leases(o);
+        self.transactions(o);
         self.messages(o);
         self.marks(o);
         self.violations(o);

@@ -166,6 +166,19 @@ impl Page<'_> {
             );
             for r in 0..g.rows {
                 let ry = g.lease_y + r as f64 * LEASE_ROW;
+                if self.tx_lane == Some(l) && r >= self.tx_row0 {
+                    // A SQL connection's row: its transactions.
+                    let who = self.tx_conns[r - self.tx_row0]
+                        .map_or_else(|| "operator".to_string(), |w| w.to_string());
+                    let _ = write!(
+                        o,
+                        "<text class=\"sub-label\" x=\"{}\" y=\"{}\">{}\u{2019}s connection</text>",
+                        f(LABEL_W - 8.0),
+                        f(ry + 3.0 + BAR_H + 6.0),
+                        esc(&who)
+                    );
+                    continue;
+                }
                 let _ = write!(
                     o,
                     "<text class=\"sub-label\" x=\"{}\" y=\"{}\">coordinator\u{2019}s grant</text>\

@@ -49,6 +49,8 @@ svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 .msg:hover path.v{stroke-width:2.6}
 .note{fill:#a0aec0;stroke:#fff;stroke-width:.8}
 .stmt{font:9px ui-monospace,monospace;fill:#4a5568}
+.txbar{fill:#bee3f8;stroke:#2b6cb0;stroke-width:.8}.tx.aborted .txbar{fill:#fed7d7;stroke:#c53030}
+.txwait{fill:#e53e3e}.txstep{stroke:#2b6cb0;stroke-width:1.2}.txn{font:8px ui-monospace,monospace;fill:#2b6cb0;text-anchor:middle}.txfail{font:9px system-ui,sans-serif;fill:#c53030}
 .note.grant{fill:#2b6cb0}.note.renew{fill:#63b3ed}.note.claim{fill:#38a169}.note.ok{fill:#276749}
 .note.bad{fill:#e53e3e}.note.jeop{fill:#dd6b20}.note.commit{fill:#553c9a}.note.send-effect{fill:#319795}
 .effect .d{stroke:#1a202c;stroke-width:.8}

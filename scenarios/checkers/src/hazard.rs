@@ -144,6 +144,7 @@ pub fn of_note(note: &Event) -> Option<Hazard> {
         | Event::StatementRan { .. }
         | Event::StatementWaited { .. }
         | Event::StatementFailed { .. }
+        | Event::StepRan { .. }
         | Event::JobFailed { .. }
         | Event::ResultAccepted { .. }
         | Event::JobClaimed { .. }

@@ -1218,7 +1218,7 @@ impl History {
             | Event::EffectReconciled { .. }
             | Event::HumanReviewRequested { .. } => {}
             // Which statement decided: the decision itself follows it.
-            Event::StatementRan { .. } => {}
+            Event::StatementRan { .. } | Event::StepRan { .. } => {}
             Event::StatementWaited { waited, .. } => {
                 self.store.waits += 1;
                 self.store.waited_ns = self.store.waited_ns.saturating_add(waited);

@@ -511,6 +511,7 @@ impl Checkers<'_> {
             | Event::StatementRan { .. }
             | Event::StatementWaited { .. }
             | Event::StatementFailed { .. }
+            | Event::StepRan { .. }
             | Event::OperatorActed { .. } => {}
         }
     }

@@ -185,6 +185,7 @@ impl Table {
             | Event::StatementRan { .. }
             | Event::StatementWaited { .. }
             | Event::StatementFailed { .. }
+            | Event::StepRan { .. }
             | Event::CommitAbandoned { .. } => {}
         }
     }

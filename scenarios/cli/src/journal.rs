@@ -735,6 +735,17 @@ impl<'a> Lines<'a> {
                 l.statement = Some(statement.name());
                 l.waited_ns = Some(waited);
             }
+            Event::StepRan {
+                statement,
+                step,
+                connection,
+                ..
+            } => {
+                site = Site::Coordinator;
+                l.statement = Some(statement.name());
+                l.step = Some(step.into());
+                l.worker = connection.map(|w| w.to_string());
+            }
             Event::StatementFailed {
                 statement, failure, ..
             } => {

@@ -980,6 +980,8 @@ struct Op {
     failure: Option<(u8, StoreFailure)>,
     /// When the current step was sent (real time), to bound it.
     sent: Option<std::time::Instant>,
+    /// When the current step was sent, on the simulated clock.
+    issued: Nanos,
 }
 
 impl Op {
@@ -995,6 +997,7 @@ impl Op {
             answer: Answer::default(),
             failure: None,
             sent: None,
+            issued: now,
         }
     }
 }
@@ -1136,6 +1139,7 @@ impl SqlCoordinator {
         #[allow(clippy::disallowed_methods)]
         let sent = std::time::Instant::now();
         self.head(session).sent = Some(sent);
+        self.head(session).issued = now;
         self.conn
             .as_mut()
             .expect("a connection")
@@ -1187,14 +1191,27 @@ impl SqlCoordinator {
     /// A step's answer: the next step is due after a gap, or the operation is done.
     fn step_done(&mut self, session: usize, r: StepResult, now: Nanos) {
         let queue = self.queue.clone();
-        let (name, step_index, waited) = {
+        let (name, step_index, waited, issued) = {
             let op = self.head(session);
             (
                 op.plan.as_ref().expect("planned").0,
                 op.next,
                 op.waiting.take(),
+                op.issued,
             )
         };
+        let steps_n = queue.file.get(name).expect("checked").each_step().len();
+        let connection = match self.stepper().keys.get(session) {
+            Some(SessionKey::Worker(w)) => Some(*w),
+            _ => None,
+        };
+        self.out.push_back(Output::Journal(Event::StepRan {
+            statement: statement_of(name),
+            step: step_index.min(255) as u8,
+            steps: steps_n.min(255) as u8,
+            connection,
+            issued,
+        }));
         if let Some(since) = waited {
             self.out.push_back(Output::Journal(Event::StatementWaited {
                 statement: statement_of(name),
