@@ -285,6 +285,28 @@ fn statement(name: String, line: usize, body: &str) -> Statement {
                     i += 1;
                 }
             }
+            '$' if dollar_tag(&chars, i).is_some() => {
+                // A dollar-quoted string (`$$ ... $$`, `$body$ ... $body$`): a function's body
+                // in `schema`, say. Nothing inside is a parameter, a word or a `;`.
+                let tag = dollar_tag(&chars, i).expect("checked");
+                let body_start = i + tag.len();
+                let mut j = body_start;
+                let mut end = chars.len();
+                while j + tag.len() <= chars.len() {
+                    if chars[j..j + tag.len()] == tag[..] {
+                        end = j + tag.len();
+                        break;
+                    }
+                    j += 1;
+                }
+                for &ch in &chars[i..end] {
+                    if ch == '\n' {
+                        n += 1;
+                    }
+                    positional.push(ch);
+                }
+                i = end;
+            }
             '-' if next == Some('-') => {
                 while i < chars.len() && chars[i] != '\n' {
                     positional.push(chars[i]);
@@ -422,6 +444,23 @@ fn statement(name: String, line: usize, body: &str) -> Statement {
     }
 }
 
+/// The tag of a dollar quote opening at `i` (`$$` or `$name$`), if one does.
+fn dollar_tag(chars: &[char], i: usize) -> Option<Vec<char>> {
+    let mut j = i + 1;
+    if chars
+        .get(j)
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == '_')
+    {
+        while chars
+            .get(j)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_')
+        {
+            j += 1;
+        }
+    }
+    (chars.get(j) == Some(&'$')).then(|| chars[i..=j].to_vec())
+}
+
 /// A word outside strings and comments.
 struct Word {
     /// Lowercased.
@@ -501,6 +540,21 @@ mod tests {
     use super::*;
 
     const SQL: &str = "-- name: schema\ncreate table t (id uuid);\n\n-- name: claim\nwith c as (select id from t where x = ':no' and y::text = :worker_id for update skip locked limit 1)\nupdate t j set owner = :worker_id, lease_until = now() + interval '90 seconds'\nfrom c where j.id = c.id\nreturning j.id, j.payload, j.fencing_token as token, j.lease_until;\n";
+
+    #[test]
+    fn a_dollar_quoted_body_is_one_string() {
+        let f = SqlFile::parse(
+            "q.sql",
+            "-- name: schema\ncreate function f() returns int language sql as $body$\n  select 1; select :not_a_param;\n$body$;\ncreate table t (id int);\n-- name: claim\nselect $$a;b$$ as x, :worker_id as id;\n",
+        )
+        .expect("parses");
+        let schema = f.get("schema").unwrap();
+        assert!(schema.params.is_empty(), "{:?}", schema.params);
+        assert_eq!(schema.steps.len(), 2, "the body's `;` splits nothing");
+        let claim = f.get("claim").unwrap();
+        assert!(claim.steps.is_empty(), "one statement");
+        assert_eq!(claim.params, vec![("worker_id".to_string(), 7)]);
+    }
 
     #[test]
     fn statements_parameters_and_returned_columns_are_found_with_their_lines() {

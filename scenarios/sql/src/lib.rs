@@ -209,7 +209,11 @@ impl SqlQueue {
     /// Whether an operation has several statements: operations then run step by step, each
     /// worker's on a connection of its own, so other workers' statements run between them.
     pub fn stepped(&self) -> bool {
-        self.file.statements.iter().any(|s| !s.steps.is_empty())
+        // `schema` runs once per connection, whole: its statements are not an input's.
+        self.file
+            .statements
+            .iter()
+            .any(|s| s.name != "schema" && !s.steps.is_empty())
     }
 
     /// The file.
