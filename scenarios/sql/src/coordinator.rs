@@ -398,8 +398,13 @@ impl SqlCoordinator {
     }
 
     fn claim(&mut self, now: Nanos, worker: WorkerName, client_now: Nanos) -> Option<Grant> {
-        if let Some(grant) = self.pick_up_handoff(now, worker) {
-            return Some(grant);
+        // A claim whose statement already ran (stepped) decides with its own answer, even if
+        // an operator handed this worker a job meanwhile (the next claim picks that up).
+        let claimed = self.ready.as_ref().is_some_and(|r| r.name == "claim");
+        if !claimed {
+            if let Some(grant) = self.pick_up_handoff(now, worker) {
+                return Some(grant);
+            }
         }
         let who = worker_id(worker);
         let client = self.scale.timestamp(client_now);
@@ -924,6 +929,8 @@ struct Stepper {
     keys: Vec<SessionKey>,
     /// Operations waiting or running, per session, in arrival order.
     queues: BTreeMap<usize, VecDeque<Op>>,
+    /// A step ended since blocked steps were last sent again.
+    retry: bool,
 }
 
 impl Stepper {
@@ -932,6 +939,7 @@ impl Stepper {
             rng: seed,
             keys: Vec::new(),
             queues: BTreeMap::new(),
+            retry: false,
         }
     }
 
@@ -980,8 +988,11 @@ struct Op {
     failure: Option<(u8, StoreFailure)>,
     /// When the current step was sent (real time), to bound it.
     sent: Option<std::time::Instant>,
-    /// When the current step was sent, on the simulated clock.
+    /// When the current step was first sent, on the simulated clock.
     issued: Nanos,
+    /// The session whose open transaction holds the lock the current step needs: the step
+    /// is sent again when a step anywhere ends.
+    blocked_on: Option<usize>,
 }
 
 impl Op {
@@ -998,6 +1009,7 @@ impl Op {
             failure: None,
             sent: None,
             issued: now,
+            blocked_on: None,
         }
     }
 }
@@ -1032,6 +1044,10 @@ impl SqlCoordinator {
     /// unblock.
     fn pump(&mut self, now: Nanos) {
         for _ in 0..PUMP_MAX {
+            if std::mem::take(&mut self.stepper().retry) {
+                self.retry_blocked(now);
+                continue;
+            }
             let next = self
                 .stepper()
                 .queues
@@ -1085,7 +1101,7 @@ impl SqlCoordinator {
         let (sql, which) = match st.control() {
             Control::Begin => (
                 format!(
-                    "{};\nSET LOCAL leasesim.now = '{}'",
+                    "{}\n;\nSET LOCAL leasesim.now = '{}'",
                     st.text.trim().trim_end_matches(';'),
                     format_us(now_us)
                 ),
@@ -1123,7 +1139,9 @@ impl SqlCoordinator {
                 }
                 let text = crate::db::filled(st, &filled);
                 if in_tx {
-                    (text, 0)
+                    // A savepoint first: a step that must wait is cancelled and rolled back
+                    // to it, and sent again later.
+                    (format!("SAVEPOINT leasesim_step;\n{text}"), 1)
                 } else {
                     (
                         format!(
@@ -1139,7 +1157,9 @@ impl SqlCoordinator {
         #[allow(clippy::disallowed_methods)]
         let sent = std::time::Instant::now();
         self.head(session).sent = Some(sent);
-        self.head(session).issued = now;
+        if self.head(session).waiting.is_none() {
+            self.head(session).issued = now;
+        }
         self.conn
             .as_mut()
             .expect("a connection")
@@ -1148,15 +1168,140 @@ impl SqlCoordinator {
             .send(sql, which);
         match self.settle(session) {
             Settled::Done(r) => self.step_done(session, r, now),
-            Settled::Waiting => {
-                self.head(session).waiting = Some(now);
-                if self.break_deadlock(session) {
-                    // Cancelled: its answer (the cancellation) comes at once.
-                    if let Settled::Done(r) = self.settle(session) {
-                        self.step_done(session, r, now);
-                    }
-                }
+            Settled::Waiting => self.blocked(session, in_tx, now),
+        }
+    }
+
+    /// The step `session` sent waits on a lock. A statement never stays waiting inside the
+    /// server, where several released at once would race by the machine's timing: it is
+    /// cancelled and rolled back (to the step's savepoint inside a transaction), the operation
+    /// is marked as blocked by the session that holds the lock, and the step is sent again,
+    /// alone, after the next step anywhere ends. A cycle of blocked operations is a deadlock:
+    /// the operation that closed it is aborted.
+    fn blocked(&mut self, session: usize, in_tx: bool, now: Nanos) {
+        let queue = self.queue.clone();
+        let conn = self.conn.as_mut().expect("a connection");
+        let pids: Vec<i32> = conn.sessions().iter().map(Session::pid).collect();
+        let pid = pids[session];
+        let by = conn
+            .blocked_by(pid)
+            .unwrap_or_else(|e| broken(&queue, e))
+            .iter()
+            .find_map(|b| pids.iter().position(|p| p == b));
+        let Some(by) = by else {
+            // Held by a session outside this run (a server of the user's): wait in place.
+            let r = self.settle_outside(session);
+            return self.step_done(session, r, now);
+        };
+        conn.cancel(pid).unwrap_or_else(|e| broken(&queue, e));
+        let s = conn.session(session).expect("opened");
+        let r = loop {
+            if let Some(r) = s.answer(STEP_REAL_LIMIT) {
+                break r;
             }
+        };
+        if r.is_ok() {
+            // It finished before the cancel reached it.
+            return self.step_done(session, r, now);
+        }
+        let undo = if in_tx {
+            "ROLLBACK TO SAVEPOINT leasesim_step"
+        } else {
+            "ROLLBACK"
+        };
+        if let Err(e) = s.run(undo) {
+            broken(
+                &queue,
+                format!("cannot undo a waiting statement: {}", e.message),
+            );
+        }
+        let op = self.head(session);
+        op.waiting.get_or_insert(now);
+        op.blocked_on = Some(by);
+        // Does the chain of blocked operations lead back here?
+        let mut at = by;
+        for _ in 0..=pids.len() {
+            if at == session {
+                return self.deadlock(session, now);
+            }
+            match self
+                .stepper()
+                .queues
+                .get(&at)
+                .and_then(|q| q.front())
+                .and_then(|op| op.blocked_on)
+            {
+                Some(next) => at = next,
+                None => return,
+            }
+        }
+    }
+
+    /// Waits for a statement held by a session outside the run, up to the step's real limit.
+    fn settle_outside(&mut self, session: usize) -> StepResult {
+        let queue = self.queue.clone();
+        let s = self
+            .conn
+            .as_mut()
+            .expect("a connection")
+            .session(session)
+            .expect("opened");
+        match s.answer(STEP_REAL_LIMIT) {
+            Some(r) => r,
+            None => broken(
+                &queue,
+                format!(
+                    "a statement waited {} s on a lock held outside this run",
+                    STEP_REAL_LIMIT.as_secs()
+                ),
+            ),
+        }
+    }
+
+    /// The operation of `session` closed a cycle of waits: it is aborted (its transaction
+    /// rolled back), as a server's deadlock detector would, and always this one.
+    fn deadlock(&mut self, session: usize, now: Nanos) {
+        let queue = self.queue.clone();
+        let s = self
+            .conn
+            .as_mut()
+            .expect("a connection")
+            .session(session)
+            .expect("opened");
+        if s.in_transaction {
+            if let Err(e) = s.run("ROLLBACK") {
+                broken(&queue, format!("ROLLBACK failed: {}", e.message));
+            }
+            s.in_transaction = false;
+        }
+        let step = self.head(session).next;
+        self.step_done(
+            session,
+            Err(crate::db::StepError {
+                code: "40P01".into(),
+                message: format!("deadlock among the run's connections at step {}", step + 1),
+            }),
+            now,
+        );
+    }
+
+    /// Sends again, one at a time in session order, every step blocked by a lock, until none
+    /// goes on.
+    fn retry_blocked(&mut self, now: Nanos) {
+        let blocked: Vec<usize> = self
+            .stepper()
+            .queues
+            .iter()
+            .filter(|(_, q)| q.front().is_some_and(|op| op.blocked_on.is_some()))
+            .map(|(&i, _)| i)
+            .collect();
+        for session in blocked {
+            if self.stepper().retry {
+                // A step ended: start over, in session order.
+                return;
+            }
+            self.head(session).blocked_on = None;
+            self.start_step(session, now);
         }
     }
 
@@ -1273,7 +1418,7 @@ impl SqlCoordinator {
                 self.finish(session, now);
             }
         }
-        self.wake(now);
+        self.stepper().retry = true;
     }
 
     /// An earlier step found no row that a later one needs: the operation ends with no row
@@ -1294,7 +1439,7 @@ impl SqlCoordinator {
         }
         self.head(session).answer = Answer::default();
         self.finish(session, now);
-        self.wake(now);
+        self.stepper().retry = true;
     }
 
     /// The operation at the head of `session` is done: its request is answered now.
@@ -1342,74 +1487,6 @@ impl SqlCoordinator {
         {
             op.due = op.due.max(now);
         }
-    }
-
-    /// Steps that waited on a lock and can go on now finish (or wait again), in session order.
-    fn wake(&mut self, now: Nanos) {
-        loop {
-            let waiting: Vec<usize> = self
-                .stepper()
-                .queues
-                .iter()
-                .filter(|(_, q)| q.front().is_some_and(|op| op.waiting.is_some()))
-                .map(|(&i, _)| i)
-                .collect();
-            let mut progressed = false;
-            for session in waiting {
-                if self.head_waiting(session) {
-                    if let Settled::Done(r) = self.settle(session) {
-                        self.step_done(session, r, now);
-                        progressed = true;
-                        break;
-                    }
-                }
-            }
-            if !progressed {
-                return;
-            }
-        }
-    }
-
-    fn head_waiting(&mut self, session: usize) -> bool {
-        self.stepper()
-            .queues
-            .get(&session)
-            .and_then(|q| q.front())
-            .is_some_and(|op| op.waiting.is_some())
-    }
-
-    /// A step that waits closes a cycle of waits among the run's sessions: it is cancelled
-    /// (the deadlock's victim is always the step that closed it).
-    fn break_deadlock(&mut self, session: usize) -> bool {
-        let queue = self.queue.clone();
-        let conn = self.conn.as_mut().expect("a connection");
-        let pids: Vec<i32> = conn.sessions().iter().map(Session::pid).collect();
-        let mut edges: Vec<Vec<usize>> = vec![Vec::new(); pids.len()];
-        for (i, pid) in pids.iter().enumerate() {
-            let by = conn.blocked_by(*pid).unwrap_or_else(|e| broken(&queue, e));
-            edges[i] = by
-                .iter()
-                .filter_map(|b| pids.iter().position(|p| p == b))
-                .collect();
-        }
-        // Is `session` reachable from itself?
-        let mut seen = vec![false; pids.len()];
-        let mut stack = edges[session].clone();
-        let mut cycle = false;
-        while let Some(i) = stack.pop() {
-            if i == session {
-                cycle = true;
-                break;
-            }
-            if !std::mem::replace(&mut seen[i], true) {
-                stack.extend(edges[i].iter().copied());
-            }
-        }
-        if cycle {
-            conn.cancel(pids[session])
-                .unwrap_or_else(|e| broken(&queue, e));
-        }
-        cycle
     }
 
     /// The statement a request needs and its parameters, or `None` when it is answered without

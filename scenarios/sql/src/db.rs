@@ -449,7 +449,7 @@ impl Conn {
                 crate::file::Control::Begin => {
                     in_tx = true;
                     format!(
-                        "{};\nSET LOCAL leasesim.now = '{}'",
+                        "{}\n;\nSET LOCAL leasesim.now = '{}'",
                         step.text.trim().trim_end_matches(';'),
                         format_us(now_us)
                     )
@@ -588,11 +588,11 @@ impl Conn {
                     let _ = self.cancel(pid);
                 }
             }
+            // Always: a cancelled statement of an autocommit batch leaves its failed
+            // transaction open without the flag saying so.
             let s = &mut self.sessions[i];
-            if s.in_transaction {
-                let _ = s.run("ROLLBACK");
-                s.in_transaction = false;
-            }
+            let _ = s.run("ROLLBACK");
+            s.in_transaction = false;
         }
     }
 

@@ -151,6 +151,9 @@ fn name_order(order: &[usize]) -> String {
 #[derive(Default)]
 struct Claim {
     next: usize,
+    /// Blocked by the open transaction of this worker's connection: its step is sent again
+    /// after the next step anywhere ends.
+    blocked_on: Option<usize>,
     waiting: bool,
     done: bool,
     carried: Vec<(String, Option<String>)>,
@@ -188,9 +191,9 @@ fn run_order(
             // Whoever still has steps (a turn passed while waiting) goes on, in order.
             turns.extend((0..workers).filter(|&w| !claims[w].done));
             if !turns.is_empty() && turns.iter().all(|&w| claims[w].waiting) {
-                // Everyone left waits: let through what can go on.
-                wake(conn, claim, &mut claims, &mut ran)?;
-                if turns.iter().all(|&w| claims[w].waiting) {
+                // Everyone left is blocked: send them again, in order.
+                retry(conn, claim, &mut claims, &mut ran)?;
+                if turns.iter().all(|&w| claims[w].waiting && !claims[w].done) {
                     return Err("every claim waits and none can go on".into());
                 }
             }
@@ -237,7 +240,7 @@ fn step(
     let (sql, which) = match st.control() {
         Control::Begin => (
             format!(
-                "{};\nSET LOCAL leasesim.now = '{}'",
+                "{}\n;\nSET LOCAL leasesim.now = '{}'",
                 st.text.trim().trim_end_matches(';'),
                 format_us(0)
             ),
@@ -276,13 +279,13 @@ fn step(
                         claims[w].answer = Answer::default();
                         claims[w].done = true;
                         ran.push(format!("W{}.end", w + 1));
-                        return wake(conn, claim, claims, ran);
+                        return retry(conn, claim, claims, ran);
                     }
                 }
             }
             let text = filled(st, &values);
             if in_tx {
-                (text, 0)
+                (format!("SAVEPOINT leasesim_step;\n{text}"), 1)
             } else {
                 (
                     format!(
@@ -297,14 +300,105 @@ fn step(
     conn.session(w)?.send(sql, which);
     ran.push(format!("W{}.{}", w + 1, claims[w].next + 1));
     match settle(conn, w)? {
-        Some(r) => done(conn, claim, w, r, claims)?,
-        None => {
-            claims[w].waiting = true;
-            ran.push(format!("(W{} waits)", w + 1));
-            break_cycle(conn, w)?;
+        Some(r) => {
+            claims[w].waiting = false;
+            done(conn, claim, w, r, claims)?;
+            retry(conn, claim, claims, ran)
+        }
+        None => blocked(conn, claim, w, in_tx, claims, ran),
+    }
+}
+
+/// `w`'s step waits on a lock: it is cancelled and undone (as in a run, so that two statements
+/// never run at once), marked blocked, and a cycle of blocked claims aborts `w`.
+fn blocked(
+    conn: &mut Conn,
+    claim: &Statement,
+    w: usize,
+    in_tx: bool,
+    claims: &mut [Claim],
+    ran: &mut Vec<String>,
+) -> Result<(), String> {
+    let pids: Vec<i32> = conn
+        .sessions()
+        .iter()
+        .map(crate::db::Session::pid)
+        .collect();
+    let by = conn
+        .blocked_by(pids[w])?
+        .iter()
+        .find_map(|b| pids.iter().position(|p| p == b))
+        .ok_or("a claim waits on a session outside the exploration")?;
+    conn.cancel(pids[w])?;
+    let s = conn.session(w)?;
+    let r = loop {
+        if let Some(r) = s.answer(std::time::Duration::from_secs(120)) {
+            break r;
+        }
+    };
+    if r.is_ok() {
+        done(conn, claim, w, r, claims)?;
+        return retry(conn, claim, claims, ran);
+    }
+    let undo = if in_tx {
+        "ROLLBACK TO SAVEPOINT leasesim_step"
+    } else {
+        "ROLLBACK"
+    };
+    s.run(undo).map_err(|e| e.message)?;
+    if !claims[w].waiting {
+        ran.push(format!("(W{} waits)", w + 1));
+    }
+    claims[w].waiting = true;
+    claims[w].blocked_on = Some(by);
+    let mut at = by;
+    for _ in 0..=claims.len() {
+        if at == w {
+            // A cycle: `w` closed it and is aborted.
+            let s = conn.session(w)?;
+            let _ = s.run("ROLLBACK");
+            s.in_transaction = false;
+            claims[w].waiting = false;
+            claims[w].blocked_on = None;
+            done(
+                conn,
+                claim,
+                w,
+                Err(crate::db::StepError {
+                    code: "40P01".into(),
+                    message: "deadlock".into(),
+                }),
+                claims,
+            )?;
+            return retry(conn, claim, claims, ran);
+        }
+        match claims[at].blocked_on {
+            Some(next) => at = next,
+            None => break,
         }
     }
-    wake(conn, claim, claims, ran)
+    Ok(())
+}
+
+/// Sends again, one at a time in worker order, the steps blocked on a lock, until none goes
+/// on.
+fn retry(
+    conn: &mut Conn,
+    claim: &Statement,
+    claims: &mut [Claim],
+    ran: &mut Vec<String>,
+) -> Result<(), String> {
+    for w in 0..claims.len() {
+        if claims[w].blocked_on.take().is_some() {
+            let before = claims[w].next;
+            step(conn, claim, w, claims, ran)?;
+            if claims[w].next != before || claims[w].done {
+                // It went on (and `step` retried the rest after it).
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The answer of `w`'s step, or `None` when it waits on a lock.
@@ -322,31 +416,6 @@ fn settle(conn: &mut Conn, w: usize) -> Result<Option<StepResult>, String> {
         }
         if started.elapsed() > std::time::Duration::from_secs(120) {
             return Err("a statement ran two minutes neither finishing nor waiting".into());
-        }
-    }
-}
-
-/// Steps that waited and can go on finish, until none can.
-fn wake(
-    conn: &mut Conn,
-    claim: &Statement,
-    claims: &mut [Claim],
-    ran: &mut Vec<String>,
-) -> Result<(), String> {
-    loop {
-        let mut progressed = false;
-        for w in 0..claims.len() {
-            if claims[w].waiting {
-                if let Some(r) = settle(conn, w)? {
-                    claims[w].waiting = false;
-                    ran.push(format!("(W{} goes on)", w + 1));
-                    done(conn, claim, w, r, claims)?;
-                    progressed = true;
-                }
-            }
-        }
-        if !progressed {
-            return Ok(());
         }
     }
 }
@@ -400,34 +469,6 @@ fn done(
             claims[w].aborted = Some(why.into());
             claims[w].answer = Answer::default();
             claims[w].done = true;
-        }
-    }
-    Ok(())
-}
-
-/// Cancels `w`'s statement when its wait closes a cycle of waits.
-fn break_cycle(conn: &mut Conn, w: usize) -> Result<(), String> {
-    let pids: Vec<i32> = conn
-        .sessions()
-        .iter()
-        .map(crate::db::Session::pid)
-        .collect();
-    let mut edges = vec![Vec::new(); pids.len()];
-    for (i, pid) in pids.iter().enumerate() {
-        edges[i] = conn
-            .blocked_by(*pid)?
-            .iter()
-            .filter_map(|b| pids.iter().position(|p| p == b))
-            .collect::<Vec<_>>();
-    }
-    let mut seen = vec![false; pids.len()];
-    let mut stack = edges[w].clone();
-    while let Some(i) = stack.pop() {
-        if i == w {
-            return conn.cancel(pids[w]);
-        }
-        if !std::mem::replace(&mut seen[i], true) {
-            stack.extend(edges[i].iter().copied());
         }
     }
     Ok(())

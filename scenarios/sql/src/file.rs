@@ -46,19 +46,33 @@ pub enum Control {
 impl Statement {
     /// What this statement does to the transaction (by its first word).
     pub fn control(&self) -> Control {
-        let first = self
-            .positional
-            .lines()
-            .map(|l| l.split("--").next().unwrap_or(""))
-            .flat_map(str::split_whitespace)
-            .next()
-            .unwrap_or("")
-            .trim_end_matches(';')
-            .to_ascii_lowercase();
-        match first.as_str() {
-            "begin" | "start" => Control::Begin,
-            "commit" | "end" => Control::Commit,
-            "rollback" | "abort" => Control::Rollback,
+        // The first two words outside comments (`--` to the line's end, `/* ... */`).
+        let mut code = String::new();
+        let mut rest = self.positional.as_str();
+        while !rest.is_empty() {
+            if let Some(after) = rest.strip_prefix("--") {
+                rest = after.find('\n').map_or("", |i| &after[i..]);
+            } else if let Some(after) = rest.strip_prefix("/*") {
+                rest = after.find("*/").map_or("", |i| &after[i + 2..]);
+                code.push(' ');
+            } else {
+                let c = rest.chars().next().expect("not empty");
+                code.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        let mut words = code
+            .split(|c: char| c.is_whitespace() || c == ';')
+            .filter(|w| !w.is_empty())
+            .map(str::to_ascii_lowercase);
+        let first = words.next().unwrap_or_default();
+        let second = words.next().unwrap_or_default();
+        match (first.as_str(), second.as_str()) {
+            ("begin" | "start", _) => Control::Begin,
+            ("commit" | "end", _) => Control::Commit,
+            // `rollback to savepoint` stays inside the transaction.
+            ("rollback" | "abort", "to") => Control::Data,
+            ("rollback" | "abort", _) => Control::Rollback,
             _ => Control::Data,
         }
     }
@@ -540,6 +554,26 @@ mod tests {
     use super::*;
 
     const SQL: &str = "-- name: schema\ncreate table t (id uuid);\n\n-- name: claim\nwith c as (select id from t where x = ':no' and y::text = :worker_id for update skip locked limit 1)\nupdate t j set owner = :worker_id, lease_until = now() + interval '90 seconds'\nfrom c where j.id = c.id\nreturning j.id, j.payload, j.fencing_token as token, j.lease_until;\n";
+
+    #[test]
+    fn a_steps_control_is_read_past_comments() {
+        let f = SqlFile::parse(
+            "q.sql",
+            "-- name: claim\n/* lock it */ begin;\nselect 1 as id;\nrollback to savepoint s;\n-- done\ncommit;\n",
+        )
+        .expect("parses");
+        let steps = &f.get("claim").unwrap().steps;
+        let controls: Vec<Control> = steps.iter().map(Statement::control).collect();
+        assert_eq!(
+            controls,
+            vec![
+                Control::Begin,
+                Control::Data,
+                Control::Data,
+                Control::Commit
+            ]
+        );
+    }
 
     #[test]
     fn a_dollar_quoted_body_is_one_string() {
