@@ -1431,13 +1431,23 @@ impl SqlCoordinator {
             .expect("a connection")
             .session(session)
             .expect("opened");
+        let mut failure = None;
         if s.in_transaction {
             if let Err(e) = s.run("COMMIT") {
-                broken(&queue, format!("COMMIT failed: {}", e.message));
+                let _ = s.run("ROLLBACK");
+                match e.code.as_str() {
+                    "40001" => failure = Some(StoreFailure::Serialization),
+                    "40P01" => failure = Some(StoreFailure::Deadlock),
+                    _ => broken(&queue, format!("COMMIT failed: {}", e.message)),
+                }
             }
             s.in_transaction = false;
         }
-        self.head(session).answer = Answer::default();
+        let op = self.head(session);
+        op.answer = Answer::default();
+        if let Some(f) = failure {
+            op.failure = Some((op.next.min(255) as u8, f));
+        }
         self.finish(session, now);
         self.stepper().retry = true;
     }
