@@ -234,11 +234,11 @@ fn check_steps(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
             Control::Begin => {
                 if open.is_some() {
                     problems.push(Problem {
-                        line: step.line + 1,
+                        line: step.first_line(),
                         message: format!("`{}` begins a transaction inside another", st.name),
                     });
                 }
-                open = Some(step.line + 1);
+                open = Some(step.first_line());
             }
             Control::Commit | Control::Rollback => open = None,
             Control::Data => {}

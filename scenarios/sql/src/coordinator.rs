@@ -250,7 +250,8 @@ impl SqlCoordinator {
                         &queue,
                         format!(
                             "line {}: `{name}` returned the columns {:?}, without `{col}`",
-                            st.line, answer.columns
+                            st.first_line(),
+                            answer.columns
                         ),
                     );
                 }
@@ -261,7 +262,8 @@ impl SqlCoordinator {
                 &queue,
                 format!(
                     "line {}: `{name}` touched {} rows; it must decide about one job",
-                    st.line, answer.count
+                    st.first_line(),
+                    answer.count
                 ),
             );
         }
@@ -1411,7 +1413,7 @@ impl SqlCoordinator {
                     "40001" => StoreFailure::Serialization,
                     _ => broken(
                         &queue,
-                        format!("line {}: `{name}` failed: {}", st.line, e.message),
+                        format!("line {}: `{name}` failed: {}", st.first_line(), e.message),
                     ),
                 };
                 self.head(session).failure = Some((step_index.min(255) as u8, failure));

@@ -77,6 +77,21 @@ impl Statement {
         }
     }
 
+    /// The line its SQL starts on: the first after its marker (or, for a step, after the
+    /// previous step's `;`) that holds more than blanks and `--` comments.
+    pub fn first_line(&self) -> usize {
+        let skipped = self
+            .text
+            .lines()
+            .take_while(|l| {
+                let t = l.trim();
+                t.is_empty() || t.starts_with("--")
+            })
+            .count();
+        // A step's text starts on the line of the previous `;`: its rest is blank.
+        self.line + 1 + skipped
+    }
+
     /// The steps an input runs: its several statements, or itself.
     pub fn each_step(&self) -> &[Statement] {
         if self.steps.is_empty() {
@@ -563,6 +578,8 @@ mod tests {
         )
         .expect("parses");
         let steps = &f.get("claim").unwrap().steps;
+        let lines: Vec<usize> = steps.iter().map(Statement::first_line).collect();
+        assert_eq!(lines, vec![2, 3, 4, 6], "each step's own line");
         let controls: Vec<Control> = steps.iter().map(Statement::control).collect();
         assert_eq!(
             controls,
