@@ -216,6 +216,22 @@ impl SqlCoordinator {
             .file
             .get(name)
             .unwrap_or_else(|| broken(&queue, format!("the file has no `{name}` statement")));
+        if !st.steps.is_empty() {
+            // A statement of several run here, not by the stepper (an operation decided
+            // otherwise than planned, as when a hand-off was revoked meanwhile): its steps one
+            // after the other on the control connection, columns carried between them.
+            let named: Vec<(String, Value)> = st
+                .params
+                .iter()
+                .filter_map(|(p, _)| value(p).map(|v| (p.clone(), v)))
+                .collect();
+            let now_us = self.scale.db_us(now);
+            let conn = self.conn.as_mut().expect("a connection while running");
+            let answer = conn
+                .run_steps(st, &named, now_us)
+                .unwrap_or_else(|e| broken(&queue, e));
+            return self.checked(name, answer);
+        }
         let values: Vec<Value> = st
             .params
             .iter()
