@@ -74,6 +74,9 @@ struct Seen {
     checkpoint: Option<u8>,
 }
 
+/// A statement's parameters, by name.
+type Params = Vec<(String, Value)>;
+
 /// A grant: job, token, lease end.
 type Grant = (JobId, Token, Nanos);
 
@@ -192,12 +195,8 @@ impl SqlCoordinator {
 
     /// Runs statement `name` at simulated `now` with the parameters `value` gives by name, and
     /// journals it with its row count.
-    fn exec(
-        &mut self,
-        name: &'static str,
-        now: Nanos,
-        value: impl Fn(&str) -> Option<Value>,
-    ) -> Answer {
+    fn exec(&mut self, name: &'static str, now: Nanos, params: &[(String, Value)]) -> Answer {
+        let value = |p: &str| params.iter().find(|(n, _)| n == p).map(|(_, v)| v.clone());
         let queue = self.queue.clone();
         if self.ready.as_ref().is_some_and(|r| r.name == name) {
             let r = self.ready.take().expect("checked");
@@ -314,21 +313,102 @@ impl SqlCoordinator {
     }
 
     /// The parameters of a worker's request, by name.
-    fn request_value(
+    /// The parameters of a holder's request (heartbeat, commit, fail, checkpoint).
+    fn request(&self, job: JobId, worker: WorkerName, token: Token, client_now: Nanos) -> Params {
+        vec![
+            ("job_id".into(), Value::Text(job_uuid(job))),
+            ("worker_id".into(), Value::Text(worker_id(worker))),
+            ("fencing_token".into(), Value::Int(token.0 as i64)),
+            (
+                "client_now".into(),
+                Value::Text(self.scale.timestamp(client_now)),
+            ),
+        ]
+    }
+
+    /// The parameters of a checkpoint.
+    fn checkpoint_params(
         &self,
-        p: &str,
+        now: Nanos,
         job: JobId,
         worker: WorkerName,
         token: Token,
-        client_now: Nanos,
-    ) -> Option<Value> {
-        Some(match p {
-            "job_id" => Value::Text(job_uuid(job)),
-            "worker_id" => Value::Text(worker_id(worker)),
-            "fencing_token" => Value::Int(token.0 as i64),
-            "client_now" => Value::Text(self.scale.timestamp(client_now)),
-            _ => return None,
-        })
+        step: u8,
+    ) -> Params {
+        let mut params = self.request(job, worker, token, now);
+        params.push(("step".into(), Value::Int(i64::from(step))));
+        params
+    }
+
+    /// The parameters of a claim.
+    fn claim_params(&self, worker: WorkerName, client_now: Nanos) -> Params {
+        vec![
+            ("worker_id".into(), Value::Text(worker_id(worker))),
+            (
+                "client_now".into(),
+                Value::Text(self.scale.timestamp(client_now)),
+            ),
+        ]
+    }
+
+    /// The statement a holder's outcome runs (`commit` or `fail`) and its parameters, with
+    /// the retry's earliest time for a failure (P11's backoff, doubled per attempt, for a file
+    /// whose `fail` honours it).
+    fn outcome_params(
+        &self,
+        now: Nanos,
+        seen: &Seen,
+        mut params: Params,
+        outcome: Outcome,
+    ) -> (&'static str, Params, Nanos) {
+        match outcome {
+            Outcome::Success { result } => {
+                params.push((
+                    "result".into(),
+                    Value::Text(format!("{{\"hash\": \"{result:016x}\"}}")),
+                ));
+                ("commit", params, now)
+            }
+            Outcome::Failure { error, retryable } => {
+                let shift = seen.attempt.saturating_sub(1).min(16);
+                let not_before = now + seen.class.retry_backoff_ns.saturating_mul(1 << shift);
+                params.extend([
+                    (
+                        "error".to_string(),
+                        Value::Text(format!(
+                            "{{\"code\": \"{}\", \"retryable\": {retryable}}}",
+                            error_name(error)
+                        )),
+                    ),
+                    ("retryable".into(), Value::Bool(retryable)),
+                    (
+                        "max_attempts".into(),
+                        Value::Int(i64::from(seen.class.max_attempts)),
+                    ),
+                    (
+                        "not_before".into(),
+                        Value::Text(self.scale.timestamp(not_before)),
+                    ),
+                ]);
+                ("fail", params, not_before)
+            }
+        }
+    }
+
+    /// The statement of an operator's action and its parameters (`None`: a hand-off to a
+    /// human, which no statement expresses).
+    fn operator_params(job: JobId, action: OperatorAction) -> Option<(&'static str, Params)> {
+        let (name, to) = match action {
+            OperatorAction::Revoke => ("revoke", None),
+            OperatorAction::Cancel => ("cancel", None),
+            OperatorAction::Takeover { to } => ("takeover", Some(to)),
+            OperatorAction::HandToHuman | OperatorAction::HumanResolves => return None,
+        };
+        let mut params = vec![("job_id".to_string(), Value::Text(job_uuid(job)))];
+        if let Some(to) = to {
+            params.push(("worker_id".into(), Value::Text(worker_id(to))));
+        }
+        Some((name, params))
     }
 
     fn seen(&self, job: JobId) -> Option<&Seen> {
@@ -358,10 +438,11 @@ impl SqlCoordinator {
             return RefusalReason::Aborted;
         }
         let status = if self.queue.file.get("status").is_some() && self.seen(job).is_some() {
-            let uuid = job_uuid(job);
-            let a = self.exec("status", now, |p| {
-                (p == "job_id").then(|| Value::Text(uuid.clone()))
-            });
+            let a = self.exec(
+                "status",
+                now,
+                &[("job_id".to_string(), Value::Text(job_uuid(job)))],
+            );
             (a.count == 1).then(|| {
                 let until = a.get(0, "lease_until").and_then(|t| parse_us(t).ok());
                 (
@@ -424,13 +505,8 @@ impl SqlCoordinator {
                 return Some(grant);
             }
         }
-        let who = worker_id(worker);
-        let client = self.scale.timestamp(client_now);
-        let a = self.exec("claim", now, |p| match p {
-            "worker_id" => Some(Value::Text(who.clone())),
-            "client_now" => Some(Value::Text(client.clone())),
-            _ => None,
-        });
+        let params = self.claim_params(worker, client_now);
+        let a = self.exec("claim", now, &params);
         if a.count == 0 || a.rows.is_empty() {
             return None;
         }
@@ -494,17 +570,8 @@ impl SqlCoordinator {
         token: Token,
         client_now: Nanos,
     ) -> Option<Nanos> {
-        let values: Vec<(&str, Option<Value>)> =
-            ["job_id", "worker_id", "fencing_token", "client_now"]
-                .into_iter()
-                .map(|p| (p, self.request_value(p, job, worker, token, client_now)))
-                .collect();
-        let a = self.exec("heartbeat", now, |p| {
-            values
-                .iter()
-                .find(|(n, _)| *n == p)
-                .and_then(|(_, v)| v.clone())
-        });
+        let params = self.request(job, worker, token, client_now);
+        let a = self.exec("heartbeat", now, &params);
         if a.count == 0 {
             let reason = self.reason(now, job, worker, token);
             self.out.push_back(Output::Journal(Event::HeartbeatRefused {
@@ -551,49 +618,15 @@ impl SqlCoordinator {
             }));
             return false;
         };
-        let base: Vec<(&str, Option<Value>)> =
-            ["job_id", "worker_id", "fencing_token", "client_now"]
-                .into_iter()
-                .map(|p| (p, self.request_value(p, job, worker, token, client_now)))
-                .collect();
-        let lookup = |extra: &[(&str, Value)], p: &str| {
-            base.iter()
-                .find(|(n, _)| *n == p)
-                .and_then(|(_, v)| v.clone())
-                .or_else(|| extra.iter().find(|(n, _)| *n == p).map(|(_, v)| v.clone()))
-        };
+        let request = self.request(job, worker, token, client_now);
+        let (name, params, not_before) = self.outcome_params(now, &seen, request, outcome);
+        let a = self.exec(name, now, &params);
         let (result_hash, decided) = match outcome {
-            Outcome::Success { result } => {
-                let extra = [(
-                    "result",
-                    Value::Text(format!("{{\"hash\": \"{result:016x}\"}}")),
-                )];
-                let a = self.exec("commit", now, |p| lookup(&extra, p));
-                (
-                    result,
-                    (a.count == 1).then_some((JobState::Succeeded, None)),
-                )
-            }
-            Outcome::Failure { error, retryable } => {
-                // P11's backoff, doubled per attempt, for a file whose `fail` honours it.
-                let shift = seen.attempt.saturating_sub(1).min(16);
-                let not_before = now + seen.class.retry_backoff_ns.saturating_mul(1 << shift);
-                let extra = [
-                    (
-                        "error",
-                        Value::Text(format!(
-                            "{{\"code\": \"{}\", \"retryable\": {retryable}}}",
-                            error_name(error)
-                        )),
-                    ),
-                    ("retryable", Value::Bool(retryable)),
-                    (
-                        "max_attempts",
-                        Value::Int(i64::from(seen.class.max_attempts)),
-                    ),
-                    ("not_before", Value::Text(self.scale.timestamp(not_before))),
-                ];
-                let a = self.exec("fail", now, |p| lookup(&extra, p));
+            Outcome::Success { result } => (
+                result,
+                (a.count == 1).then_some((JobState::Succeeded, None)),
+            ),
+            Outcome::Failure { error, .. } => {
                 let decided = (a.count == 1).then(|| match a.get(0, "state") {
                     Some("queued") => (JobState::Queued, Some((error, not_before))),
                     Some("failed") => (JobState::Failed, Some((error, not_before))),
@@ -659,19 +692,8 @@ impl SqlCoordinator {
         token: Token,
         step: u8,
     ) -> bool {
-        let values: Vec<(&str, Option<Value>)> = ["job_id", "worker_id", "fencing_token"]
-            .into_iter()
-            .map(|p| (p, self.request_value(p, job, worker, token, now)))
-            .collect();
-        let a = self.exec("checkpoint", now, |p| {
-            if p == "step" {
-                return Some(Value::Int(i64::from(step)));
-            }
-            values
-                .iter()
-                .find(|(n, _)| *n == p)
-                .and_then(|(_, v)| v.clone())
-        });
+        let params = self.checkpoint_params(now, job, worker, token, step);
+        let a = self.exec("checkpoint", now, &params);
         if a.count == 0 {
             let reason = self.reason(now, job, worker, token);
             self.out.push_back(Output::Journal(Event::HeartbeatRefused {
@@ -701,21 +723,17 @@ impl SqlCoordinator {
         let Some(seen) = self.seen(job).cloned() else {
             return false;
         };
-        let uuid = job_uuid(job);
-        let (name, to) = match action {
-            OperatorAction::Revoke => ("revoke", None),
-            OperatorAction::Cancel => ("cancel", None),
-            OperatorAction::Takeover { to } => ("takeover", Some(to)),
-            OperatorAction::HandToHuman | OperatorAction::HumanResolves => broken(
+        let Some((name, params)) = Self::operator_params(job, action) else {
+            broken(
                 &self.queue,
                 "a job handed to a human (P15) is not expressible in SQL; this run should have been skipped".into(),
-            ),
+            )
         };
-        let a = self.exec(name, now, |p| match p {
-            "job_id" => Some(Value::Text(uuid.clone())),
-            "worker_id" => to.map(|w| Value::Text(worker_id(w))),
+        let to = match action {
+            OperatorAction::Takeover { to } => Some(to),
             _ => None,
-        });
+        };
+        let a = self.exec(name, now, &params);
         if a.count == 0 {
             return false;
         }
@@ -994,7 +1012,7 @@ struct Op {
     from: u32,
     msg: Msg,
     /// Planned: the statement and its parameters (`None` before it starts).
-    plan: Option<(&'static str, Vec<(String, Value)>)>,
+    plan: Option<(&'static str, Params)>,
     next: usize,
     due: Nanos,
     /// Waiting on a lock since then.
@@ -1518,22 +1536,8 @@ impl SqlCoordinator {
     }
 
     /// The statement a request needs and its parameters, or `None` when it is answered without
-    /// one (the same decisions the handlers make, made before the steps run).
-    fn plan(
-        &self,
-        now: Nanos,
-        from: u32,
-        msg: &Msg,
-    ) -> Option<(&'static str, Vec<(String, Value)>)> {
-        let request = |job: JobId, worker: WorkerName, token: Token, client_now: Nanos| {
-            ["job_id", "worker_id", "fencing_token", "client_now"]
-                .into_iter()
-                .filter_map(|p| {
-                    self.request_value(p, job, worker, token, client_now)
-                        .map(|v| (p.to_string(), v))
-                })
-                .collect::<Vec<_>>()
-        };
+    /// one: the same parameters the handlers pass, decided before the steps run.
+    fn plan(&self, now: Nanos, from: u32, msg: &Msg) -> Option<(&'static str, Params)> {
         match *msg {
             Msg::Claim {
                 req,
@@ -1545,18 +1549,9 @@ impl SqlCoordinator {
                 }
                 if let Some((&job, _)) = self.handoffs.iter().find(|(_, w)| **w == worker) {
                     let token = self.seen(job)?.token;
-                    return Some(("heartbeat", request(job, worker, token, now)));
+                    return Some(("heartbeat", self.request(job, worker, token, now)));
                 }
-                Some((
-                    "claim",
-                    vec![
-                        ("worker_id".into(), Value::Text(worker_id(worker))),
-                        (
-                            "client_now".into(),
-                            Value::Text(self.scale.timestamp(client_now)),
-                        ),
-                    ],
-                ))
+                Some(("claim", self.claim_params(worker, client_now)))
             }
             Msg::Heartbeat {
                 job,
@@ -1564,7 +1559,7 @@ impl SqlCoordinator {
                 token,
                 client_now,
                 ..
-            } => Some(("heartbeat", request(job, worker, token, client_now))),
+            } => Some(("heartbeat", self.request(job, worker, token, client_now))),
             Msg::Commit {
                 job,
                 worker,
@@ -1577,40 +1572,9 @@ impl SqlCoordinator {
                     return None;
                 }
                 let seen = self.seen(job)?;
-                let mut values = request(job, worker, token, client_now);
-                match outcome {
-                    Outcome::Success { result } => {
-                        values.push((
-                            "result".into(),
-                            Value::Text(format!("{{\"hash\": \"{result:016x}\"}}")),
-                        ));
-                        Some(("commit", values))
-                    }
-                    Outcome::Failure { error, retryable } => {
-                        let shift = seen.attempt.saturating_sub(1).min(16);
-                        let not_before =
-                            now + seen.class.retry_backoff_ns.saturating_mul(1 << shift);
-                        values.extend([
-                            (
-                                "error".to_string(),
-                                Value::Text(format!(
-                                    "{{\"code\": \"{}\", \"retryable\": {retryable}}}",
-                                    error_name(error)
-                                )),
-                            ),
-                            ("retryable".into(), Value::Bool(retryable)),
-                            (
-                                "max_attempts".into(),
-                                Value::Int(i64::from(seen.class.max_attempts)),
-                            ),
-                            (
-                                "not_before".into(),
-                                Value::Text(self.scale.timestamp(not_before)),
-                            ),
-                        ]);
-                        Some(("fail", values))
-                    }
-                }
+                let request = self.request(job, worker, token, client_now);
+                let (name, params, _) = self.outcome_params(now, seen, request, outcome);
+                Some((name, params))
             }
             Msg::Checkpoint {
                 job,
@@ -1618,24 +1582,13 @@ impl SqlCoordinator {
                 token,
                 step,
                 ..
-            } => {
-                let mut values = request(job, worker, token, now);
-                values.push(("step".into(), Value::Int(i64::from(step))));
-                Some(("checkpoint", values))
-            }
+            } => Some((
+                "checkpoint",
+                self.checkpoint_params(now, job, worker, token, step),
+            )),
             Msg::Operator { job, action, .. } => {
                 self.seen(job)?;
-                let (name, to) = match action {
-                    OperatorAction::Revoke => ("revoke", None),
-                    OperatorAction::Cancel => ("cancel", None),
-                    OperatorAction::Takeover { to } => ("takeover", Some(to)),
-                    OperatorAction::HandToHuman | OperatorAction::HumanResolves => return None,
-                };
-                let mut values = vec![("job_id".to_string(), Value::Text(job_uuid(job)))];
-                if let Some(to) = to {
-                    values.push(("worker_id".into(), Value::Text(worker_id(to))));
-                }
-                Some((name, values))
+                Self::operator_params(job, action)
             }
             _ => None,
         }

@@ -143,16 +143,11 @@ impl Session {
         let mut client = Client::connect(url, NoTls)
             .map_err(|e| format!("cannot connect to PostgreSQL at `{url}`: {e}"))?;
         let setup = format!(
-            "SET client_min_messages = warning;
-             SET TimeZone = 'UTC';
-             SET DateStyle = 'ISO, YMD';
-             SET IntervalStyle = 'postgres';
-             SET synchronous_commit = off;
-             SET leasesim.now = '{base}';
+            "{}
              SET search_path = {schema}, pg_catalog;
-             SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {level};",
-            base = format_us(0),
-            level = isolation.sql()
+             SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {};",
+            SESSION_SETTINGS.replace("{base}", &format_us(0)),
+            isolation.sql()
         );
         client
             .batch_execute(&setup)
@@ -265,6 +260,16 @@ pub struct Conn {
     sessions: Vec<Session>,
 }
 
+/// What every connection of a run sets first: messages, time zone and formats as leasesim
+/// reads them, commits that do not wait for the disk (durability across a crash of the server
+/// is not what a run tests), and the simulated clock at its start (`{base}`).
+const SESSION_SETTINGS: &str = "SET client_min_messages = warning;
+             SET TimeZone = 'UTC';
+             SET DateStyle = 'ISO, YMD';
+             SET IntervalStyle = 'postgres';
+             SET synchronous_commit = off;
+             SET leasesim.now = '{base}';";
+
 /// How many schemas this process made (for unique names).
 static SCHEMAS: AtomicU64 = AtomicU64::new(0);
 
@@ -307,17 +312,12 @@ impl Conn {
         // transaction sets. Durable work need not survive a crash of the server: a throwaway
         // server runs without fsync, and a user's server is asked not to wait for its disk.
         let setup = format!(
-            "SET client_min_messages = warning;
-             SET TimeZone = 'UTC';
-             SET DateStyle = 'ISO, YMD';
-             SET IntervalStyle = 'postgres';
-             SET synchronous_commit = off;
-             SET leasesim.now = '{base}';
+            "{settings}
              CREATE SCHEMA {schema};
              SET search_path = {schema}, pg_catalog;
              CREATE FUNCTION {schema}.now() RETURNS timestamptz LANGUAGE sql STABLE
                AS $$ SELECT current_setting('leasesim.now')::timestamptz $$;",
-            base = format_us(0)
+            settings = SESSION_SETTINGS.replace("{base}", &format_us(0))
         );
         client.batch_execute(&setup).map_err(|e| {
             format!(
