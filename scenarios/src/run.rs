@@ -6,9 +6,23 @@ use crate::plan::PlanDirector;
 use crate::setup::{NodeInfo, Role, Setup};
 use leasesim_checkers::{self as oracle, Skipped, World};
 use leasesim_protocol::{Event, Finding, Msg};
-use leasesim_sim::{stable_hash, Clock, End, Sim, TraceEvent, WORLD};
+use leasesim_sim::{stable_hash, Buffers, Clock, End, Sim, TraceEvent, WORLD};
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+thread_local! {
+    /// The simulator's storage, kept per thread from one run to the next: once the first runs
+    /// grew it, a run allocates nothing for its queue, its messages or its trace.
+    static BUFFERS: RefCell<Buffers<Msg, Event>> = RefCell::new(Buffers::default());
+}
+
+/// Gives a finished run's trace storage back to this thread's next run (a sweep calls it once
+/// it has read what it needs): the trace of a run that held is not kept, and its storage is not
+/// allocated again.
+pub fn recycle(r: RunResult) {
+    BUFFERS.with_borrow_mut(|b| b.give_trace(r.trace));
+}
 
 /// The judgement of one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,7 +145,8 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
             return r;
         }
     };
-    let mut sim = Sim::new(seed, nodes, setup.net, setup.limits);
+    let buffers = BUFFERS.with_borrow_mut(std::mem::take);
+    let mut sim = Sim::with_buffers(seed, nodes, setup.net, setup.limits, buffers);
     let mut director = PlanDirector::new(
         setup.faults.clone(),
         setup.tool_node(),
@@ -152,7 +167,9 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
         ),
     };
     let (end_ns, events) = (sim.now(), sim.events());
-    let mut r = judge(setup, seed, sim.into_trace(), end, end_ns, events);
+    let (trace, buffers) = sim.finish();
+    BUFFERS.with_borrow_mut(|b| *b = buffers);
+    let mut r = judge(setup, seed, trace, end, end_ns, events);
     r.statements = machines.statements_shared();
     r.machine_fault = fault.map(|(node, reason)| {
         let info = r.nodes.get(node as usize);

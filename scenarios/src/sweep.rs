@@ -574,6 +574,7 @@ fn judge_seed(
     }
     let verdict = r.verdict();
     if verdict == Verdict::Held {
+        crate::run::recycle(r);
         return None;
     }
     let node_names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
@@ -584,7 +585,7 @@ fn judge_seed(
     let mut invariants: Vec<&'static str> = r.findings.iter().map(|f| f.invariant.name()).collect();
     invariants.sort_unstable();
     invariants.dedup();
-    Some(Failure {
+    let failure = Failure {
         scenario: sc,
         seed,
         first: r
@@ -594,7 +595,10 @@ fn judge_seed(
             .unwrap_or_else(|| verdict.word()),
         verdict,
         invariants,
-    })
+    };
+    // A failure is kept as its seed and first finding; a replay runs it again in full.
+    crate::run::recycle(r);
+    Some(failure)
 }
 
 /// Sweeps every seed of every scenario of `config` (its shard's share of them), stopping

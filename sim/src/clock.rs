@@ -34,6 +34,9 @@ impl Clock {
 
     /// The wall-clock reading at true time `t`: the monotonic reading plus the wall offset.
     pub fn wall(&self, t: u64) -> u64 {
+        if self.wall_offset_ns == 0 {
+            return self.local(t);
+        }
         (self.local(t) as i128 + self.wall_offset_ns as i128).clamp(0, u64::MAX as i128) as u64
     }
 
@@ -48,6 +51,10 @@ impl Clock {
         // that `dt * rate` fits in 64 bits; the rate is positive, so the product is
         // non-negative and 64-bit division truncates as the 128-bit one does.
         if t >= self.anchor_true {
+            if self.drift_ppm == 0 {
+                // A true-rate clock: `dt * 1e6 / 1e6` is `dt`, no multiplication or division.
+                return self.anchor_local.saturating_add(t - self.anchor_true);
+            }
             let rate = PPM as i64 + self.drift_ppm as i64;
             if let Some(p) = i64::try_from(t - self.anchor_true)
                 .ok()
@@ -65,6 +72,28 @@ impl Clock {
     pub fn true_at(&self, local_deadline: u64, now: u64) -> u64 {
         if self.local(now) >= local_deadline {
             return now;
+        }
+        // Fast path, exactly equal to the general one: the deadline is ahead of the anchor and
+        // `dl * 1e6 + rate` fits in 64 bits, where the division is one instruction rather than
+        // a 128-bit routine (both truncate a non-negative quotient alike).
+        if local_deadline >= self.anchor_local {
+            let rate = PPM as i64 + self.drift_ppm as i64;
+            if let Some(num) = i64::try_from(local_deadline - self.anchor_local)
+                .ok()
+                .and_then(|dl| dl.checked_mul(PPM as i64))
+                .and_then(|x| x.checked_add(rate - 1))
+            {
+                if let Some(t) = self.anchor_true.checked_add((num / rate) as u64) {
+                    let mut t = t.max(now);
+                    for _ in 0..4 {
+                        if self.local(t) >= local_deadline {
+                            break;
+                        }
+                        t += 1;
+                    }
+                    return t;
+                }
+            }
         }
         let rate = PPM + self.drift_ppm as i128;
         let dl = local_deadline as i128 - self.anchor_local as i128;
@@ -108,6 +137,23 @@ mod tests {
         v.clamp(0, u64::MAX as i128) as u64
     }
 
+    /// The general inverse, without the fast path.
+    fn true_at_general(c: &Clock, local_deadline: u64, now: u64) -> u64 {
+        if local_general(c, now) >= local_deadline {
+            return now;
+        }
+        let rate = PPM + c.drift_ppm as i128;
+        let dl = local_deadline as i128 - c.anchor_local as i128;
+        let mut t = (c.anchor_true as i128 + (dl * PPM + rate - 1) / rate).max(now as i128) as u64;
+        for _ in 0..4 {
+            if local_general(c, t) >= local_deadline {
+                break;
+            }
+            t += 1;
+        }
+        t
+    }
+
     #[test]
     fn the_fast_path_is_the_general_formula() {
         // A small deterministic generator: anchors, drifts at and inside the bounds, instants
@@ -124,6 +170,7 @@ mod tests {
             let drift = match i % 5 {
                 0 => -(PPM as i32) + 1,
                 1 => PPM as i32 * 4,
+                2 => 0,
                 _ => (next() % 2_000_001) as i32 - 1_000_000,
             }
             .max(-(PPM as i32) + 1);
@@ -147,6 +194,29 @@ mod tests {
                 _ => c.anchor_true.saturating_add(limit + next() % 5),
             };
             assert_eq!(c.local(t), local_general(&c, t), "{c:?} at {t}");
+            let wall = Clock {
+                wall_offset_ns: 0,
+                ..c
+            };
+            assert_eq!(wall.wall(t), local_general(&c, t), "{c:?} wall at {t}");
+            // The inverse, for deadlines just behind, at and ahead of the reading at `t`, and
+            // far ahead.
+            let reading = local_general(&c, t);
+            for deadline in [
+                reading.saturating_sub(next() % 1_000),
+                reading,
+                reading.saturating_add(1 + next() % (1 << 40)),
+                reading.saturating_add(next() % (1 << 62)),
+            ] {
+                if c.anchor_local > u64::MAX / 2 || t > u64::MAX / 4 {
+                    continue;
+                }
+                assert_eq!(
+                    c.true_at(deadline, t),
+                    true_at_general(&c, deadline, t),
+                    "{c:?}: deadline {deadline} from {t}"
+                );
+            }
         }
     }
 

@@ -434,36 +434,76 @@ impl End {
     }
 }
 
-#[derive(Clone, Debug)]
-enum EvKind<M> {
-    Deliver(Envelope<M>),
+/// What a queued event does. A delivery names its envelope's place in [`Sim`]'s flight table
+/// rather than carrying it, so that an entry is 32 bytes whatever the message, and the heap
+/// moves small entries when it sifts.
+#[derive(Copy, Clone, Debug)]
+enum EvKind {
+    Deliver { flight: u32 },
     Wake { node: NodeId, gen: u64 },
     Alarm { tag: u64 },
     Restart { node: NodeId },
     Signal { node: NodeId, tag: u64 },
 }
 
-#[derive(Clone, Debug)]
-struct Ev<M> {
+#[derive(Copy, Clone, Debug)]
+struct Ev {
     t: u64,
     seq: u64,
-    kind: EvKind<M>,
+    kind: EvKind,
 }
 
-impl<M> PartialEq for Ev<M> {
+impl PartialEq for Ev {
     fn eq(&self, other: &Self) -> bool {
         (self.t, self.seq) == (other.t, other.seq)
     }
 }
-impl<M> Eq for Ev<M> {}
-impl<M> PartialOrd for Ev<M> {
+impl Eq for Ev {}
+impl PartialOrd for Ev {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<M> Ord for Ev<M> {
+impl Ord for Ev {
     fn cmp(&self, other: &Self) -> Ordering {
         (self.t, self.seq).cmp(&(other.t, other.seq))
+    }
+}
+
+/// The storage a simulation grows as it runs (its queue, its flight table, its output and
+/// command buffers, its trace), kept apart from the simulation so that the next run on the same
+/// thread starts with it already grown: a sweep's steady state allocates nothing here. Get one
+/// back from [`Sim::finish`]; [`Buffers::default`] is empty.
+pub struct Buffers<M, N> {
+    queue: Vec<Reverse<Ev>>,
+    flights: Vec<Envelope<M>>,
+    free: Vec<u32>,
+    out: Vec<Out<M, N>>,
+    commands: Vec<Command>,
+    trace: Vec<TraceEvent<M, N>>,
+}
+
+impl<M, N> Default for Buffers<M, N> {
+    fn default() -> Self {
+        Buffers {
+            queue: Vec::new(),
+            flights: Vec::new(),
+            free: Vec::new(),
+            out: Vec::new(),
+            commands: Vec::new(),
+            trace: Vec::new(),
+        }
+    }
+}
+
+impl<M, N> Buffers<M, N> {
+    /// Gives back a trace the caller is done with, so that the next run records into its
+    /// storage (kept only if these buffers hold no trace storage of their own).
+    pub fn give_trace(&mut self, mut trace: Vec<TraceEvent<M, N>>) {
+        if trace.capacity() > self.trace.capacity() {
+            trace.clear();
+            self.trace = trace;
+        }
     }
 }
 
@@ -483,7 +523,11 @@ struct Slot<M> {
 pub struct Sim<P: Process> {
     nodes: Vec<P>,
     slots: Vec<Slot<P::Msg>>,
-    queue: BinaryHeap<Reverse<Ev<P::Msg>>>,
+    queue: BinaryHeap<Reverse<Ev>>,
+    /// Envelopes on the wire, by the index their delivery event names; `free` lists the
+    /// places delivered ones left.
+    flights: Vec<Envelope<P::Msg>>,
+    free: Vec<u32>,
     seq: u64,
     now: u64,
     next_msg: u64,
@@ -507,6 +551,35 @@ pub struct Sim<P: Process> {
 impl<P: Process> Sim<P> {
     /// A simulation of `nodes`, each with its clock, over a network drawn from `seed`.
     pub fn new(seed: u64, nodes: Vec<(P, Clock)>, net: NetConfig, limits: Limits) -> Self {
+        let mut buffers = Buffers::default();
+        // Room for a short run's trace at once: most runs never grow it.
+        buffers.trace.reserve(256);
+        Self::with_buffers(seed, nodes, net, limits, buffers)
+    }
+
+    /// [`Sim::new`] recording into `buffers` (emptied first), grown by earlier runs: the same
+    /// run, without growing its storage again.
+    pub fn with_buffers(
+        seed: u64,
+        nodes: Vec<(P, Clock)>,
+        net: NetConfig,
+        limits: Limits,
+        buffers: Buffers<P::Msg, P::Note>,
+    ) -> Self {
+        let Buffers {
+            mut queue,
+            mut flights,
+            mut free,
+            mut out,
+            mut commands,
+            mut trace,
+        } = buffers;
+        queue.clear();
+        flights.clear();
+        free.clear();
+        out.clear();
+        commands.clear();
+        trace.clear();
         assert!(
             net.latency_min_ns <= net.latency_max_ns,
             "latency range is empty"
@@ -533,7 +606,9 @@ impl<P: Process> Sim<P> {
         Sim {
             nodes,
             slots,
-            queue: BinaryHeap::new(),
+            queue: BinaryHeap::from(queue),
+            flights,
+            free,
             seq: 0,
             now: 0,
             next_msg: 0,
@@ -544,10 +619,9 @@ impl<P: Process> Sim<P> {
             net_rng: Prng::new(seed, Stream::Network),
             limits,
             events: 0,
-            out: Vec::new(),
-            ctl: Control::default(),
-            // Room for a short run's trace at once: most runs never grow it.
-            trace: Vec::with_capacity(256),
+            out,
+            ctl: Control { commands },
+            trace,
             fault: None,
             calling: None,
         }
@@ -583,13 +657,27 @@ impl<P: Process> Sim<P> {
         self.trace
     }
 
+    /// Takes the trace out of the simulator, and the storage it grew for the next run
+    /// ([`Sim::with_buffers`]); the processes are dropped.
+    pub fn finish(self) -> (Vec<TraceEvent<P::Msg, P::Note>>, Buffers<P::Msg, P::Note>) {
+        let buffers = Buffers {
+            queue: self.queue.into_vec(),
+            flights: self.flights,
+            free: self.free,
+            out: self.out,
+            commands: self.ctl.commands,
+            trace: Vec::new(),
+        };
+        (self.trace, buffers)
+    }
+
     /// Applies a command now (before the run: initial alarms, cuts, clock settings).
     pub fn command(&mut self, c: Command) {
         self.apply_one(c);
     }
 
-    fn push(&mut self, t: u64, kind: EvKind<P::Msg>) {
-        if let EvKind::Deliver(_) = kind {
+    fn push(&mut self, t: u64, kind: EvKind) {
+        if let EvKind::Deliver { .. } = kind {
             self.in_flight += 1;
         }
         self.seq += 1;
@@ -598,6 +686,21 @@ impl<P: Process> Sim<P> {
             seq: self.seq,
             kind,
         }));
+    }
+
+    /// Queues the delivery of `env` at `t`, its envelope in the flight table.
+    fn push_delivery(&mut self, t: u64, env: Envelope<P::Msg>) {
+        let flight = match self.free.pop() {
+            Some(f) => {
+                self.flights[f as usize] = env;
+                f
+            }
+            None => {
+                self.flights.push(env);
+                (self.flights.len() - 1) as u32
+            }
+        };
+        self.push(t, EvKind::Deliver { flight });
     }
 
     fn record(&mut self, node: NodeId, kind: EventKind<P::Msg, P::Note>) {
@@ -658,8 +761,10 @@ impl<P: Process> Sim<P> {
             self.events += 1;
             self.now = ev.t;
             match ev.kind {
-                EvKind::Deliver(env) => {
+                EvKind::Deliver { flight } => {
                     self.in_flight -= 1;
+                    let env = self.flights[flight as usize];
+                    self.free.push(flight);
                     self.deliver(director, env)
                 }
                 EvKind::Wake { node, gen } => {
@@ -824,13 +929,13 @@ impl<P: Process> Sim<P> {
         fate = director.on_send(&mut self.ctl, now, &env, fate);
         self.record(from, EventKind::Send { id, to, msg, fate });
         match fate {
-            Fate::Deliver { delay_ns } => self.push(now + delay_ns, EvKind::Deliver(env)),
+            Fate::Deliver { delay_ns } => self.push_delivery(now + delay_ns, env),
             Fate::Duplicate {
                 delay_ns,
                 dup_delay_ns,
             } => {
-                self.push(now + delay_ns, EvKind::Deliver(env));
-                self.push(now + dup_delay_ns, EvKind::Deliver(env));
+                self.push_delivery(now + delay_ns, env);
+                self.push_delivery(now + dup_delay_ns, env);
             }
             Fate::Drop { .. } => {}
             Fate::Hold => {
@@ -844,10 +949,12 @@ impl<P: Process> Sim<P> {
     fn apply(&mut self) {
         // Applying a command calls no process, so it cannot issue more: the loop is bounded by
         // the commands already issued.
-        let commands = std::mem::take(&mut self.ctl.commands);
-        for c in commands {
+        // The buffer is put back emptied, keeping its storage for the next callback.
+        let mut commands = std::mem::take(&mut self.ctl.commands);
+        for c in commands.drain(..) {
             self.apply_one(c);
         }
+        self.ctl.commands = commands;
     }
 
     fn apply_one(&mut self, c: Command) {
@@ -865,7 +972,7 @@ impl<P: Process> Sim<P> {
                     .net_rng
                     .range(self.net.latency_min_ns, self.net.latency_max_ns);
                 self.record(env.from, EventKind::Release { id, delay_ns });
-                self.push(now + delay_ns, EvKind::Deliver(env));
+                self.push_delivery(now + delay_ns, env);
                 return;
             }
             _ => {}
@@ -901,7 +1008,7 @@ impl<P: Process> Sim<P> {
                 }
                 let deferred = std::mem::take(&mut slot.deferred);
                 for env in deferred {
-                    self.push(now, EvKind::Deliver(env));
+                    self.push_delivery(now, env);
                 }
                 self.rearm(node);
                 node

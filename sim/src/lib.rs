@@ -16,8 +16,8 @@ pub mod time;
 
 pub use clock::Clock;
 pub use engine::{
-    drive, Command, Control, Cx, Director, DropCause, End, Envelope, EventKind, Fate, Limits,
-    NetConfig, NodeId, Out, Process, Sim, TraceEvent, WORLD,
+    drive, Buffers, Command, Control, Cx, Director, DropCause, End, Envelope, EventKind, Fate,
+    Limits, NetConfig, NodeId, Out, Process, Sim, TraceEvent, WORLD,
 };
 pub use hash::{stable_hash, StableHasher};
 pub use rng::{Prng, Stream};

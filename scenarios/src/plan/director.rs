@@ -153,6 +153,12 @@ pub struct PlanDirector {
     /// Every message-anchored trigger, in (fault, edge) order: what `observe` looks at for each
     /// message, without copying the faults.
     anchors: Vec<Anchor>,
+    /// The anchors not matched yet, as indexes into `anchors` in their order: those matched on
+    /// a send, and those matched on a delivery. Each matches once, so a message after the last
+    /// one matched costs one length check.
+    live: [Vec<u32>; 2],
+    /// The message faults, by index in the plan: the only ones a send's fate may depend on.
+    msg_faults: Vec<usize>,
     /// One per fault, by index.
     state: Vec<FaultState>,
     /// Messages held until a pause ends, per pause fault: the anchoring message and every
@@ -186,7 +192,17 @@ impl PlanDirector {
                 });
             }
         }
+        let live = [false, true].map(|sent| {
+            (0..anchors.len() as u32)
+                .filter(|&a| anchors[a as usize].on_send == sent)
+                .collect()
+        });
+        let msg_faults = (0..faults.len())
+            .filter(|&i| matches!(faults[i].kind, FaultKind::Message { .. }))
+            .collect();
         PlanDirector {
+            live,
+            msg_faults,
             state: vec![FaultState::ARMED; faults.len()],
             faults,
             anchors,
@@ -424,27 +440,29 @@ impl PlanDirector {
         sent: bool,
         env: &Envelope<Msg>,
     ) {
-        for a in 0..self.anchors.len() {
+        let mut k = 0;
+        while let Some(&a) = self.live[sent as usize].get(k) {
             let Anchor {
                 fault: i,
                 edge,
-                on_send,
                 pattern,
                 delay_ns,
-            } = self.anchors[a];
+                ..
+            } = self.anchors[a as usize];
             let st = &mut self.state[i];
-            if st.matched.get(edge) || on_send != sent {
-                continue;
-            }
             // An end or a release only counts once the start trigger matched (the start itself
             // may still be waiting for its delay).
             if edge != Edge::Start && st.phase == Phase::Armed && !st.matched.get(Edge::Start) {
+                k += 1;
                 continue;
             }
             if !pattern.matches(env.from, env.to, &env.msg) {
+                k += 1;
                 continue;
             }
             st.matched.set(edge);
+            // Matched once and for all: the next anchor takes its place in the list.
+            self.live[sent as usize].remove(k);
             let will_start = st.phase == Phase::Armed && !self.healed;
             if edge == Edge::Start && sent && delay_ns == 0 && will_start {
                 if let FaultKind::Pause {
@@ -475,7 +493,7 @@ impl Director<Node> for PlanDirector {
     fn on_send(&mut self, ctl: &mut Control, now: u64, env: &Envelope<Msg>, fate: Fate) -> Fate {
         let nodes = self.operator + 1;
         self.observe(ctl, now, nodes, true, env);
-        if self.anchored.values().any(|ids| ids.contains(&env.id)) {
+        if !self.anchored.is_empty() && self.anchored.values().any(|ids| ids.contains(&env.id)) {
             // Paused right after the check: the message leaves when the pause ends.
             return Fate::Hold;
         }
@@ -490,7 +508,7 @@ impl Director<Node> for PlanDirector {
         if matches!(fate, Fate::Drop { .. }) {
             return fate;
         }
-        for i in 0..self.faults.len() {
+        for &i in &self.msg_faults {
             let st = &mut self.state[i];
             if st.phase != Phase::Active {
                 continue;

@@ -27,22 +27,40 @@ pub struct MsgPattern {
 }
 
 impl MsgPattern {
-    /// Whether the message matches.
+    /// Whether the message matches. The kind is compared first: it is the field most patterns
+    /// state and most messages fail on, and the other fields are read only when stated.
+    #[inline]
     pub fn matches(&self, from: NodeId, to: NodeId, msg: &Msg) -> bool {
-        let op = match msg {
-            Msg::Effect { key, .. } | Msg::EffectAck { key, .. } => Some(key.op),
-            _ => None,
-        };
-        let step = match msg {
-            Msg::ToolRequest { step, .. } | Msg::ToolResponse { step, .. } => Some(*step),
-            _ => None,
-        };
-        self.from.is_none_or(|f| f == from)
-            && self.to.is_none_or(|t| t == to)
-            && self.kind.is_none_or(|k| k == msg.kind())
-            && self.token.is_none_or(|t| Some(t) == msg.token())
-            && self.op.is_none_or(|o| Some(o) == op)
-            && self.step.is_none_or(|s| Some(s) == step)
+        if self.kind.is_some_and(|k| k != msg.kind())
+            || self.from.is_some_and(|f| f != from)
+            || self.to.is_some_and(|t| t != to)
+        {
+            return false;
+        }
+        if let Some(t) = self.token {
+            if msg.token() != Some(t) {
+                return false;
+            }
+        }
+        if let Some(o) = self.op {
+            let op = match msg {
+                Msg::Effect { key, .. } | Msg::EffectAck { key, .. } => Some(key.op),
+                _ => None,
+            };
+            if op != Some(o) {
+                return false;
+            }
+        }
+        if let Some(s) = self.step {
+            let step = match msg {
+                Msg::ToolRequest { step, .. } | Msg::ToolResponse { step, .. } => Some(*step),
+                _ => None,
+            };
+            if step != Some(s) {
+                return false;
+            }
+        }
+        true
     }
 }
 
