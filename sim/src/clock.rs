@@ -33,6 +33,7 @@ impl Clock {
     }
 
     /// The wall-clock reading at true time `t`: the monotonic reading plus the wall offset.
+    #[inline]
     pub fn wall(&self, t: u64) -> u64 {
         if self.wall_offset_ns == 0 {
             return self.local(t);
@@ -46,6 +47,7 @@ impl Clock {
     }
 
     /// The local reading at true time `t` (saturating at 0 and at `u64::MAX`).
+    #[inline]
     pub fn local(&self, t: u64) -> u64 {
         // Fast path, exactly equal to the general one: forward of the anchor and short enough
         // that `dt * rate` fits in 64 bits; the rate is positive, so the product is

@@ -946,7 +946,11 @@ impl<P: Process> Sim<P> {
     }
 
     /// Applies the commands the director issued in its last callback.
+    #[inline]
     fn apply(&mut self) {
+        if self.ctl.commands.is_empty() {
+            return;
+        }
         // Applying a command calls no process, so it cannot issue more: the loop is bounded by
         // the commands already issued.
         // The buffer is put back emptied, keeping its storage for the next callback.

@@ -431,8 +431,24 @@ impl PlanDirector {
         });
     }
 
-    /// Matches anchored triggers against one observation.
+    /// Matches anchored triggers against one observation: nothing to do, in the caller's own
+    /// code, once every anchor of this direction has matched.
+    #[inline(always)]
     fn observe(
+        &mut self,
+        ctl: &mut Control,
+        now: u64,
+        nodes: u32,
+        sent: bool,
+        env: &Envelope<Msg>,
+    ) {
+        if !self.live[sent as usize].is_empty() {
+            self.match_anchors(ctl, now, nodes, sent, env);
+        }
+    }
+
+    #[inline(never)]
+    fn match_anchors(
         &mut self,
         ctl: &mut Control,
         now: u64,
@@ -442,13 +458,8 @@ impl PlanDirector {
     ) {
         let mut k = 0;
         while let Some(&a) = self.live[sent as usize].get(k) {
-            let Anchor {
-                fault: i,
-                edge,
-                pattern,
-                delay_ns,
-                ..
-            } = self.anchors[a as usize];
+            let anchor = &self.anchors[a as usize];
+            let (i, edge, delay_ns) = (anchor.fault, anchor.edge, anchor.delay_ns);
             let st = &mut self.state[i];
             // An end or a release only counts once the start trigger matched (the start itself
             // may still be waiting for its delay).
@@ -456,7 +467,7 @@ impl PlanDirector {
                 k += 1;
                 continue;
             }
-            if !pattern.matches(env.from, env.to, &env.msg) {
+            if !anchor.pattern.matches(env.from, env.to, &env.msg) {
                 k += 1;
                 continue;
             }
