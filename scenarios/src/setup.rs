@@ -379,10 +379,11 @@ impl Setup {
 
     /// Names and roles of every node, by id.
     pub fn node_infos(&self) -> Vec<NodeInfo> {
-        let mut v = vec![NodeInfo {
+        let mut v = Vec::with_capacity(self.workers.len() + self.receivers.len() + 3);
+        v.push(NodeInfo {
             name: "coord".into(),
             role: Role::Coordinator,
-        }];
+        });
         for (i, w) in self.workers.iter().enumerate() {
             v.push(NodeInfo {
                 name: self.worker_display(i),
@@ -438,9 +439,10 @@ impl Setup {
             self.coordinator_clock.clock(),
         ));
         for (index, w) in self.workers.iter().enumerate() {
-            let mut config = w.config.clone();
+            let mut config = std::borrow::Cow::Borrowed(&w.config);
             if switches.unsafe_timing {
                 // V12: a heartbeat period as long as the shortest lease: L <= R*H + J.
+                let config = config.to_mut();
                 config.heartbeat_ns = self
                     .classes
                     .iter()

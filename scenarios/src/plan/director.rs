@@ -4,7 +4,7 @@
 
 use super::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::world::{Node, SIGNAL_HEAL};
-use leasesim_protocol::{Event, Msg};
+use leasesim_protocol::{Event, Msg, MsgKind};
 use leasesim_sim::{Command, Control, Director, DropCause, Envelope, Fate, NodeId};
 use std::collections::BTreeMap;
 
@@ -136,6 +136,49 @@ impl FaultState {
     };
 }
 
+/// Items (anchors, message faults) filed by the message kind their pattern names, so that a
+/// message is held only against those that can match it: a heartbeat meets none of a plan
+/// that names tool requests and effects. A pattern without a kind is in every list. Each list
+/// keeps the items' own order, which is the order they act in.
+#[derive(Clone, Debug, Default)]
+struct ByKind {
+    /// Per message kind (by its index): the items naming it or naming no kind.
+    kinds: Vec<Vec<u32>>,
+    /// The items naming no kind: the list of a kind no item names.
+    any: Vec<u32>,
+}
+
+impl ByKind {
+    fn new(items: impl Iterator<Item = (u32, Option<MsgKind>)> + Clone) -> ByKind {
+        let len = items
+            .clone()
+            .filter_map(|(_, k)| k.map(|k| k as usize + 1))
+            .max()
+            .unwrap_or(0);
+        let mut by = ByKind {
+            kinds: vec![Vec::new(); len],
+            any: Vec::new(),
+        };
+        for (item, kind) in items {
+            match kind {
+                Some(k) => by.kinds[k as usize].push(item),
+                None => {
+                    by.any.push(item);
+                    for list in &mut by.kinds {
+                        list.push(item);
+                    }
+                }
+            }
+        }
+        by
+    }
+
+    #[inline(always)]
+    fn of(&self, kind: MsgKind) -> &[u32] {
+        self.kinds.get(kind as usize).unwrap_or(&self.any)
+    }
+}
+
 /// One message-anchored trigger of a fault.
 #[derive(Copy, Clone, Debug)]
 struct Anchor {
@@ -153,12 +196,15 @@ pub struct PlanDirector {
     /// Every message-anchored trigger, in (fault, edge) order: what `observe` looks at for each
     /// message, without copying the faults.
     anchors: Vec<Anchor>,
-    /// The anchors not matched yet, as indexes into `anchors` in their order: those matched on
-    /// a send, and those matched on a delivery. Each matches once, so a message after the last
-    /// one matched costs one length check.
-    live: [Vec<u32>; 2],
-    /// The message faults, by index in the plan: the only ones a send's fate may depend on.
-    msg_faults: Vec<usize>,
+    /// The anchors matched on a delivery and on a send (indexes into `anchors`), by the kind of
+    /// message they name.
+    by_kind: [ByKind; 2],
+    /// How many anchors matched on a delivery and on a send have not matched yet: each matches
+    /// once, so once none is left a message costs one check.
+    live: [usize; 2],
+    /// The message faults (indexes into the plan), by the kind of message they catch: the only
+    /// ones a send's fate may depend on.
+    msg_faults: ByKind,
     /// One per fault, by index.
     state: Vec<FaultState>,
     /// Messages held until a pause ends, per pause fault: the anchoring message and every
@@ -192,15 +238,20 @@ impl PlanDirector {
                 });
             }
         }
-        let live = [false, true].map(|sent| {
-            (0..anchors.len() as u32)
-                .filter(|&a| anchors[a as usize].on_send == sent)
-                .collect()
+        let by_kind = [false, true].map(|sent| {
+            ByKind::new(
+                (0..anchors.len() as u32)
+                    .filter(|&a| anchors[a as usize].on_send == sent)
+                    .map(|a| (a, anchors[a as usize].pattern.kind)),
+            )
         });
-        let msg_faults = (0..faults.len())
-            .filter(|&i| matches!(faults[i].kind, FaultKind::Message { .. }))
-            .collect();
+        let live = [false, true].map(|sent| anchors.iter().filter(|a| a.on_send == sent).count());
+        let msg_faults = ByKind::new(faults.iter().enumerate().filter_map(|(i, f)| match f.kind {
+            FaultKind::Message { pattern, .. } => Some((i as u32, pattern.kind)),
+            _ => None,
+        }));
         PlanDirector {
+            by_kind,
             live,
             msg_faults,
             state: vec![FaultState::ARMED; faults.len()],
@@ -442,7 +493,7 @@ impl PlanDirector {
         sent: bool,
         env: &Envelope<Msg>,
     ) {
-        if !self.live[sent as usize].is_empty() {
+        if self.live[sent as usize] > 0 && !self.by_kind[sent as usize].of(env.msg.kind()).is_empty() {
             self.match_anchors(ctl, now, nodes, sent, env);
         }
     }
@@ -456,24 +507,26 @@ impl PlanDirector {
         sent: bool,
         env: &Envelope<Msg>,
     ) {
+        let kind = env.msg.kind();
         let mut k = 0;
-        while let Some(&a) = self.live[sent as usize].get(k) {
+        while let Some(&a) = self.by_kind[sent as usize].of(kind).get(k) {
+            k += 1;
             let anchor = &self.anchors[a as usize];
             let (i, edge, delay_ns) = (anchor.fault, anchor.edge, anchor.delay_ns);
             let st = &mut self.state[i];
+            if st.matched.get(edge) {
+                continue;
+            }
             // An end or a release only counts once the start trigger matched (the start itself
             // may still be waiting for its delay).
             if edge != Edge::Start && st.phase == Phase::Armed && !st.matched.get(Edge::Start) {
-                k += 1;
                 continue;
             }
             if !anchor.pattern.matches(env.from, env.to, &env.msg) {
-                k += 1;
                 continue;
             }
             st.matched.set(edge);
-            // Matched once and for all: the next anchor takes its place in the list.
-            self.live[sent as usize].remove(k);
+            self.live[sent as usize] -= 1;
             let will_start = st.phase == Phase::Armed && !self.healed;
             if edge == Edge::Start && sent && delay_ns == 0 && will_start {
                 if let FaultKind::Pause {
@@ -519,7 +572,8 @@ impl Director<Node> for PlanDirector {
         if matches!(fate, Fate::Drop { .. }) {
             return fate;
         }
-        for &i in &self.msg_faults {
+        for &i in self.msg_faults.of(env.msg.kind()) {
+            let i = i as usize;
             let st = &mut self.state[i];
             if st.phase != Phase::Active {
                 continue;
