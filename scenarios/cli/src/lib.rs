@@ -7,6 +7,7 @@
 mod args;
 mod bench;
 pub mod bench_engines;
+mod bench_instructions;
 mod bench_sql;
 pub mod examples;
 pub mod interrupt;
@@ -265,6 +266,14 @@ enum Command {
         /// Prints the simulator's scaling table (workers x jobs, 1 x 1 to 100 x 10,000) instead.
         #[arg(long)]
         scaling: bool,
+        /// Counts instructions instead of seconds: sweeps N and 3N seeds of the scenario on one
+        /// thread under `valgrind --tool=callgrind` and prints the difference per seed and per
+        /// event (N from --instruction-seeds).
+        #[arg(long, conflicts_with = "scaling")]
+        instructions: bool,
+        /// N for --instructions.
+        #[arg(long, default_value_t = 500, requires = "instructions", allow_hyphen_values = true, value_parser = whole::<u64>)]
+        instruction_seeds: u64,
         /// Internal: measure one engine (or `scaling:W:J:SEEDS`) in this process.
         #[arg(long, hide = true)]
         child: Option<String>,
@@ -924,14 +933,15 @@ fn dispatch(
             seeds,
             jobs,
             scaling,
+            instructions,
             child,
             format,
             sql,
             ..
         } if sql.any() => {
-            if v.is_some() || scaling {
+            if v.is_some() || scaling || instructions {
                 return Err(UsageError(
-                    "bench with a SQL coordinator compares it with the in-memory reference: --variant and --scaling do not apply".into(),
+                    "bench with a SQL coordinator compares it with the in-memory reference: --variant, --scaling and --instructions do not apply".into(),
                 ));
             }
             let def = self::scenario(&scenario)?;
@@ -949,6 +959,29 @@ fn dispatch(
         Command::Bench {
             scenario,
             variant: v,
+            allow_unsafe_timing,
+            instructions: true,
+            instruction_seeds,
+            format,
+            ..
+        } => {
+            let def = self::scenario(&scenario)?;
+            let machines = pick(cat, v.as_deref())?;
+            refuse_unsafe_timing(&[def], 0, &machines, allow_unsafe_timing)?;
+            bench_instructions::instructions(
+                out,
+                &bench_instructions::InstructionArgs {
+                    scenario: def.name,
+                    machines: machines.name(),
+                    allow_unsafe_timing,
+                    seeds: instruction_seeds,
+                    format,
+                },
+            )
+        }
+        Command::Bench {
+            scenario,
+            variant: v,
             seeds,
             shell_seeds,
             jobs,
@@ -957,6 +990,7 @@ fn dispatch(
             child,
             format,
             sql: _,
+            ..
         } => bench::bench_cmd(
             out,
             &bench::BenchArgs {

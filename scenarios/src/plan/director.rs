@@ -493,7 +493,9 @@ impl PlanDirector {
         sent: bool,
         env: &Envelope<Msg>,
     ) {
-        if self.live[sent as usize] > 0 && !self.by_kind[sent as usize].of(env.msg.kind()).is_empty() {
+        if self.live[sent as usize] > 0
+            && !self.by_kind[sent as usize].of(env.msg.kind()).is_empty()
+        {
             self.match_anchors(ctl, now, nodes, sent, env);
         }
     }

@@ -98,6 +98,10 @@ fn provision() -> Result<(), String> {
     if std::env::var_os("LEASESIM_CHROMIUM").is_none() && !present("chromium", &["--version"]) {
         apt_install(&["chromium"])?;
     }
+    // `bench --instructions` counts a seed's instructions under callgrind; its test runs it.
+    if !present("valgrind", &["--version"]) {
+        apt_install(&["valgrind"])?;
+    }
     // The SQL coordinator's tests start throwaway PostgreSQL servers from the system's server
     // binaries (initdb, pg_ctl); as root they run as the `postgres` user, which the package
     // creates.

@@ -1,0 +1,144 @@
+//! `bench --instructions`: the cost of one seed counted in machine instructions, which do not
+//! drift with the machine's load the way seconds do. This program is run twice under
+//! `valgrind --tool=callgrind`, sweeping `N` and `3N` seeds of one scenario on one thread; the
+//! difference of the two counts, divided by `2N`, is the cost of a seed with the program's
+//! start-up and the sweep's fixed costs taken out.
+
+use super::{Format, UsageError};
+use serde_json::json;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// What to count.
+pub(super) struct InstructionArgs<'a> {
+    pub scenario: &'a str,
+    pub machines: &'a str,
+    pub allow_unsafe_timing: bool,
+    /// `N`: the two sweeps run `N` and `3N` seeds.
+    pub seeds: u64,
+    pub format: Format,
+}
+
+/// One sweep under callgrind: instructions executed and events simulated.
+struct Count {
+    instructions: u64,
+    events: u64,
+}
+
+/// Runs the two counted sweeps and prints the figures per seed and per event.
+pub(super) fn instructions(
+    out: &mut dyn Write,
+    a: &InstructionArgs<'_>,
+) -> Result<i32, UsageError> {
+    if a.seeds == 0 || a.seeds > 1_000_000 {
+        return Err(UsageError(format!(
+            "--instruction-seeds {} is out of range: 1 to 1,000,000",
+            a.seeds
+        )));
+    }
+    let found = Command::new("valgrind")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !found.is_ok_and(|s| s.success()) {
+        return Err(UsageError(
+            "bench --instructions counts with valgrind, which is not installed (Debian: apt-get install valgrind)".into(),
+        ));
+    }
+    let dir = std::env::temp_dir().join(format!("leasesim-instructions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| UsageError(format!("cannot create {}: {e}", dir.display())))?;
+    let counted = count(&dir, a, a.seeds).and_then(|lo| Ok((lo, count(&dir, a, 3 * a.seeds)?)));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (lo, hi) = counted.map_err(UsageError)?;
+    let seeds = 2 * a.seeds;
+    let instructions = hi.instructions.saturating_sub(lo.instructions);
+    let events = hi.events.saturating_sub(lo.events);
+    let per_seed = instructions as f64 / seeds as f64;
+    let per_event = (events > 0).then(|| instructions as f64 / events as f64);
+    match a.format {
+        Format::Json => {
+            let doc = json!({
+                "scenario": a.scenario,
+                "variant": a.machines,
+                "seeds": [a.seeds, 3 * a.seeds],
+                "instructions": [lo.instructions, hi.instructions],
+                "events": [lo.events, hi.events],
+                "instructions_per_seed": per_seed.round(),
+                "events_per_seed": events as f64 / seeds as f64,
+                "instructions_per_event": per_event.map(f64::round),
+            });
+            super::io(writeln!(out, "{doc:#}"))?;
+        }
+        Format::Text => {
+            super::io(writeln!(
+                out,
+                "{} --variant {}, one thread, counted by callgrind:\n  {:>8} seeds: {:>15} instructions, {:>10} events\n  {:>8} seeds: {:>15} instructions, {:>10} events\n  per seed: {:.0} instructions ({:.1} events); per event: {}",
+                a.scenario,
+                a.machines,
+                a.seeds,
+                lo.instructions,
+                lo.events,
+                3 * a.seeds,
+                hi.instructions,
+                hi.events,
+                per_seed,
+                events as f64 / seeds as f64,
+                per_event.map_or("n/a".into(), |p| format!("{p:.0} instructions")),
+            ))?;
+        }
+    }
+    Ok(0)
+}
+
+/// Sweeps `seeds` seeds under callgrind in `dir`.
+fn count(dir: &Path, a: &InstructionArgs<'_>, seeds: u64) -> Result<Count, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let profile = dir.join(format!("callgrind.{seeds}"));
+    let summary = dir.join(format!("sweep.{seeds}.json"));
+    let mut cmd = Command::new("valgrind");
+    cmd.arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", profile.display()))
+        .arg(&exe)
+        .args(["sweep", a.scenario, "--jobs", "1", "--variant", a.machines])
+        .arg("--seeds")
+        .arg(seeds.to_string())
+        .arg("--json")
+        .arg(&summary)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    if a.allow_unsafe_timing {
+        cmd.arg("--allow-unsafe-timing");
+    }
+    // A failing seed is a finding, not a counting error: the sweep exits 1 and still counts.
+    let run = cmd
+        .output()
+        .map_err(|e| format!("cannot start valgrind: {e}"))?;
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let instructions = stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once("refs:")
+                .map(|(_, n)| n.trim().replace(',', ""))
+        })
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "valgrind gave no instruction count for {seeds} seeds: {}",
+                stderr.lines().last().unwrap_or("no message")
+            )
+        })?;
+    let doc: serde_json::Value = std::fs::read(&summary)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(|| format!("the counted sweep of {seeds} seeds wrote no summary"))?;
+    let events = doc["events"]
+        .as_u64()
+        .ok_or_else(|| format!("the counted sweep of {seeds} seeds counted no events"))?;
+    Ok(Count {
+        instructions,
+        events,
+    })
+}

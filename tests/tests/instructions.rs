@@ -1,0 +1,52 @@
+//! `bench --instructions`: the instruction count of a seed, from two sweeps under callgrind.
+
+use leasesim_tests::leasesim_bin;
+use std::process::Command;
+
+#[test]
+fn the_instruction_count_of_a_seed_is_the_difference_of_two_counted_sweeps() {
+    let out = Command::new(leasesim_bin())
+        .args([
+            "bench",
+            "--instructions",
+            "--instruction-seeds",
+            "10",
+            "--format",
+            "json",
+        ])
+        .output()
+        .expect("leasesim runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let n = |v: &serde_json::Value| v.as_f64().expect("a number");
+    let (lo, hi) = (n(&doc["instructions"][0]), n(&doc["instructions"][1]));
+    let (elo, ehi) = (n(&doc["events"][0]), n(&doc["events"][1]));
+    assert_eq!(doc["seeds"], serde_json::json!([10, 30]));
+    assert!(hi > lo && lo > 0.0, "{doc}");
+    // Per seed: the difference over the 20 seeds between the two sweeps.
+    assert_eq!(n(&doc["instructions_per_seed"]), ((hi - lo) / 20.0).round());
+    assert_eq!(
+        n(&doc["instructions_per_event"]),
+        ((hi - lo) / (ehi - elo)).round()
+    );
+    // A w1-w2 seed is tens of events (67 on average over many seeds).
+    let events = n(&doc["events_per_seed"]);
+    assert!((30.0..150.0).contains(&events), "{doc}");
+}
+
+#[test]
+fn without_valgrind_the_count_is_refused_in_one_line() {
+    let out = Command::new(leasesim_bin())
+        .args(["bench", "--instructions"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .expect("leasesim runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("valgrind"), "{err}");
+}
