@@ -519,6 +519,9 @@ struct Slot<M> {
     deferred: Vec<Envelope<M>>,
 }
 
+/// The trace of a simulation of processes `P`.
+pub type Trace<P> = Vec<TraceEvent<<P as Process>::Msg, <P as Process>::Note>>;
+
 /// The simulator.
 pub struct Sim<P: Process> {
     nodes: Vec<P>,
@@ -659,7 +662,7 @@ impl<P: Process> Sim<P> {
 
     /// Takes the trace out of the simulator, and the storage it grew for the next run
     /// ([`Sim::with_buffers`]); the processes are dropped.
-    pub fn finish(self) -> (Vec<TraceEvent<P::Msg, P::Note>>, Buffers<P::Msg, P::Note>) {
+    pub fn finish(self) -> (Trace<P>, Buffers<P::Msg, P::Note>) {
         let buffers = Buffers {
             queue: self.queue.into_vec(),
             flights: self.flights,
