@@ -9,11 +9,12 @@
 //! left is here: the journal events that are a hazard by their kind ([`of_note`]) and the few
 //! that need a little state of their own (`Counter`).
 
+use crate::sorted::VecSet;
 use crate::{Cx, Ev, Judgement};
 use leasesim_protocol::{Event, GrantReason, JobId, Msg, Token};
 use leasesim_sim::Command;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 macro_rules! hazards {
@@ -217,10 +218,16 @@ pub(crate) struct Counter {
     /// When the coordinator last received a claim.
     last_claim_t: Option<u64>,
     /// Grants and acceptances the coordinator already answered: (job, token, is-commit).
-    answered: BTreeSet<(JobId, Token, bool)>,
+    answered: VecSet<(JobId, Token, bool)>,
 }
 
 impl Counter {
+    /// Forgets the run so far, keeping the storage for the next run.
+    pub(crate) fn clear(&mut self) {
+        self.last_claim_t = None;
+        self.answered.clear();
+    }
+
     /// A fault: a holder resumed from a pause after its lease had ended.
     pub(crate) fn command(&mut self, cx: &Cx<'_>, command: &Command, t: u64, out: &mut Judgement) {
         if let Command::Resume { node } = *command {

@@ -31,6 +31,7 @@ pub mod liveness;
 pub mod lost;
 pub mod metrics;
 pub mod node;
+mod sorted;
 mod table;
 mod wire;
 
@@ -195,28 +196,40 @@ impl Cx<'_> {
 }
 
 /// The checkers that keep state of their own between events.
-struct Checkers<'w> {
+#[derive(Default)]
+struct Checkers {
     effects: effects::Effects,
     lost: lost::Lost,
     counter: hazard::Counter,
-    wire: &'w mut Wire,
+    wire: Wire,
 }
 
 /// The models every checker reads, advanced after the checkers saw each event.
+#[derive(Default)]
 struct Models {
     table: Table,
     faults: Faults,
 }
 
+/// Everything judging a run keeps between its events.
+struct State {
+    history: History,
+    checkers: Checkers,
+    models: Models,
+}
+
 thread_local! {
-    /// The history the checkers build for every run, kept per thread and reused: its storage
-    /// is reserved once, large enough that each vector is a block of its own outside the
-    /// small-object heap (where the simulator grows its own buffers run after run), so that
-    /// judging a run allocates almost nothing and leaves that heap as it found it.
-    static HISTORY: RefCell<History> = RefCell::new(History::with_room(HISTORY_ROOM_BYTES));
-    /// The wire's facts, kept per thread and reused the same way: once the first runs grew its
-    /// vectors, judging a run allocates nothing for them.
-    static WIRE: RefCell<Wire> = RefCell::new(Wire::default());
+    /// The state the checkers build for every run, kept per thread and cleared, not dropped,
+    /// for the next. The history's storage is reserved once, large enough that each vector is a
+    /// block of its own outside the small-object heap (where the simulator grows its own
+    /// buffers run after run); the checkers' and the models' sets and maps are vectors that
+    /// keep theirs. Once the first runs grew them, judging a run allocates almost nothing and
+    /// leaves that heap as it found it.
+    static STATE: RefCell<State> = RefCell::new(State {
+        history: History::with_room(HISTORY_ROOM_BYTES),
+        checkers: Checkers::default(),
+        models: Models::default(),
+    });
 }
 
 /// Room reserved for each kind of record of the per-thread history: above the usual threshold
@@ -225,32 +238,33 @@ const HISTORY_ROOM_BYTES: usize = 256 * 1024;
 
 /// Checks every invariant over a trace and counts the hazards reached.
 pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
-    HISTORY.with_borrow_mut(|history| {
-        WIRE.with_borrow_mut(|wire| {
-            history.clear();
-            wire.clear(world.nodes.len());
-            judge(world, trace, history, wire)
-        })
+    STATE.with_borrow_mut(|state| {
+        let State {
+            history,
+            checkers,
+            models,
+        } = state;
+        judge(world, trace, history, checkers, models)
     })
 }
 
-fn judge(world: &World<'_>, trace: &Trace, history: &mut History, wire: &mut Wire) -> Judgement {
+fn judge(
+    world: &World<'_>,
+    trace: &Trace,
+    history: &mut History,
+    checkers: &mut Checkers,
+    models: &mut Models,
+) -> Judgement {
     let coordinator = world
         .nodes
         .iter()
         .position(|n| n.role == Role::Coordinator)
         .unwrap_or(0) as NodeId;
     let mut out = Judgement::default();
-    let mut checkers = Checkers {
-        effects: effects::Effects::default(),
-        lost: lost::Lost::default(),
-        counter: hazard::Counter::default(),
-        wire,
-    };
-    let mut models = Models {
-        table: Table::default(),
-        faults: Faults::new(world, &mut out),
-    };
+    history.clear();
+    checkers.clear(world.nodes.len());
+    models.table.clear();
+    models.faults.start(world, &mut out);
     for (i, e) in trace.iter().enumerate() {
         // The history grows with the walk; what the checkers ask of it is what came before.
         history.record(trace, i);
@@ -283,7 +297,15 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History, wire: &mut Wir
     out
 }
 
-impl Checkers<'_> {
+impl Checkers {
+    /// Starts over for a run with `nodes` nodes, keeping the storage.
+    fn clear(&mut self, nodes: usize) {
+        self.effects.clear();
+        self.lost.clear();
+        self.counter.clear();
+        self.wire.clear(nodes);
+    }
+
     /// Judges one trace event against the history and the models as they stood before it
     /// (`cx` makes the context to read them through). Returns the decision a message announced
     /// without a journal note, for the models to take in.
