@@ -808,7 +808,9 @@ impl History {
     /// Files trace event `i` into the history. Events are recorded in trace order, each
     /// once; the checkers call this as they walk the trace, so that at each event they read
     /// the history of everything up to it (every query they make is about what came before).
-    #[inline]
+    /// Inlined into the walk: most events are sends and deliveries that file nothing, and only
+    /// the journal notes pay for a call.
+    #[inline(always)]
     pub(crate) fn record(&mut self, trace: &Trace, i: usize) {
         let e = &trace[i];
         match &e.kind {
@@ -820,7 +822,29 @@ impl History {
                 };
                 self.note(trace, at, e.node, note);
             }
-            EventKind::Send { to, msg, .. } => self.sent(e.node, *to, msg),
+            EventKind::Send { to, msg, .. } => match *msg {
+                Msg::ClaimGranted { job, class, .. } => self.classed(job, class),
+                // Looked up by the first match, so a repeated request keeps its first provider.
+                Msg::ToolRequest { req, .. } => self.providers.push(((e.node, req), *to)),
+                Msg::Claim { .. }
+                | Msg::ClaimEmpty { .. }
+                | Msg::Heartbeat { .. }
+                | Msg::HeartbeatOk { .. }
+                | Msg::HeartbeatRejected { .. }
+                | Msg::Commit { .. }
+                | Msg::CommitAccepted { .. }
+                | Msg::CommitRejected { .. }
+                | Msg::ToolResponse { .. }
+                | Msg::Effect { .. }
+                | Msg::Checkpoint { .. }
+                | Msg::CheckpointAck { .. }
+                | Msg::EffectStatus { .. }
+                | Msg::EffectStatusReply { .. }
+                | Msg::ToolStatus { .. }
+                | Msg::Operator { .. }
+                | Msg::OperatorDone { .. }
+                | Msg::EffectAck { .. } => {}
+            },
             EventKind::Fault {
                 command: Command::Crash { node },
             } => self.crashed(trace, *node, i),
@@ -977,36 +1001,14 @@ impl History {
         k
     }
 
-    #[inline]
-    fn sent(&mut self, from: NodeId, to: NodeId, msg: &Msg) {
-        match *msg {
-            Msg::ClaimGranted { job, class, .. } => {
-                let k = self.job_slot(job);
-                self.jobs[k].class.get_or_insert(class);
-            }
-            // Looked up by the first match, so a repeated request keeps its first provider.
-            Msg::ToolRequest { req, .. } => self.providers.push(((from, req), to)),
-            Msg::Claim { .. }
-            | Msg::ClaimEmpty { .. }
-            | Msg::Heartbeat { .. }
-            | Msg::HeartbeatOk { .. }
-            | Msg::HeartbeatRejected { .. }
-            | Msg::Commit { .. }
-            | Msg::CommitAccepted { .. }
-            | Msg::CommitRejected { .. }
-            | Msg::ToolResponse { .. }
-            | Msg::Effect { .. }
-            | Msg::Checkpoint { .. }
-            | Msg::CheckpointAck { .. }
-            | Msg::EffectStatus { .. }
-            | Msg::EffectStatusReply { .. }
-            | Msg::ToolStatus { .. }
-            | Msg::Operator { .. }
-            | Msg::OperatorDone { .. }
-            | Msg::EffectAck { .. } => {}
-        }
+    /// The coordinator's grant message names the job's class; the first one counts.
+    #[inline(never)]
+    fn classed(&mut self, job: JobId, class: ClassId) {
+        let k = self.job_slot(job);
+        self.jobs[k].class.get_or_insert(class);
     }
 
+    #[inline(never)]
     fn note(&mut self, trace: &Trace, at: At, node: NodeId, note: &Event) {
         match *note {
             // ---- the coordinator's side ----
