@@ -807,10 +807,8 @@ impl History {
 
     /// Files trace event `i` into the history. Events are recorded in trace order, each
     /// once; the checkers call this as they walk the trace, so that at each event they read
-    /// the history of everything up to it (every query they make is about what came before).
-    /// Inlined into the walk: most events are sends and deliveries that file nothing, and only
-    /// the journal notes pay for a call.
-    #[inline(always)]
+    /// the history of everything up to it (every query they make is about what came before),
+    /// through the parts below, one per kind of event: their walk matches each event once.
     pub(crate) fn record(&mut self, trace: &Trace, i: usize) {
         let e = &trace[i];
         match &e.kind {
@@ -822,29 +820,7 @@ impl History {
                 };
                 self.note(trace, at, e.node, note);
             }
-            EventKind::Send { to, msg, .. } => match *msg {
-                Msg::ClaimGranted { job, class, .. } => self.classed(job, class),
-                // Looked up by the first match, so a repeated request keeps its first provider.
-                Msg::ToolRequest { req, .. } => self.providers.push(((e.node, req), *to)),
-                Msg::Claim { .. }
-                | Msg::ClaimEmpty { .. }
-                | Msg::Heartbeat { .. }
-                | Msg::HeartbeatOk { .. }
-                | Msg::HeartbeatRejected { .. }
-                | Msg::Commit { .. }
-                | Msg::CommitAccepted { .. }
-                | Msg::CommitRejected { .. }
-                | Msg::ToolResponse { .. }
-                | Msg::Effect { .. }
-                | Msg::Checkpoint { .. }
-                | Msg::CheckpointAck { .. }
-                | Msg::EffectStatus { .. }
-                | Msg::EffectStatusReply { .. }
-                | Msg::ToolStatus { .. }
-                | Msg::Operator { .. }
-                | Msg::OperatorDone { .. }
-                | Msg::EffectAck { .. } => {}
-            },
+            EventKind::Send { to, msg, .. } => self.sent(e.node, *to, msg),
             EventKind::Fault {
                 command: Command::Crash { node },
             } => self.crashed(trace, *node, i),
@@ -852,6 +828,35 @@ impl History {
             | EventKind::Deliver { .. }
             | EventKind::Release { .. }
             | EventKind::Lost { .. } => {}
+        }
+    }
+
+    /// Files a message `from` sent to `to`. Inlined into the walk: most messages file nothing,
+    /// and only the journal notes (`History::note`) pay for a call.
+    #[inline(always)]
+    pub(crate) fn sent(&mut self, from: NodeId, to: NodeId, msg: &Msg) {
+        match *msg {
+            Msg::ClaimGranted { job, class, .. } => self.classed(job, class),
+            // Looked up by the first match, so a repeated request keeps its first provider.
+            Msg::ToolRequest { req, .. } => self.providers.push(((from, req), to)),
+            Msg::Claim { .. }
+            | Msg::ClaimEmpty { .. }
+            | Msg::Heartbeat { .. }
+            | Msg::HeartbeatOk { .. }
+            | Msg::HeartbeatRejected { .. }
+            | Msg::Commit { .. }
+            | Msg::CommitAccepted { .. }
+            | Msg::CommitRejected { .. }
+            | Msg::ToolResponse { .. }
+            | Msg::Effect { .. }
+            | Msg::Checkpoint { .. }
+            | Msg::CheckpointAck { .. }
+            | Msg::EffectStatus { .. }
+            | Msg::EffectStatusReply { .. }
+            | Msg::ToolStatus { .. }
+            | Msg::Operator { .. }
+            | Msg::OperatorDone { .. }
+            | Msg::EffectAck { .. } => {}
         }
     }
 
@@ -1008,8 +1013,9 @@ impl History {
         self.jobs[k].class.get_or_insert(class);
     }
 
+    /// Files a journal note `node` made at `at`.
     #[inline(never)]
-    fn note(&mut self, trace: &Trace, at: At, node: NodeId, note: &Event) {
+    pub(crate) fn note(&mut self, trace: &Trace, at: At, node: NodeId, note: &Event) {
         match *note {
             // ---- the coordinator's side ----
             Event::LeaseGranted {
@@ -1372,7 +1378,8 @@ impl History {
         }
     }
 
-    fn crashed(&mut self, trace: &Trace, node: NodeId, i: usize) {
+    /// Files the crash of `node` at trace event `i`: its open attempts end there.
+    pub(crate) fn crashed(&mut self, trace: &Trace, node: NodeId, i: usize) {
         for a in 0..self.attempts.items.len() as u32 {
             if self.attempts.get(a).node == node {
                 self.end_attempt(a, trace, i);

@@ -41,7 +41,7 @@ use history::History;
 use leasesim_protocol::{
     Event, Finding, GrantReason, IdemKey, Invariant, JobId, JobState, Msg, Token, WorkerName,
 };
-use leasesim_sim::{Clock, Command, End, EventKind, NodeId, TraceEvent};
+use leasesim_sim::{Clock, Command, End, EventKind, Fate, NodeId, TraceEvent};
 pub use node::{NodeInfo, Role};
 use std::cell::RefCell;
 use std::fmt;
@@ -266,21 +266,62 @@ fn judge(
     models.table.clear();
     models.faults.start(world, &mut out);
     for (i, e) in trace.iter().enumerate() {
-        // The history grows with the walk; what the checkers ask of it is what came before.
-        history.record(trace, i);
         // Most events are routine sends and deliveries that no checker reads the models for: the
         // context is made only where one does.
-        let cx = || Cx {
-            world,
-            trace,
-            history,
-            table: &models.table,
-            faults: &models.faults,
-            coordinator,
-            i,
-        };
-        let said = checkers.event(cx, coordinator, e, &mut out);
-        models.event(world, coordinator, e, said.as_ref(), &mut out);
+        macro_rules! cx {
+            () => {
+                || Cx {
+                    world,
+                    trace,
+                    history,
+                    table: &models.table,
+                    faults: &models.faults,
+                    coordinator,
+                    i,
+                }
+            };
+        }
+        // Each event is matched once, and taken in by the history (what the checkers ask of it
+        // is what came before, so it grows with the walk), then judged by the checkers, then
+        // taken in by the models.
+        match &e.kind {
+            EventKind::Note { note } => {
+                let at = history::At {
+                    index: i,
+                    t_ns: e.t,
+                    local_ns: e.local,
+                };
+                history.note(trace, at, e.node, note);
+                if let Some(h) = hazard::of_note(note) {
+                    out.hit(h);
+                }
+                checkers.note(&cx!()(), e, note, &mut out);
+                models.table.note(e, note, &mut out.hazards);
+            }
+            EventKind::Fault { command } => {
+                if let Command::Crash { node } = *command {
+                    history.crashed(trace, node, i);
+                }
+                checkers.fault(&cx!()(), command, e.t, &mut out);
+                models
+                    .faults
+                    .command(world, coordinator, command, e.t, &mut out);
+            }
+            EventKind::Send { to, msg, fate, .. } => {
+                history.sent(e.node, *to, msg);
+                let said = checkers.sent(cx!(), coordinator, e, *to, msg, fate, &mut out);
+                let hazards = &mut out.hazards;
+                models
+                    .faults
+                    .sent(world, coordinator, e, *to, fate, hazards);
+                if let Some(said) = said {
+                    models.table.said(e, &said, hazards);
+                }
+            }
+            EventKind::Deliver { msg, .. } => checkers.delivered(cx!(), e, msg, &mut out),
+            EventKind::Release { .. } => models.faults.released(coordinator, e.node, e.t),
+            EventKind::Lost { .. } => {}
+        }
     }
     let cx = Cx {
         world,
@@ -306,48 +347,46 @@ impl Checkers {
         self.wire.clear(nodes);
     }
 
-    /// Judges one trace event against the history and the models as they stood before it
-    /// (`cx` makes the context to read them through). Returns the decision a message announced
+    /// A fault plan's command, judged against the history and the models as they stood before
+    /// it.
+    fn fault(&mut self, cx: &Cx<'_>, command: &Command, t: u64, out: &mut Judgement) {
+        self.counter.command(cx, command, t, out);
+        if let Command::Crash { node } = *command {
+            self.lost.crashed(node);
+            self.wire.crashed(node);
+        }
+    }
+
+    /// A message `e.node` sent, judged against the history and the models as they stood before
+    /// it (`cx` makes the context to read them through). Returns the decision it announced
     /// without a journal note, for the models to take in.
     #[inline(always)]
-    fn event<'a>(
+    #[allow(clippy::too_many_arguments)]
+    fn sent<'a>(
         &mut self,
         cx: impl Fn() -> Cx<'a>,
         coordinator: NodeId,
         e: &Ev,
+        to: NodeId,
+        msg: &Msg,
+        fate: &Fate,
         out: &mut Judgement,
     ) -> Option<Said> {
-        match &e.kind {
-            EventKind::Note { note } => {
-                if let Some(h) = hazard::of_note(note) {
-                    out.hit(h);
-                }
-                self.note(&cx(), e, note, out);
-            }
-            EventKind::Fault { command } => {
-                self.counter.command(&cx(), command, e.t, out);
-                if let Command::Crash { node } = *command {
-                    self.lost.crashed(node);
-                    self.wire.crashed(node);
-                }
-            }
-            EventKind::Send { to, msg, fate, .. } => {
-                if e.node == coordinator {
-                    self.counter.answered(msg, out);
-                    lost::coordinator_sent(&cx, e, msg, out);
-                }
-                let said = self.wire.sent(&cx, coordinator, e, *to, msg, fate, out)?;
-                self.said(&cx(), e, said, out);
-                return Some(said);
-            }
-            EventKind::Deliver { msg, .. } => {
-                self.lost.delivered(&cx, e, msg, out);
-                self.counter.delivered(&cx, e, msg, out);
-                self.wire.delivered(&cx, e, msg, out);
-            }
-            EventKind::Release { .. } | EventKind::Lost { .. } => {}
+        if e.node == coordinator {
+            self.counter.answered(msg, out);
+            lost::coordinator_sent(&cx, e, msg, out);
         }
-        None
+        let said = self.wire.sent(&cx, coordinator, e, to, msg, fate, out)?;
+        self.said(&cx(), e, said, out);
+        Some(said)
+    }
+
+    /// A message delivered to `e.node`, judged the same way.
+    #[inline(always)]
+    fn delivered<'a>(&mut self, cx: impl Fn() -> Cx<'a>, e: &Ev, msg: &Msg, out: &mut Judgement) {
+        self.lost.delivered(&cx, e, msg, out);
+        self.counter.delivered(&cx, e, msg, out);
+        self.wire.delivered(&cx, e, msg, out);
     }
 
     /// A decision judged from its message, its node having journaled none: the same checks its
@@ -535,34 +574,6 @@ impl Checkers {
             | Event::StatementFailed { .. }
             | Event::StepRan { .. }
             | Event::OperatorActed { .. } => {}
-        }
-    }
-}
-
-impl Models {
-    /// Advances the models past one trace event, and a decision its message announced.
-    fn event(
-        &mut self,
-        world: &World<'_>,
-        coordinator: NodeId,
-        e: &Ev,
-        said: Option<&Said>,
-        out: &mut Judgement,
-    ) {
-        match &e.kind {
-            EventKind::Note { note } => self.table.note(e, note, &mut out.hazards),
-            EventKind::Fault { command } => {
-                self.faults.command(world, coordinator, command, e.t, out)
-            }
-            EventKind::Send { to, fate, .. } => {
-                self.faults
-                    .sent(world, coordinator, e, *to, fate, &mut out.hazards);
-                if let Some(said) = said {
-                    self.table.said(e, said, &mut out.hazards);
-                }
-            }
-            EventKind::Release { .. } => self.faults.released(coordinator, e.node, e.t),
-            EventKind::Deliver { .. } | EventKind::Lost { .. } => {}
         }
     }
 }
