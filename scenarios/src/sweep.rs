@@ -569,7 +569,7 @@ fn judge_seed(
     }
     local.events += r.events;
     local.trace_events += r.trace.len() as u64;
-    for (h, _) in r.hazards.0.iter() {
+    for (h, _) in r.hazards.iter() {
         *local.hazards[sc].entry(*h).or_default() += 1;
     }
     let verdict = r.verdict();

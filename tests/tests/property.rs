@@ -292,7 +292,7 @@ fn the_strategy_reaches_hazards_and_every_fault_kind() {
         if r.hazards.reached(Hazard::Takeover) {
             takeover_runs += 1;
         }
-        for h in r.hazards.0.keys() {
+        for h in r.hazards.keys() {
             *reached.entry(*h).or_default() += 1;
         }
     }

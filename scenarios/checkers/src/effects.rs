@@ -5,23 +5,30 @@
 //! while two attempts of its job overlap must then carry a key stable across attempts.
 
 use crate::hazard::Hazard;
+use crate::sorted::{VecMap, VecSet};
 use crate::{Cx, Ev, Judgement, Role};
 use leasesim_protocol::{EntityId, IdemKey, Invariant, JobId, Token};
 use leasesim_sim::NodeId;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// What the receivers admitted so far.
 #[derive(Default)]
 pub(crate) struct Effects {
     /// Per (receiver, entity): highest fence admitted.
-    marks: BTreeMap<(NodeId, EntityId), Token>,
+    marks: VecMap<(NodeId, EntityId), Token>,
     /// Per (receiver, key): applied already.
-    applied: BTreeSet<(NodeId, IdemKey)>,
+    applied: VecSet<(NodeId, IdemKey)>,
     /// Per receiver: operation meanings (keys without their salt) applied already.
-    meanings: BTreeSet<(NodeId, IdemKey)>,
+    meanings: VecSet<(NodeId, IdemKey)>,
 }
 
 impl Effects {
+    /// Forgets every effect admitted, keeping the storage for the next run.
+    pub(crate) fn clear(&mut self) {
+        self.marks.clear();
+        self.applied.clear();
+        self.meanings.clear();
+    }
+
     /// I2 at a receiver that admitted an effect: `applied` it, or answered a repeated key.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn admitted(
@@ -61,7 +68,7 @@ impl Effects {
                 }
             }
         }
-        let m = self.marks.entry((receiver, entity)).or_insert(fence);
+        let m = self.marks.get_or_insert_with((receiver, entity), || fence);
         *m = (*m).max(fence);
         if !applied {
             return;

@@ -8,10 +8,10 @@
 //! fault hazards as they happen.
 
 use crate::hazard::{Hazard, Hazards};
+use crate::sorted::{VecMap, VecSet};
 use crate::{fmt_ns, Ev, Judgement, Role, Skipped, World};
 use leasesim_protocol::Invariant;
 use leasesim_sim::{Command, Fate, NodeId};
-use std::collections::{BTreeMap, BTreeSet};
 
 /// A disturbance the reference protocol is built to absorb: one missed heartbeat (R - 1 misses
 /// tolerated) or extra latency within the jitter reserve (P6).
@@ -23,27 +23,31 @@ pub(crate) enum Soft {
     Delay(u64),
 }
 
-/// The faults of a run so far.
+/// The faults of a run so far. Kept per thread and cleared for each run (see
+/// [`Faults::start`]): its sets and maps are sorted vectors that keep their storage.
 #[derive(Default)]
 pub(crate) struct Faults {
     /// Worker nodes whose clocks left their bound (belief checks are void for them).
-    clocks_out: BTreeSet<NodeId>,
+    clocks_out: VecSet<NodeId>,
     /// Clock rates a fault set, by node, latest last (the others are as configured).
     rates: Vec<(NodeId, i32)>,
     /// The last true time each node that was paused resumed.
     resumed: Vec<(NodeId, u64)>,
     /// The last true time a fault touched a worker node or its link to the coordinator.
-    disturbed_at: BTreeMap<NodeId, u64>,
+    disturbed_at: VecMap<NodeId, u64>,
     /// The last true time a fault touched the coordinator itself.
     coordinator_disturbed_at: Option<u64>,
-    /// Soft disturbances on each worker's link to the coordinator, in time order.
-    soft: BTreeMap<NodeId, Vec<(u64, Soft)>>,
+    /// Soft disturbances on the workers' links to the coordinator, each with its worker, in
+    /// time order.
+    soft: Vec<(NodeId, u64, Soft)>,
     /// Cut links now.
-    cuts: BTreeSet<(NodeId, NodeId)>,
+    cuts: VecSet<(NodeId, NodeId)>,
     /// Paused or crashed nodes now.
-    down: BTreeSet<NodeId>,
+    down: VecSet<NodeId>,
     /// Slow nodes now.
-    slow: BTreeSet<NodeId>,
+    slow: VecSet<NodeId>,
+    /// Room for the nodes a cut left cut from the coordinator (see `Faults::link`).
+    cut_off: VecSet<NodeId>,
     /// Whether the coordinator is cut from everyone right now.
     outage: bool,
 }
@@ -57,10 +61,20 @@ const VOIDED_BY_CLOCK: [(Invariant, &str); 2] = [
 ];
 
 impl Faults {
-    /// The faults of a run about to begin: a worker configured beyond its drift bound is out of
-    /// it from the start.
-    pub fn new(world: &World<'_>, out: &mut Judgement) -> Faults {
-        let mut faults = Faults::default();
+    /// Starts over for a run about to begin, keeping the storage: no fault yet, and a worker
+    /// configured beyond its drift bound is out of it from the start.
+    pub fn start(&mut self, world: &World<'_>, out: &mut Judgement) {
+        self.clocks_out.clear();
+        self.rates.clear();
+        self.resumed.clear();
+        self.disturbed_at.clear();
+        self.coordinator_disturbed_at = None;
+        self.soft.clear();
+        self.cuts.clear();
+        self.down.clear();
+        self.slow.clear();
+        self.cut_off.clear();
+        self.outage = false;
         for (node, info) in world.nodes.iter().enumerate() {
             let (Role::Worker { drift_ppm_max, .. }, Some(clock)) =
                 (&info.role, world.clocks.get(node))
@@ -72,10 +86,9 @@ impl Faults {
                     "its clock left its {drift_ppm_max} ppm drift bound (configured at {} ppm)",
                     clock.drift_ppm
                 );
-                faults.leave_bound(world, node as NodeId, 0, why, out);
+                self.leave_bound(world, node as NodeId, 0, why, out);
             }
         }
-        faults
     }
 
     /// Whether a worker's clock has left its bound.
@@ -144,11 +157,9 @@ impl Faults {
     /// The soft disturbances on `node`'s link to the coordinator at or after true time `since`.
     pub fn soft_since(&self, node: NodeId, since: u64) -> impl Iterator<Item = Soft> + '_ {
         self.soft
-            .get(&node)
-            .into_iter()
-            .flatten()
-            .filter(move |(t, _)| *t >= since)
-            .map(|(_, s)| *s)
+            .iter()
+            .filter(move |(n, t, _)| *n == node && *t >= since)
+            .map(|(_, _, s)| *s)
     }
 
     /// A held message was released: it disturbed its sender.
@@ -280,17 +291,17 @@ impl Faults {
             self.outage = false;
             return;
         }
-        let cut_off: BTreeSet<NodeId> = self
-            .cuts
-            .iter()
-            .filter_map(|&(a, b)| {
-                (a == coordinator)
-                    .then_some(b)
-                    .or((b == coordinator).then_some(a))
-            })
-            .collect();
-        if cut_off.len() + 1 == world.nodes.len()
-            && cut_off.contains(&other)
+        self.cut_off.clear();
+        for &(a, b) in self.cuts.iter() {
+            let end = (a == coordinator)
+                .then_some(b)
+                .or((b == coordinator).then_some(a));
+            if let Some(n) = end {
+                self.cut_off.insert(n);
+            }
+        }
+        if self.cut_off.len() + 1 == world.nodes.len()
+            && self.cut_off.contains(&other)
             && self.cuts.contains(&(coordinator, other))
             && self.cuts.contains(&(other, coordinator))
             && !self.outage
@@ -342,7 +353,7 @@ impl Faults {
             }
         };
         if let (Some(soft), true) = (soft, touches_coordinator) {
-            self.soft.entry(other).or_default().push((t, soft));
+            self.soft.push((other, t, soft));
         }
     }
 }

@@ -9,11 +9,13 @@
 //! left is here: the journal events that are a hazard by their kind ([`of_note`]) and the few
 //! that need a little state of their own (`Counter`).
 
+use crate::sorted::VecSet;
 use crate::{Cx, Ev, Judgement};
 use leasesim_protocol::{Event, GrantReason, JobId, Msg, Token};
 use leasesim_sim::Command;
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
 
 macro_rules! hazards {
     ($($variant:ident => $name:literal, $summary:literal;)*) => {
@@ -91,24 +93,70 @@ hazards! {
     SilenceAfterLateReply => "silence-after-late-reply", "a holder whose last confirmation came in a late reply heard nothing more and reached its deadline with work left";
 }
 
-/// How often each hazard was reached in one run (or summed over runs).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Hazards(pub BTreeMap<Hazard, u64>);
+/// How many hazards there are.
+const HAZARDS: usize = Hazard::ALL.len();
+
+/// How often each hazard was reached in one run (or summed over runs): a count per hazard, by
+/// its place in [`Hazard::ALL`] (counting one is an index, not a map's search and allocation).
+/// Read, shown and serialized as the map of the hazards reached, in report order.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Hazards([u64; HAZARDS]);
+
+impl Default for Hazards {
+    fn default() -> Self {
+        Hazards([0; HAZARDS])
+    }
+}
 
 impl Hazards {
     /// Counts one occurrence.
+    #[inline]
     pub fn hit(&mut self, h: Hazard) {
-        *self.0.entry(h).or_default() += 1;
+        self.0[h as usize] += 1;
     }
 
     /// How often `h` was reached.
     pub fn count(&self, h: Hazard) -> u64 {
-        self.0.get(&h).copied().unwrap_or(0)
+        self.0[h as usize]
     }
 
     /// Whether `h` was reached at all.
     pub fn reached(&self, h: Hazard) -> bool {
         self.count(h) > 0
+    }
+
+    /// Each hazard reached and how often, in report order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static Hazard, &u64)> + '_ {
+        Hazard::ALL.iter().zip(&self.0).filter(|(_, n)| **n > 0)
+    }
+
+    /// Each hazard reached, in report order.
+    pub fn keys(&self) -> impl Iterator<Item = &'static Hazard> + '_ {
+        self.iter().map(|(h, _)| h)
+    }
+}
+
+impl fmt::Debug for Hazards {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Hazards(")?;
+        f.debug_map().entries(self.iter()).finish()?;
+        f.write_str(")")
+    }
+}
+
+impl Serialize for Hazards {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hazards {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut hazards = Hazards::default();
+        for (h, n) in BTreeMap::<Hazard, u64>::deserialize(deserializer)? {
+            hazards.0[h as usize] = n;
+        }
+        Ok(hazards)
     }
 }
 
@@ -170,10 +218,16 @@ pub(crate) struct Counter {
     /// When the coordinator last received a claim.
     last_claim_t: Option<u64>,
     /// Grants and acceptances the coordinator already answered: (job, token, is-commit).
-    answered: BTreeSet<(JobId, Token, bool)>,
+    answered: VecSet<(JobId, Token, bool)>,
 }
 
 impl Counter {
+    /// Forgets the run so far, keeping the storage for the next run.
+    pub(crate) fn clear(&mut self) {
+        self.last_claim_t = None;
+        self.answered.clear();
+    }
+
     /// A fault: a holder resumed from a pause after its lease had ended.
     pub(crate) fn command(&mut self, cx: &Cx<'_>, command: &Command, t: u64, out: &mut Judgement) {
         if let Command::Resume { node } = *command {

@@ -807,8 +807,8 @@ impl History {
 
     /// Files trace event `i` into the history. Events are recorded in trace order, each
     /// once; the checkers call this as they walk the trace, so that at each event they read
-    /// the history of everything up to it (every query they make is about what came before).
-    #[inline]
+    /// the history of everything up to it (every query they make is about what came before),
+    /// through the parts below, one per kind of event: their walk matches each event once.
     pub(crate) fn record(&mut self, trace: &Trace, i: usize) {
         let e = &trace[i];
         match &e.kind {
@@ -828,6 +828,35 @@ impl History {
             | EventKind::Deliver { .. }
             | EventKind::Release { .. }
             | EventKind::Lost { .. } => {}
+        }
+    }
+
+    /// Files a message `from` sent to `to`. Inlined into the walk: most messages file nothing,
+    /// and only the journal notes (`History::note`) pay for a call.
+    #[inline(always)]
+    pub(crate) fn sent(&mut self, from: NodeId, to: NodeId, msg: &Msg) {
+        match *msg {
+            Msg::ClaimGranted { job, class, .. } => self.classed(job, class),
+            // Looked up by the first match, so a repeated request keeps its first provider.
+            Msg::ToolRequest { req, .. } => self.providers.push(((from, req), to)),
+            Msg::Claim { .. }
+            | Msg::ClaimEmpty { .. }
+            | Msg::Heartbeat { .. }
+            | Msg::HeartbeatOk { .. }
+            | Msg::HeartbeatRejected { .. }
+            | Msg::Commit { .. }
+            | Msg::CommitAccepted { .. }
+            | Msg::CommitRejected { .. }
+            | Msg::ToolResponse { .. }
+            | Msg::Effect { .. }
+            | Msg::Checkpoint { .. }
+            | Msg::CheckpointAck { .. }
+            | Msg::EffectStatus { .. }
+            | Msg::EffectStatusReply { .. }
+            | Msg::ToolStatus { .. }
+            | Msg::Operator { .. }
+            | Msg::OperatorDone { .. }
+            | Msg::EffectAck { .. } => {}
         }
     }
 
@@ -977,37 +1006,16 @@ impl History {
         k
     }
 
-    #[inline]
-    fn sent(&mut self, from: NodeId, to: NodeId, msg: &Msg) {
-        match *msg {
-            Msg::ClaimGranted { job, class, .. } => {
-                let k = self.job_slot(job);
-                self.jobs[k].class.get_or_insert(class);
-            }
-            // Looked up by the first match, so a repeated request keeps its first provider.
-            Msg::ToolRequest { req, .. } => self.providers.push(((from, req), to)),
-            Msg::Claim { .. }
-            | Msg::ClaimEmpty { .. }
-            | Msg::Heartbeat { .. }
-            | Msg::HeartbeatOk { .. }
-            | Msg::HeartbeatRejected { .. }
-            | Msg::Commit { .. }
-            | Msg::CommitAccepted { .. }
-            | Msg::CommitRejected { .. }
-            | Msg::ToolResponse { .. }
-            | Msg::Effect { .. }
-            | Msg::Checkpoint { .. }
-            | Msg::CheckpointAck { .. }
-            | Msg::EffectStatus { .. }
-            | Msg::EffectStatusReply { .. }
-            | Msg::ToolStatus { .. }
-            | Msg::Operator { .. }
-            | Msg::OperatorDone { .. }
-            | Msg::EffectAck { .. } => {}
-        }
+    /// The coordinator's grant message names the job's class; the first one counts.
+    #[inline(never)]
+    fn classed(&mut self, job: JobId, class: ClassId) {
+        let k = self.job_slot(job);
+        self.jobs[k].class.get_or_insert(class);
     }
 
-    fn note(&mut self, trace: &Trace, at: At, node: NodeId, note: &Event) {
+    /// Files a journal note `node` made at `at`.
+    #[inline(never)]
+    pub(crate) fn note(&mut self, trace: &Trace, at: At, node: NodeId, note: &Event) {
         match *note {
             // ---- the coordinator's side ----
             Event::LeaseGranted {
@@ -1370,7 +1378,8 @@ impl History {
         }
     }
 
-    fn crashed(&mut self, trace: &Trace, node: NodeId, i: usize) {
+    /// Files the crash of `node` at trace event `i`: its open attempts end there.
+    pub(crate) fn crashed(&mut self, trace: &Trace, node: NodeId, i: usize) {
         for a in 0..self.attempts.items.len() as u32 {
             if self.attempts.get(a).node == node {
                 self.end_attempt(a, trace, i);

@@ -31,6 +31,7 @@ pub mod liveness;
 pub mod lost;
 pub mod metrics;
 pub mod node;
+mod sorted;
 mod table;
 mod wire;
 
@@ -40,7 +41,7 @@ use history::History;
 use leasesim_protocol::{
     Event, Finding, GrantReason, IdemKey, Invariant, JobId, JobState, Msg, Token, WorkerName,
 };
-use leasesim_sim::{Clock, Command, End, EventKind, NodeId, TraceEvent};
+use leasesim_sim::{Clock, Command, End, EventKind, Fate, NodeId, TraceEvent};
 pub use node::{NodeInfo, Role};
 use std::cell::RefCell;
 use std::fmt;
@@ -195,28 +196,40 @@ impl Cx<'_> {
 }
 
 /// The checkers that keep state of their own between events.
-struct Checkers<'w> {
+#[derive(Default)]
+struct Checkers {
     effects: effects::Effects,
     lost: lost::Lost,
     counter: hazard::Counter,
-    wire: &'w mut Wire,
+    wire: Wire,
 }
 
 /// The models every checker reads, advanced after the checkers saw each event.
+#[derive(Default)]
 struct Models {
     table: Table,
     faults: Faults,
 }
 
+/// Everything judging a run keeps between its events.
+struct State {
+    history: History,
+    checkers: Checkers,
+    models: Models,
+}
+
 thread_local! {
-    /// The history the checkers build for every run, kept per thread and reused: its storage
-    /// is reserved once, large enough that each vector is a block of its own outside the
-    /// small-object heap (where the simulator grows its own buffers run after run), so that
-    /// judging a run allocates almost nothing and leaves that heap as it found it.
-    static HISTORY: RefCell<History> = RefCell::new(History::with_room(HISTORY_ROOM_BYTES));
-    /// The wire's facts, kept per thread and reused the same way: once the first runs grew its
-    /// vectors, judging a run allocates nothing for them.
-    static WIRE: RefCell<Wire> = RefCell::new(Wire::default());
+    /// The state the checkers build for every run, kept per thread and cleared, not dropped,
+    /// for the next. The history's storage is reserved once, large enough that each vector is a
+    /// block of its own outside the small-object heap (where the simulator grows its own
+    /// buffers run after run); the checkers' and the models' sets and maps are vectors that
+    /// keep theirs. Once the first runs grew them, judging a run allocates almost nothing and
+    /// leaves that heap as it found it.
+    static STATE: RefCell<State> = RefCell::new(State {
+        history: History::with_room(HISTORY_ROOM_BYTES),
+        checkers: Checkers::default(),
+        models: Models::default(),
+    });
 }
 
 /// Room reserved for each kind of record of the per-thread history: above the usual threshold
@@ -225,48 +238,90 @@ const HISTORY_ROOM_BYTES: usize = 256 * 1024;
 
 /// Checks every invariant over a trace and counts the hazards reached.
 pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
-    HISTORY.with_borrow_mut(|history| {
-        WIRE.with_borrow_mut(|wire| {
-            history.clear();
-            wire.clear(world.nodes.len());
-            judge(world, trace, history, wire)
-        })
+    STATE.with_borrow_mut(|state| {
+        let State {
+            history,
+            checkers,
+            models,
+        } = state;
+        judge(world, trace, history, checkers, models)
     })
 }
 
-fn judge(world: &World<'_>, trace: &Trace, history: &mut History, wire: &mut Wire) -> Judgement {
+fn judge(
+    world: &World<'_>,
+    trace: &Trace,
+    history: &mut History,
+    checkers: &mut Checkers,
+    models: &mut Models,
+) -> Judgement {
     let coordinator = world
         .nodes
         .iter()
         .position(|n| n.role == Role::Coordinator)
         .unwrap_or(0) as NodeId;
     let mut out = Judgement::default();
-    let mut checkers = Checkers {
-        effects: effects::Effects::default(),
-        lost: lost::Lost::default(),
-        counter: hazard::Counter::default(),
-        wire,
-    };
-    let mut models = Models {
-        table: Table::default(),
-        faults: Faults::new(world, &mut out),
-    };
+    history.clear();
+    checkers.clear(world.nodes.len());
+    models.table.clear();
+    models.faults.start(world, &mut out);
     for (i, e) in trace.iter().enumerate() {
-        // The history grows with the walk; what the checkers ask of it is what came before.
-        history.record(trace, i);
         // Most events are routine sends and deliveries that no checker reads the models for: the
         // context is made only where one does.
-        let cx = || Cx {
-            world,
-            trace,
-            history,
-            table: &models.table,
-            faults: &models.faults,
-            coordinator,
-            i,
-        };
-        let said = checkers.event(cx, coordinator, e, &mut out);
-        models.event(world, coordinator, e, said.as_ref(), &mut out);
+        macro_rules! cx {
+            () => {
+                || Cx {
+                    world,
+                    trace,
+                    history,
+                    table: &models.table,
+                    faults: &models.faults,
+                    coordinator,
+                    i,
+                }
+            };
+        }
+        // Each event is matched once, and taken in by the history (what the checkers ask of it
+        // is what came before, so it grows with the walk), then judged by the checkers, then
+        // taken in by the models.
+        match &e.kind {
+            EventKind::Note { note } => {
+                let at = history::At {
+                    index: i,
+                    t_ns: e.t,
+                    local_ns: e.local,
+                };
+                history.note(trace, at, e.node, note);
+                if let Some(h) = hazard::of_note(note) {
+                    out.hit(h);
+                }
+                checkers.note(&cx!()(), e, note, &mut out);
+                models.table.note(e, note, &mut out.hazards);
+            }
+            EventKind::Fault { command } => {
+                if let Command::Crash { node } = *command {
+                    history.crashed(trace, node, i);
+                }
+                checkers.fault(&cx!()(), command, e.t, &mut out);
+                models
+                    .faults
+                    .command(world, coordinator, command, e.t, &mut out);
+            }
+            EventKind::Send { to, msg, fate, .. } => {
+                history.sent(e.node, *to, msg);
+                let said = checkers.sent(cx!(), coordinator, e, *to, msg, fate, &mut out);
+                let hazards = &mut out.hazards;
+                models
+                    .faults
+                    .sent(world, coordinator, e, *to, fate, hazards);
+                if let Some(said) = said {
+                    models.table.said(e, &said, hazards);
+                }
+            }
+            EventKind::Deliver { msg, .. } => checkers.delivered(cx!(), e, msg, &mut out),
+            EventKind::Release { .. } => models.faults.released(coordinator, e.node, e.t),
+            EventKind::Lost { .. } => {}
+        }
     }
     let cx = Cx {
         world,
@@ -283,49 +338,55 @@ fn judge(world: &World<'_>, trace: &Trace, history: &mut History, wire: &mut Wir
     out
 }
 
-impl Checkers<'_> {
-    /// Judges one trace event against the history and the models as they stood before it
-    /// (`cx` makes the context to read them through). Returns the decision a message announced
+impl Checkers {
+    /// Starts over for a run with `nodes` nodes, keeping the storage.
+    fn clear(&mut self, nodes: usize) {
+        self.effects.clear();
+        self.lost.clear();
+        self.counter.clear();
+        self.wire.clear(nodes);
+    }
+
+    /// A fault plan's command, judged against the history and the models as they stood before
+    /// it.
+    fn fault(&mut self, cx: &Cx<'_>, command: &Command, t: u64, out: &mut Judgement) {
+        self.counter.command(cx, command, t, out);
+        if let Command::Crash { node } = *command {
+            self.lost.crashed(node);
+            self.wire.crashed(node);
+        }
+    }
+
+    /// A message `e.node` sent, judged against the history and the models as they stood before
+    /// it (`cx` makes the context to read them through). Returns the decision it announced
     /// without a journal note, for the models to take in.
     #[inline(always)]
-    fn event<'a>(
+    #[allow(clippy::too_many_arguments)]
+    fn sent<'a>(
         &mut self,
         cx: impl Fn() -> Cx<'a>,
         coordinator: NodeId,
         e: &Ev,
+        to: NodeId,
+        msg: &Msg,
+        fate: &Fate,
         out: &mut Judgement,
     ) -> Option<Said> {
-        match &e.kind {
-            EventKind::Note { note } => {
-                if let Some(h) = hazard::of_note(note) {
-                    out.hit(h);
-                }
-                self.note(&cx(), e, note, out);
-            }
-            EventKind::Fault { command } => {
-                self.counter.command(&cx(), command, e.t, out);
-                if let Command::Crash { node } = *command {
-                    self.lost.crashed(node);
-                    self.wire.crashed(node);
-                }
-            }
-            EventKind::Send { to, msg, fate, .. } => {
-                if e.node == coordinator {
-                    self.counter.answered(msg, out);
-                    lost::coordinator_sent(&cx, e, msg, out);
-                }
-                let said = self.wire.sent(&cx, coordinator, e, *to, msg, fate, out)?;
-                self.said(&cx(), e, said, out);
-                return Some(said);
-            }
-            EventKind::Deliver { msg, .. } => {
-                self.lost.delivered(&cx, e, msg, out);
-                self.counter.delivered(&cx, e, msg, out);
-                self.wire.delivered(&cx, e, msg, out);
-            }
-            EventKind::Release { .. } | EventKind::Lost { .. } => {}
+        if e.node == coordinator {
+            self.counter.answered(msg, out);
+            lost::coordinator_sent(&cx, e, msg, out);
         }
-        None
+        let said = self.wire.sent(&cx, coordinator, e, to, msg, fate, out)?;
+        self.said(&cx(), e, said, out);
+        Some(said)
+    }
+
+    /// A message delivered to `e.node`, judged the same way.
+    #[inline(always)]
+    fn delivered<'a>(&mut self, cx: impl Fn() -> Cx<'a>, e: &Ev, msg: &Msg, out: &mut Judgement) {
+        self.lost.delivered(&cx, e, msg, out);
+        self.counter.delivered(&cx, e, msg, out);
+        self.wire.delivered(&cx, e, msg, out);
     }
 
     /// A decision judged from its message, its node having journaled none: the same checks its
@@ -513,34 +574,6 @@ impl Checkers<'_> {
             | Event::StatementFailed { .. }
             | Event::StepRan { .. }
             | Event::OperatorActed { .. } => {}
-        }
-    }
-}
-
-impl Models {
-    /// Advances the models past one trace event, and a decision its message announced.
-    fn event(
-        &mut self,
-        world: &World<'_>,
-        coordinator: NodeId,
-        e: &Ev,
-        said: Option<&Said>,
-        out: &mut Judgement,
-    ) {
-        match &e.kind {
-            EventKind::Note { note } => self.table.note(e, note, &mut out.hazards),
-            EventKind::Fault { command } => {
-                self.faults.command(world, coordinator, command, e.t, out)
-            }
-            EventKind::Send { to, fate, .. } => {
-                self.faults
-                    .sent(world, coordinator, e, *to, fate, &mut out.hazards);
-                if let Some(said) = said {
-                    self.table.said(e, said, &mut out.hazards);
-                }
-            }
-            EventKind::Release { .. } => self.faults.released(coordinator, e.node, e.t),
-            EventKind::Deliver { .. } | EventKind::Lost { .. } => {}
         }
     }
 }

@@ -4,20 +4,25 @@
 //! answer (before anything else reaches it), and never journals a loss of a lease whose result
 //! the coordinator had accepted.
 
+use crate::sorted::VecMap;
 use crate::wire::journaled_here;
 use crate::{Cx, Ev, Judgement};
 use leasesim_protocol::{Event, IdemKey, Invariant, JobId, Msg, Token};
 use leasesim_sim::NodeId;
-use std::collections::BTreeMap;
 
 /// The journal entries workers owe.
 #[derive(Default)]
 pub(crate) struct Lost {
     /// A worker that must journal a loss it was just told about: node -> (job, token, when).
-    owes_journal: BTreeMap<NodeId, (JobId, Token, u64)>,
+    owes_journal: VecMap<NodeId, (JobId, Token, u64)>,
 }
 
 impl Lost {
+    /// Forgets every debt, keeping the storage for the next run.
+    pub(crate) fn clear(&mut self) {
+        self.owes_journal.clear();
+    }
+
     /// A message reached `e.node`: a debt it still owes is a finding; a refusal of the attempt
     /// it runs is a new debt.
     #[inline]
@@ -120,8 +125,8 @@ impl Lost {
 
     /// End of trace: every debt still owed is a finding.
     pub(crate) fn finish(&mut self, cx: &Cx<'_>, out: &mut Judgement) {
-        let debts: Vec<NodeId> = self.owes_journal.keys().copied().collect();
-        for node in debts {
+        // In the order of the nodes; each settled debt leaves the map.
+        while let Some(node) = self.owes_journal.first_key() {
             self.settle(cx, node, cx.world.end_ns, out);
         }
     }

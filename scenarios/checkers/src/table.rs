@@ -69,6 +69,12 @@ pub(crate) struct Table {
 }
 
 impl Table {
+    /// Empties the table, keeping its storage for the next run.
+    pub fn clear(&mut self) {
+        self.near.clear();
+        self.far.clear();
+    }
+
     /// A job's row.
     pub fn row(&self, job: JobId) -> Row {
         match self.near.get(job.0 as usize) {

@@ -390,7 +390,7 @@ fn present(
             "trace_hash": format!("{:016x}", r.trace_hash()),
             "findings": findings_json(&r),
             "skipped": r.skipped.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "hazards": r.hazards.0.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "hazards": r.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "metrics": metrics.to_json(),
             "deterministic": determinism.as_ref().map(|d| d.is_ok()),
             "determinism_error": determinism.as_ref().and_then(|d| d.as_ref().err()),
@@ -527,7 +527,6 @@ fn print_text(
     }
     let reached: Vec<String> = r
         .hazards
-        .0
         .iter()
         .map(|(h, n)| format!("{} {n}", h.name()))
         .collect();

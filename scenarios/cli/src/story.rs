@@ -53,7 +53,7 @@ pub fn story(setup: &Setup, r: &RunResult) -> Result<String, String> {
             .map_or("world", |n| n.name.as_str());
         out.push_str(&format!("  {} on {node}\n", f.invariant.label()));
     }
-    let reached: Vec<&str> = r.hazards.0.keys().map(|h| h.name()).collect();
+    let reached: Vec<&str> = r.hazards.keys().map(|h| h.name()).collect();
     out.push_str(&format!(
         "hazards reached: {}\n",
         if reached.is_empty() {
