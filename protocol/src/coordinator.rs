@@ -2,10 +2,11 @@
 //! time (P3). It owns claim, conditional heartbeat and conditional commit; it never reads a
 //! client's clock, never extends a lease it cannot justify, and never applies a refused result.
 
+use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// A job class: the lease length lives here, on the coordinator, never in the payload (P7).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,13 +143,13 @@ pub struct Coordinator {
     first_open: usize,
     leases: Vec<LeaseRecord>,
     /// Jobs an operator handed to a named worker, waiting for that worker's next claim.
-    handoffs: BTreeMap<JobId, WorkerName>,
+    handoffs: SortedMap<JobId, WorkerName>,
     /// The last claim of each sender and what it was granted: a repeated claim (a duplicated
     /// or retried request) gets the same answer instead of a second job.
-    claims: BTreeMap<u32, (u64, Option<Grant>)>,
+    claims: SortedMap<u32, (u64, Option<Grant>)>,
     /// Every accepted commit (one per attempt at most): a repeated commit gets the same answer,
     /// even after a later attempt finished the job.
-    accepted: BTreeMap<(JobId, WorkerName, Token), Outcome>,
+    accepted: SortedMap<(JobId, WorkerName, Token), Outcome>,
     /// V10 only: claims that read a candidate and will write it later.
     pending_claims: Vec<PendingClaim>,
     switches: Switches,
@@ -197,9 +198,9 @@ impl Coordinator {
             jobs,
             first_open: 0,
             leases: Vec::new(),
-            handoffs: BTreeMap::new(),
-            claims: BTreeMap::new(),
-            accepted: BTreeMap::new(),
+            handoffs: SortedMap::with_capacity(0),
+            claims: SortedMap::with_capacity(0),
+            accepted: SortedMap::with_capacity(0),
             pending_claims: Vec::new(),
             switches,
             out: VecDeque::new(),

@@ -2,9 +2,10 @@
 //! effects. It remembers the highest fence admitted per entity and refuses lower ones (P9), and
 //! answers a repeated idempotency key with the first result, applying nothing (P10).
 
+use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// The receiver state machine. Its whole state is durable: an external system does not forget
 /// what it applied.
@@ -18,8 +19,8 @@ pub struct Receiver {
     /// Commit-time authorization (P16): operations its policy refuses now, whoever asks.
     refused_ops: Vec<OpId>,
     switches: Switches,
-    marks: BTreeMap<EntityId, Token>,
-    applied: BTreeMap<IdemKey, Token>,
+    marks: SortedMap<EntityId, Token>,
+    applied: SortedMap<IdemKey, Token>,
     out: VecDeque<Output>,
 }
 
@@ -31,8 +32,8 @@ impl Receiver {
             supports_status: true,
             refused_ops: Vec::new(),
             switches,
-            marks: BTreeMap::new(),
-            applied: BTreeMap::new(),
+            marks: SortedMap::with_capacity(0),
+            applied: SortedMap::with_capacity(0),
             out: VecDeque::new(),
         }
     }
@@ -76,7 +77,7 @@ impl Receiver {
             // P9: the question raises the mark too (only a fencing receiver keeps one).
             if self.supports_fence && !self.switches.receiver_ignores_fence {
                 let entity = EntityId(key.job.0);
-                let mark = self.marks.entry(entity).or_insert(fence);
+                let mark = self.marks.get_or_insert(entity, fence);
                 *mark = (*mark).max(fence);
             }
             let status = if !self.supports_status {
@@ -147,7 +148,7 @@ impl Receiver {
         }
         // P9: raise the mark on every admitted request, also one answered from the idempotency
         // store, so that a successor's first contact already fences off its predecessor.
-        let mark = self.marks.entry(entity).or_insert(fence);
+        let mark = self.marks.get_or_insert(entity, fence);
         *mark = (*mark).max(fence);
         // P10: a repeated key returns the first result and applies nothing.
         if let Some(&first_fence) = self.applied.get(&key) {

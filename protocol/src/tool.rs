@@ -127,18 +127,20 @@ impl Tool {
 
     /// Sends every answer that is due. A spurious call is a no-op.
     pub fn handle_timeout(&mut self, now: Nanos) {
-        // Answer in due order; ties keep arrival order, so the outcome is deterministic.
-        let mut i = 0;
-        let mut due: Vec<Pending> = Vec::new();
-        while i < self.pending.len() {
-            if self.pending[i].due <= now {
-                due.push(self.pending.remove(i));
-            } else {
-                i += 1;
+        // Answer in due order; ties keep arrival order, so the outcome is deterministic. The
+        // earliest due call (the first of equals) is taken out one at a time, without a list of
+        // its own: usually only one is due.
+        loop {
+            let mut first: Option<usize> = None;
+            for (i, p) in self.pending.iter().enumerate() {
+                if p.due <= now && first.is_none_or(|f| p.due < self.pending[f].due) {
+                    first = Some(i);
+                }
             }
-        }
-        due.sort_by_key(|p| p.due);
-        for p in due {
+            let Some(i) = first else {
+                break;
+            };
+            let p = self.pending.remove(i);
             if let Msg::ToolResponse { req, answer, .. } = p.msg {
                 if self.done.len() == TOOL_DONE_MAX {
                     self.done.pop_front();

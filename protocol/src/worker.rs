@@ -89,6 +89,9 @@ const TIMERS: [Timer; 6] = [
 /// Bound on requests remembered for matching replies.
 const INFLIGHT_MAX: usize = 8;
 
+/// Outputs the worker's queue has room for from the start.
+const OUT_ROOM: usize = 8;
+
 #[derive(Clone, Debug)]
 struct CommitState {
     outcome: Outcome,
@@ -108,13 +111,10 @@ struct Attempt {
     jeopardy: bool,
     next_step: usize,
     tool: Option<u64>,
-    heartbeats: VecDeque<(u64, Nanos)>,
     commit: Option<CommitState>,
     result: u64,
     /// Effects attempted under this lease (P2, reported with each heartbeat).
     effects_attempted: u16,
-    /// Effects sent whose answer has not come: reconciled before the job is declared done.
-    unacked: Vec<(IdemKey, u8)>,
     /// Resumed from a checkpoint: each effect of the interrupted stage is checked first (P17).
     reconcile: bool,
     /// A status query in flight: (request, key, receiver, tries, before the step or at the end).
@@ -145,8 +145,8 @@ const STATUS_TRIES_MAX: u32 = 3;
 
 #[derive(Clone, Debug)]
 enum State {
-    Idle { claims: VecDeque<(u64, Nanos)> },
-    Holding(Box<Attempt>),
+    Idle,
+    Holding(Attempt),
 }
 
 /// The worker state machine.
@@ -157,6 +157,15 @@ pub struct Worker {
     /// process cannot be taken for one of ours.
     next_req: u64,
     state: State,
+    /// While idle: the claims in flight, (request, local send time). Emptied whenever the
+    /// worker goes idle; kept here so that its storage lasts from one attempt to the next.
+    claims: VecDeque<(u64, Nanos)>,
+    /// While holding: the heartbeats in flight, (request, local send time). Emptied at each
+    /// grant.
+    heartbeats: VecDeque<(u64, Nanos)>,
+    /// While holding: effects sent whose answer has not come, reconciled before the job is
+    /// declared done. Emptied at each grant.
+    unacked: Vec<(IdemKey, u8)>,
     timers: [Option<Nanos>; 6],
     /// The wall clock's last reading, told by the host before each input. Sent along with
     /// requests as the client's time; the reference protocol never decides anything by it.
@@ -174,13 +183,16 @@ impl Worker {
         Worker {
             cfg,
             next_req: 1,
-            state: State::Idle {
-                claims: VecDeque::new(),
-            },
+            state: State::Idle,
+            claims: VecDeque::with_capacity(INFLIGHT_MAX),
+            heartbeats: VecDeque::new(),
+            unacked: Vec::new(),
             timers: [None; 6],
             wall: 0,
             switches,
-            out: VecDeque::new(),
+            // Room for the outputs of one busy input (a grant starting a plan), so that the
+            // queue does not grow again during the run.
+            out: VecDeque::with_capacity(OUT_ROOM),
         }
     }
 
@@ -198,7 +210,7 @@ impl Worker {
     pub fn holding(&self) -> Option<(JobId, Token, bool)> {
         match &self.state {
             State::Holding(a) => Some((a.job, a.token, a.jeopardy)),
-            State::Idle { .. } => None,
+            State::Idle => None,
         }
     }
 
@@ -208,7 +220,7 @@ impl Worker {
     pub fn tool_in_flight(&self) -> Option<u64> {
         match &self.state {
             State::Holding(a) => a.tool,
-            State::Idle { .. } => None,
+            State::Idle => None,
         }
     }
 
@@ -229,9 +241,8 @@ impl Worker {
 
     /// A crash: every volatile fact is gone. The durable request counter survives.
     pub fn crash(&mut self) {
-        self.state = State::Idle {
-            claims: VecDeque::new(),
-        };
+        self.state = State::Idle;
+        self.claims.clear();
         self.timers = [None; 6];
         self.out.clear();
     }
@@ -311,7 +322,7 @@ impl Worker {
                     return;
                 }
                 let token = a.token;
-                a.unacked.retain(|(k, _)| *k != key);
+                self.unacked.retain(|(k, _)| *k != key);
                 let committing = a.commit.is_some();
                 self.journal(Event::EffectAnswered {
                     job,
@@ -386,22 +397,21 @@ impl Worker {
     }
 
     fn go_idle(&mut self, now: Nanos) {
-        self.state = State::Idle {
-            claims: VecDeque::new(),
-        };
+        self.state = State::Idle;
+        self.claims.clear();
         self.timers = [None; 6];
         self.set(Timer::Poll, now + self.cfg.claim_poll_ns);
     }
 
     fn on_poll(&mut self, now: Nanos) {
         let req = self.req();
-        let State::Idle { claims } = &mut self.state else {
+        let State::Idle = self.state else {
             return;
         };
-        if claims.len() == INFLIGHT_MAX {
-            claims.pop_front();
+        if self.claims.len() == INFLIGHT_MAX {
+            self.claims.pop_front();
         }
-        claims.push_back((req, now));
+        self.claims.push_back((req, now));
         let worker = self.cfg.name;
         let client_now = self.wall;
         self.send(
@@ -426,11 +436,11 @@ impl Worker {
         class: ClassId,
         checkpoint: Option<u8>,
     ) {
-        let State::Idle { claims } = &self.state else {
+        let State::Idle = self.state else {
             // Already busy: the grant is left to expire on the coordinator.
             return;
         };
-        let Some(&(_, sent_at)) = claims.iter().find(|(r, _)| *r == req) else {
+        let Some(&(_, sent_at)) = self.claims.iter().find(|(r, _)| *r == req) else {
             return;
         };
         if (class.0 as usize) >= self.cfg.plans.len() {
@@ -444,7 +454,9 @@ impl Worker {
             self.cfg.drift_ppm_max,
             self.cfg.stop_margin_ns,
         );
-        self.state = State::Holding(Box::new(Attempt {
+        self.heartbeats.clear();
+        self.unacked.clear();
+        self.state = State::Holding(Attempt {
             job,
             token,
             class,
@@ -455,18 +467,16 @@ impl Worker {
             // P17: resume after the last persisted stage.
             next_step: checkpoint.map_or(0, |c| c as usize + 1),
             tool: None,
-            heartbeats: VecDeque::new(),
             commit: None,
             result: 0,
             effects_attempted: 0,
-            unacked: Vec::new(),
             reconcile: checkpoint.is_some(),
             status_query: None,
             checkpoint: None,
             tool_queries: 0,
             awaiting_acks: false,
             reconcile_rounds: 0,
-        }));
+        });
         self.clear(Timer::Poll);
         self.journal(Event::JobClaimed {
             job,
@@ -524,10 +534,10 @@ impl Worker {
             // the call returns.
             return;
         }
-        if a.heartbeats.len() == INFLIGHT_MAX {
-            a.heartbeats.pop_front();
+        if self.heartbeats.len() == INFLIGHT_MAX {
+            self.heartbeats.pop_front();
         }
-        a.heartbeats.push_back((req, now));
+        self.heartbeats.push_back((req, now));
         let msg = Msg::Heartbeat {
             req,
             job: a.job,
@@ -557,12 +567,12 @@ impl Worker {
         if a.job != job || a.token != token {
             return;
         }
-        let Some(pos) = a.heartbeats.iter().position(|(r, _)| *r == req) else {
+        let Some(pos) = self.heartbeats.iter().position(|(r, _)| *r == req) else {
             return;
         };
-        let (_, sent_at) = a.heartbeats[pos];
+        let (_, sent_at) = self.heartbeats[pos];
         // Older requests are answered or lost; newer ones may still be answered.
-        a.heartbeats.drain(..=pos);
+        self.heartbeats.drain(..=pos);
         if sent_at <= a.confirmed_send {
             return;
         }
@@ -656,7 +666,7 @@ impl Worker {
                 // same idempotency) once (P12 c).
                 let step = match &self.state {
                     State::Holding(a) => a.next_step as u8,
-                    State::Idle { .. } => return,
+                    State::Idle => return,
                 };
                 if let State::Holding(a) = &mut self.state {
                     a.tool = Some(req);
@@ -704,7 +714,7 @@ impl Worker {
                         // The predecessor did it: skip the step.
                         a.next_step += 1;
                     } else {
-                        a.unacked.retain(|(k, _)| *k != key);
+                        self.unacked.retain(|(k, _)| *k != key);
                     }
                 }
                 self.advance(now);
@@ -712,7 +722,7 @@ impl Worker {
             EffectStatus::NotApplied => {
                 let in_jeopardy = match &self.state {
                     State::Holding(a) => a.jeopardy || now >= a.deadline,
-                    State::Idle { .. } => true,
+                    State::Idle => true,
                 };
                 if in_jeopardy && !self.switches.no_jeopardy {
                     // P13: no effect now; the step (or the end-of-plan check) is asked again
@@ -726,7 +736,7 @@ impl Worker {
                 if let State::Holding(a) = &mut self.state {
                     if q.before_step {
                         a.next_step += 1;
-                        a.unacked.push((key, q.receiver));
+                        self.unacked.push((key, q.receiver));
                     }
                     a.effects_attempted = a.effects_attempted.saturating_add(1);
                 }
@@ -838,7 +848,7 @@ impl Worker {
         if a.awaiting_acks && a.status_query.is_none() && a.tool.is_none() {
             a.awaiting_acks = false;
             a.reconcile_rounds += 1;
-            let Some(&(key, receiver)) = a.unacked.first() else {
+            let Some(&(key, receiver)) = self.unacked.first() else {
                 self.advance(now);
                 return;
             };
@@ -921,7 +931,7 @@ impl Worker {
                 // P17: before declaring the job done, every effect must be answered; one whose
                 // answer does not come within the client timeout has an unknown outcome
                 // (P12 c) and is reconciled by a status query.
-                if !a.unacked.is_empty() {
+                if !self.unacked.is_empty() {
                     if !a.awaiting_acks {
                         a.awaiting_acks = true;
                         self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
@@ -961,7 +971,7 @@ impl Worker {
                     }
                     // Effects are pipelined: the next step does not wait for the receiver.
                     a.next_step += 1;
-                    a.unacked.push((key, receiver));
+                    self.unacked.push((key, receiver));
                     a.effects_attempted = a.effects_attempted.saturating_add(1);
                     let req = self.req();
                     let entity = EntityId(job.0);
@@ -1076,7 +1086,7 @@ impl Worker {
     fn plan_len(&self) -> usize {
         match &self.state {
             State::Holding(a) => self.cfg.plans[a.class.0 as usize].steps.len(),
-            State::Idle { .. } => 0,
+            State::Idle => 0,
         }
     }
 
