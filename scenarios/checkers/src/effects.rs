@@ -113,12 +113,20 @@ pub(crate) fn started(
     key: IdemKey,
     out: &mut Judgement,
 ) {
-    let overlapping = cx.history.claimants().iter().any(|&(n, _)| {
-        n != e.node
-            && cx
-                .history
-                .running(n, cx.i)
-                .is_some_and(|(j, t)| j == job && t != token)
+    // Another node runs the job under another token: a node whose last claim is of this job
+    // holds an attempt of one of the job's leases, so only those nodes are asked, not every
+    // claimant of the run.
+    let overlapping = cx.history.job(job).is_some_and(|j| {
+        j.leases().any(|l| {
+            l.attempts().any(|a| {
+                let n = a.node();
+                n != e.node
+                    && cx
+                        .history
+                        .running(n, cx.i)
+                        .is_some_and(|(j, t)| j == job && t != token)
+            })
+        })
     });
     if !overlapping {
         return;

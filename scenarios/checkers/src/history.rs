@@ -439,7 +439,6 @@ struct AttemptCore {
 /// One worker's claim, for [`History::running`].
 #[derive(Copy, Clone, Debug)]
 struct Claim {
-    node: NodeId,
     index: usize,
     job: JobId,
     token: Token,
@@ -477,6 +476,8 @@ pub struct History {
     providers: Vec<((NodeId, u64), NodeId)>,
     /// Every claim, in trace order.
     claims: Vec<Claim>,
+    /// Per worker node (by id), its claims: indexes into `claims`, in trace order.
+    node_claims: Vec<Vec<u32>>,
     /// Worker nodes that claimed, with the trace index of their first claim.
     claimants: Vec<(NodeId, usize)>,
     /// The (job, token) last filed and its lease: consecutive records are mostly about the
@@ -800,6 +801,7 @@ impl History {
         self.tools.clear();
         self.providers.clear();
         self.claims.clear();
+        self.node_claims.iter_mut().for_each(Vec::clear);
         self.claimants.clear();
         self.last = None;
         self.store = StoreCounts::default();
@@ -919,8 +921,9 @@ impl History {
     /// The (job, token) a worker node was running just before trace index `i`: its last claim,
     /// unless that attempt had ended (it learned the outcome, or the node crashed).
     pub fn running(&self, node: NodeId, i: usize) -> Option<(JobId, Token)> {
-        let k = self.claims.partition_point(|c| c.index < i);
-        let c = self.claims[..k].iter().rev().find(|c| c.node == node)?;
+        let mine = self.node_claims.get(node as usize)?;
+        let k = mine.partition_point(|&c| self.claims[c as usize].index < i);
+        let c = &self.claims[*mine[..k].last()? as usize];
         let ended = self.attempts.get(c.attempt).ended.is_some_and(|e| e < i);
         (!ended).then_some((c.job, c.token))
     }
@@ -1351,8 +1354,11 @@ impl History {
             if !self.claimants.iter().any(|&(n, _)| n == node) {
                 self.claimants.push((node, at.index));
             }
+            if self.node_claims.len() <= node as usize {
+                self.node_claims.resize_with(node as usize + 1, Vec::new);
+            }
+            self.node_claims[node as usize].push(self.claims.len() as u32);
             self.claims.push(Claim {
-                node,
                 index: at.index,
                 job,
                 token,

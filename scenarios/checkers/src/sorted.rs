@@ -44,6 +44,11 @@ impl<T: Ord> VecSet<T> {
         }
     }
 
+    /// Keeps only the members `keep` says to keep.
+    pub fn retain(&mut self, keep: impl FnMut(&T) -> bool) {
+        self.items.retain(keep);
+    }
+
     /// Whether `x` is in the set.
     pub fn contains(&self, x: &T) -> bool {
         self.items.binary_search(x).is_ok()

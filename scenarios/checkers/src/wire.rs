@@ -30,6 +30,7 @@
 
 use crate::hazard::Hazard;
 use crate::history::History;
+use crate::sorted::VecSet;
 use crate::{Cx, Ev, Judgement, Role, Trace};
 use leasesim_protocol::{
     EffectOutcome, EntityId, Event, IdemKey, JobId, Msg, OperatorAction, Outcome, Token, WorkerName,
@@ -120,9 +121,9 @@ pub(crate) struct Wire {
     far: BTreeMap<JobId, JobWire>,
     nodes: Vec<NodeWire>,
     /// `CommitAccepted` answers sent: (job, token, to).
-    accepted: Vec<(JobId, Token, NodeId)>,
+    accepted: VecSet<(JobId, Token, NodeId)>,
     /// Refusals of a lease delivered to a worker: (node, job, token).
-    refused: Vec<(NodeId, JobId, Token)>,
+    refused: VecSet<(NodeId, JobId, Token)>,
 }
 
 impl Wire {
@@ -252,7 +253,9 @@ impl Wire {
                 token,
                 saved: false,
                 ..
-            } if !self.refused(e.node, job, token) => self.refused.push((e.node, job, token)),
+            } => {
+                self.refused.insert((e.node, job, token));
+            }
             Msg::ClaimGranted { req, .. } | Msg::HeartbeatOk { req, .. } => {
                 if cx().faults.resumed_at(e.node, e.t) {
                     out.hit(Hazard::LeaseReplyAfterPause);
@@ -412,7 +415,7 @@ impl Wire {
                     // A repeated commit's first answer again.
                     return None;
                 }
-                self.accepted.push((job, token, to));
+                self.accepted.insert((job, token, to));
                 let cx = cx();
                 let journaled = journaled_here(
                     cx.trace,
