@@ -15,7 +15,8 @@
 //! `receiver` index and whether it checks `fences`, `tool`, `operator`). It may be left out:
 //! the lines are then read as version 1 and each node's role is inferred from the events it
 //! journals. An event line names its `event`, its `node` and `t_local_ns`, the node's own clock
-//! reading in nanoseconds; `seq`, when present, numbers a node's lines from 1 so that a gap or
+//! reading in nanoseconds (a journal read from a queue's tables rather than kept line by
+//! line declares its node a `snapshot`: each job's latest grant only); `seq`, when present, numbers a node's lines from 1 so that a gap or
 //! a repeated line is seen for certain. `t_true_ns` (a simulated run's true time) is never
 //! read: a real system has none. The other fields are the event's, as the reference writes
 //! them.
@@ -111,6 +112,9 @@ pub struct Journal {
     pub nodes: Vec<NodeInfo>,
     /// Whether each node's role was declared by a header (else inferred from its events).
     pub declared: Vec<bool>,
+    /// Whether a header declared the node's journal a snapshot (`"snapshot": true`): each
+    /// job's latest decision only, as a queue's table holds it, earlier tokens unlisted.
+    pub snapshot: Vec<bool>,
     /// The records, grouped by node (in node order), each node's in its own order: by `seq`
     /// where its lines carry one, else by its clock, ties in the order read.
     pub records: Vec<Record>,
@@ -237,7 +241,8 @@ struct Reader {
     /// Per node: every line text read, for repeats.
     seen: BTreeMap<(usize, String), Place>,
     aliases: BTreeMap<(u8, String), u32>,
-    next_alias: u32,
+    /// The next number to give, per kind (worker, job, entity).
+    next_alias: [u32; 3],
     op_ids: BTreeMap<String, u8>,
     receivers: u8,
     fenced: BTreeSet<usize>,
@@ -381,7 +386,10 @@ impl Reader {
                 ),
                 Some(_) => {}
                 None => {
-                    self.add_node(name, role, true);
+                    if let Some(i) = self.add_node(name, role, true) {
+                        self.j.snapshot[i] =
+                            n.get("snapshot").and_then(Value::as_bool) == Some(true);
+                    }
                 }
             }
         }
@@ -398,6 +406,7 @@ impl Reader {
             role,
         });
         self.j.declared.push(declared);
+        self.j.snapshot.push(false);
         self.by_name.insert(name.to_string(), i);
         Some(i)
     }
@@ -407,8 +416,9 @@ impl Reader {
         if let Some(&n) = self.aliases.get(&(kind, word.to_string())) {
             return n;
         }
-        let n = ALIAS_BASE.saturating_add(self.next_alias);
-        self.next_alias = self.next_alias.saturating_add(1);
+        let next = &mut self.next_alias[usize::from(kind.min(2))];
+        let n = ALIAS_BASE.saturating_add(*next);
+        *next = next.saturating_add(1);
         self.aliases.insert((kind, word.to_string()), n);
         self.j.aliases.push(format!("{} = {word}", shown(n)));
         n
@@ -443,15 +453,19 @@ impl Reader {
         }
     }
 
-    /// An idempotency key: `tool-job:{job}:{op}[:{salt}]`; any other key is an operation of the
-    /// line's job named by the whole key.
-    fn key(&mut self, text: &str, job: JobId) -> Result<IdemKey, String> {
-        let (job, op, salt) = match text
+    /// An idempotency key: `tool-job:{job}:{op}[:{salt}]` (the job a number or any name
+    /// without `:`); any other key is an operation of the line's `job` named by the whole key.
+    fn key(&mut self, text: &str, job: Option<JobId>) -> Result<IdemKey, String> {
+        let parts = text
             .strip_prefix("tool-job:")
             .and_then(|r| r.split_once(':'))
-        {
-            Some((j, rest)) if j.parse::<u32>().is_ok_and(|j| j < ALIAS_BASE) => {
-                let j = JobId(j.parse::<u32>().unwrap_or_default());
+            .filter(|(j, rest)| !j.is_empty() && !rest.is_empty());
+        let (job, op, salt) = match parts {
+            Some((j, rest)) => {
+                let j = self
+                    .id(1, &Value::String(j.to_string()))
+                    .map(JobId)
+                    .ok_or_else(|| format!("no readable job in the key `{text}`"))?;
                 match rest.rsplit_once(':') {
                     Some((op, salt)) if !op.is_empty() => match salt.parse::<u32>() {
                         Ok(s) => (j, op.to_string(), s),
@@ -460,7 +474,13 @@ impl Reader {
                     _ => (j, rest.to_string(), 0),
                 }
             }
-            _ => (job, text.to_string(), 0),
+            None => (
+                job.ok_or_else(|| {
+                    format!("the key `{text}` names no job and the line has no `job`")
+                })?,
+                text.to_string(),
+                0,
+            ),
         };
         let op = match self.op_ids.get(&op) {
             Some(&id) => id,
@@ -598,7 +618,7 @@ impl Reader {
             Ok(r.worker(&w))
         };
         let flag = |f: &str| o.get(f).and_then(Value::as_bool).unwrap_or(false);
-        let key = |r: &mut Self, job: JobId| -> Result<IdemKey, String> {
+        let key = |r: &mut Self, job: Option<JobId>| -> Result<IdemKey, String> {
             let k = word("key")?;
             r.key(&k, job)
         };
@@ -687,7 +707,7 @@ impl Reader {
                 attempt: small("attempt").unwrap_or(0),
             },
             "effect_applied" | "effect_duplicate" | "effect_unauthorized" | "effect_fenced" => {
-                let j = job(self)?;
+                let j = job(self).ok();
                 let key = key(self, j)?;
                 let entity = entity(self)?;
                 let fence = token("fence")?;
@@ -713,7 +733,7 @@ impl Reader {
                         .and_then(|r| u8::try_from(r).ok())
                         .unwrap_or(0),
                     entity: entity(self).unwrap_or_default(),
-                    key: key(self, j)?,
+                    key: key(self, Some(j))?,
                     in_jeopardy: flag("in_jeopardy"),
                 }
             }
@@ -782,7 +802,7 @@ impl Reader {
                 Event::EffectReconciled {
                     job: j,
                     token: token("token")?,
-                    key: key(self, j)?,
+                    key: key(self, Some(j))?,
                     status: enum_word::<EffectStatus>(&word("status")?)?,
                 }
             }

@@ -160,6 +160,15 @@ fn judge_logs(j: &Journal, coordinator: Option<usize>, receivers: &[usize], a: &
         if !kept {
             continue;
         }
+        // A snapshot lists each job's latest token only; the earlier ones were granted too.
+        if let (Some(c), Event::EffectApplied { key, fence, .. }) = (coordinator, r.event) {
+            if f.invariant == Invariant::NothingLost
+                && j.snapshot[c]
+                && latest_token(j, c, key.job).is_some_and(|t| fence <= t)
+            {
+                continue;
+            }
+        }
         let mut lines = vec![r.at];
         lines.extend(proof(&order[..f.t_ns as usize], r));
         a.findings.push(AuditFinding {
@@ -171,6 +180,13 @@ fn judge_logs(j: &Journal, coordinator: Option<usize>, receivers: &[usize], a: &
             lines,
             within: None,
         });
+    }
+    if let Some(c) = coordinator.filter(|&c| j.snapshot[c]) {
+        a.skipped.push(format!(
+            "{}'s journal is a snapshot (each job's latest grant only): {} traces a fence to any token up to the job's latest (tokens rise by one a grant); the coordinator's earlier decisions are not judged",
+            j.nodes[c].name,
+            Invariant::NothingLost.label()
+        ));
     }
     if let Some(c) = coordinator {
         a.judged.push(format!(
@@ -208,6 +224,16 @@ fn judge_logs(j: &Journal, coordinator: Option<usize>, receivers: &[usize], a: &
             ));
         }
     }
+}
+
+/// The highest token the coordinator's journal grants for a job.
+fn latest_token(j: &Journal, coordinator: usize, job: JobId) -> Option<Token> {
+    of(j, coordinator)
+        .filter_map(|r| match r.event {
+            Event::LeaseGranted { job: g, token, .. } if g == job => Some(token),
+            _ => None,
+        })
+        .max()
 }
 
 fn is_receipt(e: &Event) -> bool {
@@ -262,7 +288,9 @@ fn proof(before: &[&Record], r: &Record) -> Vec<Place> {
             if let Some(b) = mine().find(|b| {
                 matches!(b.event, Event::EffectApplied { key: k, .. } if k.job == key.job && k.op == key.op)
             }) {
-                out.push(b.at);
+                if !out.contains(&b.at) {
+                    out.push(b.at);
+                }
             }
         }
         _ => {
