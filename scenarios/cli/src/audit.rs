@@ -9,7 +9,7 @@ use leasesim::replay::{read_bounded, MAX_BYTES};
 use leasesim_checkers::audit::format::{self, Journal, Place};
 use leasesim_checkers::audit::{self as judge, Audit, Options};
 use leasesim_checkers::{fmt_ns, Role};
-use leasesim_protocol::{Event, Msg};
+use leasesim_protocol::{Event, Finding, Msg};
 use leasesim_reports::{html, Names, NodeKind, NodeView, RunView};
 use leasesim_sim::{EventKind, NodeId, TraceEvent};
 use serde_json::json;
@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 /// Most files a folder may give.
 const FILES_MAX: usize = 4096;
+/// Most bytes read over all files (each file at most `MAX_BYTES`, 64 MB).
+const TOTAL_BYTES_MAX: u64 = 4 * MAX_BYTES;
 
 /// The files to read: each file as given, each folder's `*.jsonl` files in name order.
 fn inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UsageError> {
@@ -61,9 +63,20 @@ pub(super) fn audit_cmd(
     }
     let mut read = Vec::new();
     let mut failed = Vec::new();
+    let mut total: u64 = 0;
     for f in &files {
+        if total >= TOTAL_BYTES_MAX {
+            failed.push(format!(
+                "{}: not read, the files before it reached {TOTAL_BYTES_MAX} bytes",
+                f.display()
+            ));
+            continue;
+        }
         match read_bounded(f, MAX_BYTES, "journal file") {
-            Ok(bytes) => read.push((f.display().to_string(), bytes)),
+            Ok(bytes) => {
+                total += bytes.len() as u64;
+                read.push((f.display().to_string(), bytes));
+            }
             Err(e) => failed.push(e),
         }
     }
@@ -276,16 +289,25 @@ fn page(j: &Journal, a: &Audit) -> String {
         .collect();
     let mut order: Vec<&format::Record> = j.records.iter().collect();
     order.sort_by_key(|r| (r.local_ns, r.node, r.at));
+    // The page's axis starts at the earliest reading (a real clock reads decades since 1970).
+    let start = order.first().map_or(0, |r| r.local_ns);
     let trace: Vec<TraceEvent<Msg, Event>> = order
         .iter()
         .map(|r| TraceEvent {
-            t: r.local_ns,
+            t: r.local_ns - start,
             node: r.node as NodeId,
-            local: r.local_ns,
+            local: r.local_ns - start,
             kind: EventKind::Note { note: r.event },
         })
         .collect();
-    let findings: Vec<_> = a.findings.iter().map(|f| f.finding.clone()).collect();
+    let findings: Vec<_> = a
+        .findings
+        .iter()
+        .map(|f| Finding {
+            t_ns: f.finding.t_ns.saturating_sub(start),
+            ..f.finding.clone()
+        })
+        .collect();
     let view = RunView {
         title: format!("audit of {}", j.files.join(", ")),
         subtitle:

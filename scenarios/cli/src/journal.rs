@@ -8,6 +8,11 @@
 //! Never payload text: the protocol carries only hashes (P18). Tracing's own wall-clock
 //! timestamp is left out, so the same run always gives the same bytes.
 //!
+//! The file starts with the format's header (name, version, the nodes and their roles: the
+//! public format of JOURNAL.md, read back by `leasesim audit`). [`write_journal_dir`] writes
+//! one file per node instead, as a real system's nodes keep their logs: each line carries its
+//! node's `seq` and its own clock's reading, never true time.
+//!
 //! What the journal events do not carry themselves (each job's class, which node served a tool
 //! request, how long a call took) comes from the run's lease history, as do the metrics:
 //! renewal health on the coordinator's clock, expired leases, failed renewals, re-claimed jobs,

@@ -656,10 +656,10 @@ impl Reader {
             },
             "lease_revoked" => Event::LeaseRevoked {
                 job: job(self)?,
-                holder: match o.get("holder").and_then(Value::as_str) {
-                    Some(h) => Some(self.worker(h)),
-                    None => None,
-                },
+                holder: o
+                    .get("holder")
+                    .and_then(Value::as_str)
+                    .map(|h| self.worker(h)),
                 token: token("token")?,
                 epoch: token("epoch")?,
                 action: match word("action")?.as_str() {

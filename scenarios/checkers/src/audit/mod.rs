@@ -280,8 +280,7 @@ fn proof(before: &[&Record], r: &Record) -> Vec<Place> {
         } => {
             let mine = || before.iter().filter(|b| b.node == r.node);
             if let Some(b) = mine()
-                .filter(|b| receipt(&b.event).is_some_and(|(e, _, f)| e == entity && f > fence))
-                .last()
+                .rfind(|b| receipt(&b.event).is_some_and(|(e, _, f)| e == entity && f > fence))
             {
                 out.push(b.at);
             }
