@@ -266,6 +266,11 @@ fn the_audit_is_sound_over_the_matrix_failing_seeds() {
     }
     // The test can fail: the audit had the simulation's findings to match.
     assert!(compared > 50, "only {compared} findings compared");
+    eprintln!(
+        "audited {} failing runs of {} variants, {compared} judgeable findings compared",
+        failing.values().sum::<usize>(),
+        failing.len()
+    );
 }
 
 #[test]

@@ -513,7 +513,10 @@ fn holders(j: &Journal, coordinator: Option<usize>, o: &Options, a: &mut Audit) 
                         }
                     }
                 }
-                Event::SuccessClaimed { job, token } if coordinator.is_some() => {
+                // A snapshot lists no acceptance: it cannot say one was never made.
+                Event::SuccessClaimed { job, token }
+                    if coordinator.is_some_and(|c| !j.snapshot[c]) =>
+                {
                     let accepted = leases
                         .get(&(job, token))
                         .is_some_and(|l| l.accepted.contains(name));
@@ -533,7 +536,7 @@ fn holders(j: &Journal, coordinator: Option<usize>, o: &Options, a: &mut Audit) 
         a.judged.push(format!(
             "{}: on each holder's own records (an effect started in jeopardy or after it journaled the loss{})",
             Invariant::QuiescentHolder.label(),
-            if coordinator.is_some() {
+            if coordinator.is_some_and(|c| !j.snapshot[c]) {
                 "; a success claimed that the coordinator's journal never accepted"
             } else {
                 ""
