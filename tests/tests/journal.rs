@@ -15,11 +15,21 @@ fn journal_bytes(r: &RunResult) -> Vec<u8> {
     out
 }
 
-/// Every line of the journal, parsed; panics on a line that is not a JSON object.
+/// Every event line of the journal, parsed; panics on a line that is not a JSON object. The
+/// first line is the format's header (name, version 1, the nodes and their roles).
 fn journal(r: &RunResult) -> Vec<Map<String, Value>> {
     let text = String::from_utf8(journal_bytes(r)).expect("utf-8 journal");
     assert!(text.ends_with('\n'), "the journal ends with a newline");
-    text.lines()
+    let mut lines = text.lines();
+    let header: Value = serde_json::from_str(lines.next().expect("a header")).expect("JSON");
+    assert_eq!(header["journal"], "leasesim", "{header}");
+    assert_eq!(header["version"], 1, "{header}");
+    assert_eq!(
+        header["nodes"].as_array().map(Vec::len),
+        Some(r.nodes.len()),
+        "{header}"
+    );
+    lines
         .map(|line| match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(m)) => m,
             other => panic!("not a JSON object: {line}: {other:?}"),
@@ -208,6 +218,7 @@ fn journal_carries_hashes_never_payload_text() {
     let text = String::from_utf8(out).unwrap();
     let with: Vec<Value> = text
         .lines()
+        .skip(1)
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let stamped: Vec<&str> = with

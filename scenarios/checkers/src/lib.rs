@@ -20,6 +20,7 @@
 //! a machine that journals less is judged less, and what could not be judged is listed in
 //! [`Judgement::skipped`].
 
+pub mod audit;
 pub mod commit;
 pub mod effects;
 mod faults;

@@ -8,6 +8,11 @@
 //! Never payload text: the protocol carries only hashes (P18). Tracing's own wall-clock
 //! timestamp is left out, so the same run always gives the same bytes.
 //!
+//! The file starts with the format's header (name, version, the nodes and their roles: the
+//! public format of JOURNAL.md, read back by `leasesim audit`). [`write_journal_dir`] writes
+//! one file per node instead, as a real system's nodes keep their logs: each line carries its
+//! node's `seq` and its own clock's reading, never true time.
+//!
 //! What the journal events do not carry themselves (each job's class, which node served a tool
 //! request, how long a call took) comes from the run's lease history, as do the metrics:
 //! renewal health on the coordinator's clock, expired leases, failed renewals, re-claimed jobs,
@@ -107,7 +112,11 @@ enum Site {
 #[derive(Default)]
 struct Line<'a> {
     event: &'static str,
-    t_true_ns: u64,
+    /// The line's number in its node's file (per-node journals only), from 1.
+    seq: Option<u64>,
+    /// True time: a simulated run's, in the one-file journal only (a node knows only its
+    /// own clock, so a node's own file leaves it out).
+    t_true_ns: Option<u64>,
     t_local_ns: u64,
     node: &'a str,
     job: Option<u64>,
@@ -171,6 +180,7 @@ impl Line<'_> {
         tracing::info!(
             target: TARGET,
             event = self.event,
+            seq = self.seq,
             t_true_ns = self.t_true_ns,
             t_local_ns = self.t_local_ns,
             node = self.node,
@@ -206,6 +216,7 @@ impl Line<'_> {
         tracing::info!(
             target: TARGET,
             event = self.event,
+            seq = self.seq,
             t_true_ns = self.t_true_ns,
             t_local_ns = self.t_local_ns,
             node = self.node,
@@ -240,6 +251,7 @@ impl Line<'_> {
         tracing::info!(
             target: TARGET,
             event = self.event,
+            seq = self.seq,
             t_true_ns = self.t_true_ns,
             t_local_ns = self.t_local_ns,
             node = self.node,
@@ -312,10 +324,107 @@ pub fn write_journal(result: &RunResult, out: &mut dyn Write) -> Result<(), Stri
 /// [`write_journal`], with each job's payload hash (indexed by job id, as in the setup's
 /// `jobs`) stamped on its `lease_granted` and `job_claimed` lines as `payload_hash` (hex). A
 /// job without an entry gets none.
+///
+/// The first line is the format's header (`{"journal":"leasesim","nodes":[...],"version":1}`,
+/// see [`leasesim_checkers::audit::format`]); every other line is one journal event.
 pub fn write_journal_with_payload_hashes(
     result: &RunResult,
     payload_hashes: &[u64],
     out: &mut dyn Write,
+) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("cannot write the journal: {e}");
+    let mut pending = header_line(&result.nodes).into_bytes();
+    pending.push(b'\n');
+    emit(result, payload_hashes, false, &mut |_, bytes| {
+        pending.extend_from_slice(bytes);
+        if pending.len() >= FLUSH_BYTES {
+            out.write_all(&std::mem::take(&mut pending))?;
+        }
+        Ok(())
+    })?;
+    out.write_all(&pending).map_err(io)?;
+    out.flush().map_err(io)
+}
+
+/// The run's journal as one file per node, as each node would keep its own: a header naming the
+/// node and its role, then its journal events in its order, each with `seq` (its line number
+/// among them, from 1) and its own clock's reading only, never true time. Every node gets a
+/// file, a node that journaled nothing a header alone. Returns (node, file contents) in node
+/// order; [`node_file_name`] names the file.
+pub fn journal_per_node(
+    result: &RunResult,
+    payload_hashes: &[u64],
+) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut files: Vec<(String, Vec<u8>)> = result
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut bytes = header_line(std::slice::from_ref(n)).into_bytes();
+            bytes.push(b'\n');
+            (n.name.clone(), bytes)
+        })
+        .collect();
+    emit(result, payload_hashes, true, &mut |node, bytes| {
+        if let Some((_, file)) = files.get_mut(node as usize) {
+            file.extend_from_slice(bytes);
+        }
+        Ok(())
+    })?;
+    Ok(files)
+}
+
+/// The file a node's journal goes to in a journal folder: its name, a restarted process's
+/// primes (`W1'`) as its life's number (`W1-2`), anything but letters, digits, `-` and `_` as
+/// `_`, and `.jsonl`.
+pub fn node_file_name(node: &str) -> String {
+    let primes = node.chars().rev().take_while(|&c| c == '\'').count();
+    let base: String = node[..node.len() - primes]
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if primes == 0 {
+        format!("{base}.jsonl")
+    } else {
+        format!("{base}-{}.jsonl", primes + 1)
+    }
+}
+
+/// Writes [`journal_per_node`] into `dir` (created if missing): one file per node.
+pub fn write_journal_dir(
+    result: &RunResult,
+    payload_hashes: &[u64],
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut paths = Vec::new();
+    for (node, bytes) in journal_per_node(result, payload_hashes)? {
+        let path = dir.join(node_file_name(&node));
+        std::fs::write(&path, bytes)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+/// The header line of a journal file of `nodes`.
+fn header_line(nodes: &[leasesim_checkers::NodeInfo]) -> String {
+    leasesim_checkers::audit::format::header(nodes)
+}
+
+/// Emits every journal line of the run through `tracing`'s JSON formatter under a subscriber
+/// scoped to this call, handing each line's bytes to `sink` with its node. `per_node` lines
+/// carry their node's `seq` and no true time.
+fn emit(
+    result: &RunResult,
+    payload_hashes: &[u64],
+    per_node: bool,
+    sink: &mut dyn FnMut(NodeId, &[u8]) -> std::io::Result<()>,
 ) -> Result<(), String> {
     let buffer = Buffer::default();
     let subscriber = tracing_subscriber::fmt()
@@ -329,12 +438,9 @@ pub fn write_journal_with_payload_hashes(
         .with_max_level(tracing::Level::INFO)
         .with_writer(buffer.clone())
         .finish();
-    let take = || std::mem::take(&mut *buffer.bytes());
-    let len = || buffer.bytes().len();
-    let io = |e: std::io::Error| format!("cannot write the journal: {e}");
-
     let lines = Lines::new(result, payload_hashes);
-    tracing::subscriber::with_default(subscriber, || -> Result<(), String> {
+    let mut seqs = vec![0u64; result.nodes.len()];
+    tracing::subscriber::with_default(subscriber, || {
         // A store's statement names the coordinator decision that follows it.
         let mut statement = None;
         for (i, e) in result.trace.iter().enumerate() {
@@ -354,22 +460,25 @@ pub fn write_journal_with_payload_hashes(
                     line.rows = Some(rows);
                 }
             }
-            let before = len();
+            if per_node {
+                line.t_true_ns = None;
+                if let Some(seq) = seqs.get_mut(e.node as usize) {
+                    *seq += 1;
+                    line.seq = Some(*seq);
+                }
+            }
             line.emit(site);
-            if len() == before {
+            let bytes = std::mem::take(&mut *buffer.bytes());
+            if bytes.is_empty() {
                 return Err(format!(
                     "the journal subscriber dropped a {} event (is `tracing` built with a static level filter below INFO?)",
                     line.event
                 ));
             }
-            if len() >= FLUSH_BYTES {
-                out.write_all(&take()).map_err(io)?;
-            }
+            sink(e.node, &bytes).map_err(|e| format!("cannot write the journal: {e}"))?;
         }
         Ok(())
-    })?;
-    out.write_all(&take()).map_err(io)?;
-    out.flush().map_err(io)
+    })
 }
 
 /// Turns journal events into lines, with what the run's history knows of them.
@@ -441,7 +550,7 @@ impl<'a> Lines<'a> {
         let e = &result.trace[i];
         let mut l = Line {
             event: note.name(),
-            t_true_ns: e.t,
+            t_true_ns: Some(e.t),
             t_local_ns: e.local,
             node: node_name(result, e.node),
             ..Line::default()

@@ -5,6 +5,7 @@
 //! interrupted, after it printed and saved what it had found.
 
 mod args;
+mod audit;
 mod bench;
 pub mod bench_engines;
 mod bench_instructions;
@@ -68,6 +69,24 @@ enum RunFormat {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Judges a recorded journal (JSON lines, the format `run --journal` writes; one file per
+    /// node or one for all) with the checkers: what each node's own records and clock can
+    /// prove. A folder reads its `*.jsonl` files.
+    Audit {
+        /// Journal files or folders.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The most any node's clock may differ from the coordinator's at one instant
+        /// (`500ms`): judgements across nodes (I5) are made within it, else skipped.
+        #[arg(long, value_parser = leasesim::advise::parse_duration)]
+        clock_uncertainty: Option<u64>,
+        /// Draws the recorded journal as a self-contained HTML timeline.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Lists scenarios, variants, faults, hazards and invariants, one line each.
     List {
         /// Output format.
@@ -97,6 +116,11 @@ enum Command {
         /// Writes the journal (JSON lines, P18) to this file.
         #[arg(long)]
         journal: Option<PathBuf>,
+        /// Writes the journal as one file per node into this folder (`coord.jsonl`,
+        /// `W1.jsonl`, `recv.jsonl`, ...), each with its node's own clock only: what
+        /// `leasesim audit` reads from a real system.
+        #[arg(long)]
+        journal_dir: Option<PathBuf>,
         /// Writes the run as a self-contained HTML timeline.
         #[arg(long)]
         html: Option<PathBuf>,
@@ -718,6 +742,12 @@ fn dispatch(
 ) -> Result<i32, UsageError> {
     match command {
         Command::List { format } => list::list(out, format, cat),
+        Command::Audit {
+            files,
+            clock_uncertainty,
+            html,
+            format,
+        } => audit::audit_cmd(out, &files, clock_uncertainty, html.as_deref(), format),
         Command::Run {
             scenario: name,
             seed,
@@ -726,6 +756,7 @@ fn dispatch(
             allow_unsafe_timing,
             save,
             journal,
+            journal_dir,
             html,
             markdown,
             check_determinism,
@@ -745,6 +776,7 @@ fn dispatch(
                     markdown,
                     save,
                 },
+                journal_dir,
                 check_determinism,
                 allow_unsafe_timing,
                 engine: run::engine_arg(&engine)?,
@@ -770,6 +802,7 @@ fn dispatch(
                     markdown,
                     ..Outputs::default()
                 },
+                journal_dir: None,
                 check_determinism,
                 allow_unsafe_timing: false,
                 engine: leasesim_shell::engines::Engine::Sim,

@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 /// Options shared by `run` and `replay`.
 pub(super) struct RunOpts {
     pub outputs: Outputs,
+    /// `--journal-dir`: the journal as one file per node.
+    pub journal_dir: Option<std::path::PathBuf>,
     pub check_determinism: bool,
     pub allow_unsafe_timing: bool,
     pub engine: Engine,
@@ -114,6 +116,7 @@ pub(super) fn replay_cmd(
     let opts = RunOpts {
         allow_unsafe_timing: replay.allow_unsafe_timing,
         outputs: opts.outputs.clone(),
+        journal_dir: opts.journal_dir.clone(),
         ..*opts
     };
     let (code, r) = present(
@@ -452,6 +455,10 @@ fn write_outputs(
         let hashes: Vec<u64> = setup.jobs.iter().map(|j| j.payload_hash).collect();
         journal::write_journal_with_payload_hashes(r, &hashes, &mut file)
             .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if let Some(dir) = &opts.journal_dir {
+        let hashes: Vec<u64> = setup.jobs.iter().map(|j| j.payload_hash).collect();
+        journal::write_journal_dir(r, &hashes, dir).map_err(UsageError)?;
     }
     if o.html.is_some() || o.markdown.is_some() {
         let (html, md) = examples::render(r, &examples::title(setup, seed), reproduce);

@@ -20,7 +20,8 @@ pub fn story(setup: &Setup, r: &RunResult) -> Result<String, String> {
     for line in text.lines() {
         let value: serde_json::Value =
             serde_json::from_str(line).map_err(|e| format!("a journal line is not JSON: {e}"))?;
-        let Some(fields) = value.as_object() else {
+        // The format's header is not an event.
+        let Some(fields) = value.as_object().filter(|f| !f.contains_key("journal")) else {
             continue;
         };
         let word = |k: &str| fields.get(k).and_then(|v| v.as_str()).unwrap_or("?");
