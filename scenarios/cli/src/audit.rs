@@ -216,7 +216,6 @@ fn text(out: &mut dyn Write, j: &Journal, a: &Audit, failed: &[String]) -> Resul
     }
     let reached: Vec<String> = a
         .hazards
-        .0
         .iter()
         .map(|(h, n)| format!("{} {n}", h.name()))
         .collect();
@@ -266,7 +265,7 @@ fn to_json(j: &Journal, a: &Audit, failed: &[String]) -> serde_json::Value {
         "skipped": a.skipped,
         "problems": problems,
         "problems_not_shown": j.problems_more,
-        "hazards": a.hazards.0.iter().map(|(h, n)| json!({"hazard": h.name(), "count": n})).collect::<Vec<_>>(),
+        "hazards": a.hazards.iter().map(|(h, n)| json!({"hazard": h.name(), "count": n})).collect::<Vec<_>>(),
     })
 }
 
