@@ -374,7 +374,10 @@ impl Setup {
             .iter()
             .filter(|w| w.config.name == name)
             .count();
-        format!("{name}{}", "'".repeat(earlier))
+        let mut display = String::with_capacity(4 + earlier);
+        let _ = std::fmt::Write::write_fmt(&mut display, format_args!("{name}"));
+        display.extend(std::iter::repeat_n('\'', earlier));
+        display
     }
 
     /// Names and roles of every node, by id.
