@@ -10,7 +10,7 @@ pub mod coordinator;
 pub mod invariant;
 pub mod machine;
 pub mod receiver;
-mod sorted;
+pub mod sorted;
 pub mod timing;
 pub mod tool;
 pub mod types;

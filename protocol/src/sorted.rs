@@ -1,17 +1,26 @@
-//! A small ordered map kept as one sorted vector: the same lookups and the same key order as a
-//! `BTreeMap`, in one allocation that grows by doubling and is freed at once. The machines'
-//! maps hold a handful to a few hundred entries, where a vector's shifts cost less than tree
-//! nodes.
+//! Small ordered collections kept as one sorted vector each: the same lookups and the same
+//! order as `BTreeMap` and `BTreeSet`, in one allocation that grows by doubling, is emptied
+//! without giving its storage back, and is freed at once. The machines keep their tables in
+//! them, and the checkers their per-run state: a handful to a few hundred entries, where a
+//! vector's shifts cost less than a tree's nodes built and freed every run.
 
 /// An ordered map as a vector sorted by key, with each key at most once.
 #[derive(Clone, Debug)]
-pub(crate) struct SortedMap<K, V> {
+pub struct SortedMap<K, V> {
     entries: Vec<(K, V)>,
+}
+
+impl<K, V> Default for SortedMap<K, V> {
+    fn default() -> Self {
+        SortedMap {
+            entries: Vec::new(),
+        }
+    }
 }
 
 impl<K: Ord, V> SortedMap<K, V> {
     /// An empty map with room for `capacity` entries.
-    pub(crate) fn with_capacity(capacity: usize) -> Self {
+    pub fn with_capacity(capacity: usize) -> Self {
         SortedMap {
             entries: Vec::with_capacity(capacity),
         }
@@ -21,18 +30,28 @@ impl<K: Ord, V> SortedMap<K, V> {
         self.entries.binary_search_by(|(k, _)| k.cmp(key))
     }
 
+    /// Empties the map and keeps its storage.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// Whether the map is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// The value of `key`, if any.
-    pub(crate) fn get(&self, key: &K) -> Option<&V> {
+    pub fn get(&self, key: &K) -> Option<&V> {
         self.find(key).ok().map(|i| &self.entries[i].1)
     }
 
     /// Whether `key` is present.
-    pub(crate) fn contains_key(&self, key: &K) -> bool {
+    pub fn contains_key(&self, key: &K) -> bool {
         self.find(key).is_ok()
     }
 
     /// Sets the value of `key`, replacing any earlier one.
-    pub(crate) fn insert(&mut self, key: K, value: V) {
+    pub fn insert(&mut self, key: K, value: V) {
         match self.find(&key) {
             Ok(i) => self.entries[i].1 = value,
             Err(i) => self.entries.insert(i, (key, value)),
@@ -40,27 +59,101 @@ impl<K: Ord, V> SortedMap<K, V> {
     }
 
     /// The value of `key`, inserting `value` first if the key is absent.
-    pub(crate) fn get_or_insert(&mut self, key: K, value: V) -> &mut V {
+    pub fn get_or_insert(&mut self, key: K, value: V) -> &mut V {
+        self.get_or_insert_with(key, || value)
+    }
+
+    /// The value of `key`, made with `make` first if the key is absent.
+    pub fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
         let i = match self.find(&key) {
             Ok(i) => i,
             Err(i) => {
-                self.entries.insert(i, (key, value));
+                self.entries.insert(i, (key, make()));
                 i
             }
         };
         &mut self.entries[i].1
     }
 
-    /// Removes `key`, if present.
-    pub(crate) fn remove(&mut self, key: &K) {
-        if let Ok(i) = self.find(key) {
-            self.entries.remove(i);
-        }
+    /// Takes `key` out, with its value.
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        self.find(key).ok().map(|i| self.entries.remove(i).1)
     }
 
     /// The entries in key order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.entries.iter().map(|(k, v)| (k, v))
+    }
+
+    /// The smallest key.
+    pub fn first_key(&self) -> Option<&K> {
+        self.entries.first().map(|(k, _)| k)
+    }
+}
+
+/// An ordered set as a sorted vector.
+#[derive(Clone, Debug)]
+pub struct SortedSet<T> {
+    items: Vec<T>,
+}
+
+impl<T> Default for SortedSet<T> {
+    fn default() -> Self {
+        SortedSet { items: Vec::new() }
+    }
+}
+
+impl<T: Ord> SortedSet<T> {
+    /// Empties the set and keeps its storage.
+    pub fn clear(&mut self) {
+        self.items.clear();
+    }
+
+    /// Adds `x`; whether it was not there yet.
+    pub fn insert(&mut self, x: T) -> bool {
+        match self.items.binary_search(&x) {
+            Ok(_) => false,
+            Err(k) => {
+                self.items.insert(k, x);
+                true
+            }
+        }
+    }
+
+    /// Takes `x` out; whether it was there.
+    pub fn remove(&mut self, x: &T) -> bool {
+        match self.items.binary_search(x) {
+            Ok(k) => {
+                self.items.remove(k);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Keeps only the members `keep` says to keep.
+    pub fn retain(&mut self, keep: impl FnMut(&T) -> bool) {
+        self.items.retain(keep);
+    }
+
+    /// Whether `x` is in the set.
+    pub fn contains(&self, x: &T) -> bool {
+        self.items.binary_search(x).is_ok()
+    }
+
+    /// The members, in ascending order.
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.items.iter()
+    }
+
+    /// How many members.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
     }
 }
 
@@ -97,6 +190,24 @@ mod tests {
                 }
             }
             assert!(m.iter().eq(b.iter()));
+        }
+    }
+
+    #[test]
+    fn behaves_like_a_btree_set() {
+        let mut m = SortedSet::default();
+        let mut b = std::collections::BTreeSet::new();
+        let mut x: u32 = 54321;
+        for step in 0..2000u32 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let key = (x >> 16) % 32;
+            match step % 3 {
+                0 => assert_eq!(m.insert(key), b.insert(key)),
+                1 => assert_eq!(m.remove(&key), b.remove(&key)),
+                _ => assert_eq!(m.contains(&key), b.contains(&key)),
+            }
+            assert!(m.iter().eq(b.iter()));
+            assert_eq!(m.len(), b.len());
         }
     }
 }

@@ -5,8 +5,8 @@
 //! while two attempts of its job overlap must then carry a key stable across attempts.
 
 use crate::hazard::Hazard;
-use crate::sorted::{VecMap, VecSet};
 use crate::{Cx, Ev, Judgement, Role};
+use leasesim_protocol::sorted::{SortedMap, SortedSet};
 use leasesim_protocol::{EntityId, IdemKey, Invariant, JobId, Token};
 use leasesim_sim::NodeId;
 
@@ -14,11 +14,11 @@ use leasesim_sim::NodeId;
 #[derive(Default)]
 pub(crate) struct Effects {
     /// Per (receiver, entity): highest fence admitted.
-    marks: VecMap<(NodeId, EntityId), Token>,
+    marks: SortedMap<(NodeId, EntityId), Token>,
     /// Per (receiver, key): applied already.
-    applied: VecSet<(NodeId, IdemKey)>,
+    applied: SortedSet<(NodeId, IdemKey)>,
     /// Per receiver: operation meanings (keys without their salt) applied already.
-    meanings: VecSet<(NodeId, IdemKey)>,
+    meanings: SortedSet<(NodeId, IdemKey)>,
 }
 
 impl Effects {

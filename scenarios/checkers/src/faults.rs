@@ -8,8 +8,8 @@
 //! fault hazards as they happen.
 
 use crate::hazard::{Hazard, Hazards};
-use crate::sorted::{VecMap, VecSet};
 use crate::{fmt_ns, Ev, Judgement, Role, Skipped, World};
+use leasesim_protocol::sorted::{SortedMap, SortedSet};
 use leasesim_protocol::Invariant;
 use leasesim_sim::{Command, Fate, NodeId};
 
@@ -28,26 +28,26 @@ pub(crate) enum Soft {
 #[derive(Default)]
 pub(crate) struct Faults {
     /// Worker nodes whose clocks left their bound (belief checks are void for them).
-    clocks_out: VecSet<NodeId>,
+    clocks_out: SortedSet<NodeId>,
     /// Clock rates a fault set, by node, latest last (the others are as configured).
     rates: Vec<(NodeId, i32)>,
     /// The last true time each node that was paused resumed.
     resumed: Vec<(NodeId, u64)>,
     /// The last true time a fault touched a worker node or its link to the coordinator.
-    disturbed_at: VecMap<NodeId, u64>,
+    disturbed_at: SortedMap<NodeId, u64>,
     /// The last true time a fault touched the coordinator itself.
     coordinator_disturbed_at: Option<u64>,
     /// Soft disturbances on the workers' links to the coordinator, each with its worker, in
     /// time order.
     soft: Vec<(NodeId, u64, Soft)>,
     /// Cut links now.
-    cuts: VecSet<(NodeId, NodeId)>,
+    cuts: SortedSet<(NodeId, NodeId)>,
     /// Paused or crashed nodes now.
-    down: VecSet<NodeId>,
+    down: SortedSet<NodeId>,
     /// Slow nodes now.
-    slow: VecSet<NodeId>,
+    slow: SortedSet<NodeId>,
     /// Room for the nodes a cut left cut from the coordinator (see `Faults::link`).
-    cut_off: VecSet<NodeId>,
+    cut_off: SortedSet<NodeId>,
     /// Whether the coordinator is cut from everyone right now.
     outage: bool,
 }

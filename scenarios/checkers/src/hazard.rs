@@ -9,8 +9,8 @@
 //! left is here: the journal events that are a hazard by their kind ([`of_note`]) and the few
 //! that need a little state of their own (`Counter`).
 
-use crate::sorted::VecSet;
 use crate::{Cx, Ev, Judgement};
+use leasesim_protocol::sorted::SortedSet;
 use leasesim_protocol::{Event, GrantReason, JobId, Msg, Token};
 use leasesim_sim::Command;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -218,7 +218,7 @@ pub(crate) struct Counter {
     /// When the coordinator last received a claim.
     last_claim_t: Option<u64>,
     /// Grants and acceptances the coordinator already answered: (job, token, is-commit).
-    answered: VecSet<(JobId, Token, bool)>,
+    answered: SortedSet<(JobId, Token, bool)>,
 }
 
 impl Counter {

@@ -32,7 +32,6 @@ pub mod liveness;
 pub mod lost;
 pub mod metrics;
 pub mod node;
-mod sorted;
 mod table;
 mod wire;
 

@@ -4,9 +4,9 @@
 //! answer (before anything else reaches it), and never journals a loss of a lease whose result
 //! the coordinator had accepted.
 
-use crate::sorted::VecMap;
 use crate::wire::journaled_here;
 use crate::{Cx, Ev, Judgement};
+use leasesim_protocol::sorted::SortedMap;
 use leasesim_protocol::{Event, IdemKey, Invariant, JobId, Msg, Token};
 use leasesim_sim::NodeId;
 
@@ -14,7 +14,7 @@ use leasesim_sim::NodeId;
 #[derive(Default)]
 pub(crate) struct Lost {
     /// A worker that must journal a loss it was just told about: node -> (job, token, when).
-    owes_journal: VecMap<NodeId, (JobId, Token, u64)>,
+    owes_journal: SortedMap<NodeId, (JobId, Token, u64)>,
 }
 
 impl Lost {
@@ -126,7 +126,7 @@ impl Lost {
     /// End of trace: every debt still owed is a finding.
     pub(crate) fn finish(&mut self, cx: &Cx<'_>, out: &mut Judgement) {
         // In the order of the nodes; each settled debt leaves the map.
-        while let Some(node) = self.owes_journal.first_key() {
+        while let Some(&node) = self.owes_journal.first_key() {
             self.settle(cx, node, cx.world.end_ns, out);
         }
     }

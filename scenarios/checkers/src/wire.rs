@@ -30,8 +30,8 @@
 
 use crate::hazard::Hazard;
 use crate::history::History;
-use crate::sorted::VecSet;
 use crate::{Cx, Ev, Judgement, Role, Trace};
+use leasesim_protocol::sorted::SortedSet;
 use leasesim_protocol::{
     EffectOutcome, EntityId, Event, IdemKey, JobId, Msg, OperatorAction, Outcome, Token, WorkerName,
 };
@@ -121,9 +121,9 @@ pub(crate) struct Wire {
     far: BTreeMap<JobId, JobWire>,
     nodes: Vec<NodeWire>,
     /// `CommitAccepted` answers sent: (job, token, to).
-    accepted: VecSet<(JobId, Token, NodeId)>,
+    accepted: SortedSet<(JobId, Token, NodeId)>,
     /// Refusals of a lease delivered to a worker: (node, job, token).
-    refused: VecSet<(NodeId, JobId, Token)>,
+    refused: SortedSet<(NodeId, JobId, Token)>,
 }
 
 impl Wire {
