@@ -75,6 +75,7 @@
 
 pub mod advise;
 pub mod check;
+pub mod explore;
 pub mod machines;
 pub mod matrix;
 pub mod plan;
