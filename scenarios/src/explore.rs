@@ -57,6 +57,9 @@ pub const FAULTS_MAX: usize = 2;
 /// Most plans an exploration may have without a budget: beyond it the space is refused with its
 /// size, so that nothing runs for days by accident.
 pub const PLANS_MAX: u64 = 20_000_000;
+/// Most anchors a baseline may have: a run that does not end by itself (a liveness bug)
+/// repeats its messages with ever new tokens, and its space would be billions of plans.
+pub const ANCHORS_MAX: usize = 5_000;
 /// Violating plans kept per invariant for the report (every one is counted).
 pub const KEPT_PER_INVARIANT: usize = 20;
 /// Plans per chunk of work handed to a thread.
@@ -255,6 +258,9 @@ pub struct Space {
     pub durations: Vec<u64>,
     /// K.
     pub faults_max: usize,
+    /// Whether only the baseline was placed: it already broke an invariant and the exploration
+    /// stops at the first violation, so no fault was placed.
+    pub baseline_only: bool,
     /// The distinct activations, and each candidate's among them.
     activations: Vec<Activation>,
     activation_of: Vec<usize>,
@@ -313,6 +319,12 @@ impl Space {
             .map(|c| self.candidates[c].fault)
             .collect();
         s
+    }
+
+    /// Whether candidate `c`'s anchor happened in run `r`: if not, and `r` ended by itself, `c`
+    /// added to `r`'s plan changes nothing (the pruning rule).
+    pub fn reaches(&self, r: &RunResult, c: usize) -> bool {
+        bit(&reached(self, r), c)
     }
 
     /// Plan `index` in words, one fault per entry.
@@ -487,28 +499,47 @@ pub fn space(config: &ExploreConfig) -> Result<Space, String> {
     };
     let (anchors, message_anchors) = anchors(&base, &baseline, &names);
     let durations = durations(&base);
-    let candidates = candidates(
-        &base,
-        &baseline,
-        &anchors,
-        &durations,
-        &config.kinds,
-        &names,
-    );
+    let baseline_only = baseline.verdict() != Verdict::Held && config.stop_at_first_violation;
+    if anchors.len() > ANCHORS_MAX && !baseline_only {
+        return Err(format!(
+            "the fault-free run of {} seed {} has {} anchors (at most {ANCHORS_MAX}): its space is too large to walk; its verdict is {}",
+            config.scenario.name,
+            config.seed,
+            anchors.len(),
+            baseline.verdict().word()
+        ));
+    }
+    // A baseline that already fails is found at plan 1: the rest is not placed.
+    let candidates = if baseline_only {
+        Vec::new()
+    } else {
+        candidates(
+            &base,
+            &baseline,
+            &anchors,
+            &durations,
+            &config.kinds,
+            &names,
+        )
+    };
+    // Candidates come anchor by anchor, so most share the activation of the one before.
     let mut activations: Vec<Activation> = Vec::new();
-    let activation_of = candidates
-        .iter()
-        .map(|c| {
-            activations
-                .iter()
-                .position(|a| *a == c.activation)
-                .unwrap_or_else(|| {
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut activation_of = Vec::with_capacity(candidates.len());
+    for c in &candidates {
+        let id = match activations.last() {
+            Some(last) if *last == c.activation => activations.len() - 1,
+            _ => *index
+                .entry(format!("{:?}", c.activation))
+                .or_insert_with(|| {
                     activations.push(c.activation);
                     activations.len() - 1
-                })
-        })
-        .collect();
+                }),
+        };
+        activation_of.push(id);
+    }
     let space = Space {
+        baseline_only,
         activations,
         activation_of,
         base,
@@ -1015,6 +1046,8 @@ pub struct Explored {
     pub levels: Vec<Level>,
     /// Distinct traces (behaviours) among the plans covered.
     pub distinct: u64,
+    /// Plans that broke at least one invariant.
+    pub violating_plans: u64,
     /// Violating plans, per invariant (counted among the plans covered).
     pub violating: BTreeMap<&'static str, u64>,
     /// The first violating plans per invariant (at most [`KEPT_PER_INVARIANT`]), lowest number
@@ -1062,6 +1095,7 @@ impl Explored {
     /// it, nothing skipped).
     pub fn exhaustive(&self) -> bool {
         !self.interrupted
+            && !self.space.baseline_only
             && !self.stopped_at_violation
             && self.share == (0..self.space.total())
             && self.covered() == self.space.total()
@@ -1097,6 +1131,20 @@ impl Explored {
             self.pruned(),
             self.distinct
         );
+        if self.space.baseline_only {
+            let broken: Vec<&str> = self.violating.keys().copied().collect();
+            return format!(
+                "the fault-free run of {} seed {} on {} already breaks {}: found at plan 1, no fault placed",
+                self.space.base.scenario,
+                self.seed,
+                self.machines,
+                if broken.is_empty() {
+                    "nothing but ends at a limit".to_string()
+                } else {
+                    broken.join(", ")
+                }
+            );
+        }
         if !self.exhaustive() {
             let total = self.space.total();
             let pct = if total == 0 {
@@ -1121,18 +1169,15 @@ impl Explored {
             let broken: Vec<&str> = self.violating.keys().copied().collect();
             format!(
                 "{} of the plans {scope} break {} ({sizes}); the first is plan {}",
-                self.violating
-                    .values()
-                    .max()
-                    .copied()
-                    .unwrap_or(0)
-                    .max(if self.unfinished.0 > 0 { 1 } else { 0 }),
+                self.violating_plans + self.unfinished.0,
                 if broken.is_empty() {
                     "no invariant but end at a limit".to_string()
                 } else {
                     broken.join(", ")
                 },
-                self.plans_needed().unwrap_or(0)
+                self.plans_needed()
+                    .or(self.unfinished.1.first().map(|p| p + 1))
+                    .unwrap_or(0)
             )
         }
     }
@@ -1161,6 +1206,7 @@ impl Explored {
 
 /// What the threads share.
 struct Shared {
+    violating_plans: u64,
     hashes: BTreeSet<u64>,
     violating: BTreeMap<&'static str, u64>,
     violations: BTreeMap<&'static str, Vec<Violation>>,
@@ -1187,6 +1233,9 @@ impl Shared {
             kept.push(index);
             kept.sort_unstable();
             kept.truncate(KEPT_PER_INVARIANT);
+        }
+        if !o.invariants.is_empty() {
+            self.violating_plans += 1;
         }
         for inv in &o.invariants {
             *self.violating.entry(inv.name()).or_default() += 1;
@@ -1245,6 +1294,7 @@ pub fn explore(
             .saturating_sub(r.start.max(share.start));
     }
     let shared = Mutex::new(Shared {
+        violating_plans: 0,
         hashes: BTreeSet::new(),
         violating: BTreeMap::new(),
         violations: BTreeMap::new(),
@@ -1388,6 +1438,7 @@ pub fn explore(
         shard: config.shard,
         levels: sh.levels,
         distinct: sh.hashes.len() as u64,
+        violating_plans: sh.violating_plans,
         violating: sh.violating,
         violations: sh.violations,
         first_violation: (first != u64::MAX).then_some(first),
