@@ -125,7 +125,7 @@ pub(super) fn explore_cmd(
         dir.remove_if_unused();
     }
     match a.format {
-        Format::Text => text(out, &x, &saved)?,
+        Format::Text => text(out, &x, &saved, &a.machines)?,
         Format::Json => io(writeln!(
             out,
             "{}",
@@ -161,11 +161,7 @@ fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> Vec<
             x.seed
         );
         let path = dir.path.join(format!("{stem}.json"));
-        let rerun = format!(
-            "{} replay {}",
-            leasesim::run::program_prefix(),
-            path.display()
-        );
+        let rerun = super::run::rerun_command(machines, &path);
         let mut s = Saved {
             invariant,
             shrunk: None,
@@ -217,7 +213,12 @@ fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> Vec<
     out
 }
 
-fn text(out: &mut dyn Write, x: &Explored, saved: &[Saved]) -> Result<(), UsageError> {
+fn text(
+    out: &mut dyn Write,
+    x: &Explored,
+    saved: &[Saved],
+    machines: &Machines,
+) -> Result<(), UsageError> {
     let sp = &x.space;
     let kinds: Vec<&str> = x.kinds.iter().map(|k| k.name()).collect();
     let durations: Vec<String> = sp
@@ -318,9 +319,8 @@ fn text(out: &mut dyn Write, x: &Explored, saved: &[Saved]) -> Result<(), UsageE
             if let Some(p) = &s.replay {
                 io(writeln!(
                     out,
-                    "  replay: {} replay {}",
-                    leasesim::run::program_prefix(),
-                    p.display()
+                    "  replay: {}",
+                    super::run::rerun_command(machines, p)
                 ))?;
             }
             if let Some(h) = &s.html {
