@@ -33,6 +33,20 @@
 //! It runs any [`Machines`] (a user's, a SQL coordinator), on every core, sharded like a sweep.
 //! It never changes a plan's meaning: the plans are ordinary [`Fault`]s, so a violation is
 //! saved as an ordinary replay file and shrunk by the ordinary shrinker.
+//!
+//! ```
+//! use leasesim::explore::{explore, ExploreConfig, Kind, Silent};
+//! use leasesim::{scenarios, Machines, Variant};
+//! use std::sync::atomic::AtomicBool;
+//!
+//! let w1_w2 = scenarios::find("w1-w2").unwrap();
+//! let config = ExploreConfig {
+//!     kinds: Kind::parse_list("operator").unwrap(),
+//!     ..ExploreConfig::new(w1_w2, 1, Machines::variant(Variant::UnconditionalCommit), 1)
+//! };
+//! let x = explore(&config, &AtomicBool::new(false), &Silent).unwrap();
+//! assert!(x.exhaustive() && x.violations.contains_key("no-stale-commit"), "{}", x.claim());
+//! ```
 
 use crate::hazard::Hazards;
 use crate::machines::Machines;
