@@ -64,7 +64,8 @@
 //! A run's whole input as data ([`setup::Setup`]), the fault catalogue and the director that
 //! carries a plan out ([`plan`]), the adapter from machines to simulator nodes ([`world`]),
 //! machines as values ([`machines`]), one run judged by the checkers ([`run()`]), many runs on
-//! every core ([`sweep()`]), sweeps as tests ([`check`]), replay files ([`replay`]), shrinking
+//! every core ([`sweep()`]), sweeps as tests ([`check`]), every plan of up to two faults placed
+//! at a run's protocol events ([`explore`]), replay files ([`replay`]), shrinking
 //! ([`shrink`]), renderings ([`report`]), the matrix of implementations ([`matrix`]) and the
 //! catalogue of named scenarios ([`scenarios`]).
 //!
@@ -75,6 +76,7 @@
 
 pub mod advise;
 pub mod check;
+pub mod explore;
 pub mod machines;
 pub mod matrix;
 pub mod plan;

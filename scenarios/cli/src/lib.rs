@@ -11,6 +11,7 @@ pub mod bench_engines;
 mod bench_instructions;
 mod bench_sql;
 pub mod examples;
+mod explore;
 pub mod interrupt;
 pub mod journal;
 mod junit;
@@ -401,6 +402,50 @@ enum Command {
         /// With SQL files (`--coordinator sql:FILE`, repeated): the matrix of those files
         /// instead of leasesim's own machines; a file marked `-- leasesim: known-bad` must be
         /// caught, every other must hold.
+        #[command(flatten)]
+        sql: sql::SqlArgs,
+    },
+    /// Every fault plan of up to K faults placed at the protocol events of a scenario's
+    /// fault-free run, with the seed held fixed: what no placement of K faults breaks.
+    Explore {
+        /// Scenario name (see `list`).
+        scenario: String,
+        /// K: most faults per plan (1 or 2).
+        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
+        faults: usize,
+        /// The fault kinds placed, comma-separated (`pause,message`; default: all).
+        #[arg(long)]
+        kinds: Option<String>,
+        /// The seed, held fixed for every plan.
+        #[arg(long, default_value_t = 0, allow_hyphen_values = true, value_parser = whole::<u64>)]
+        seed: u64,
+        /// The machines to run: a variant of the reference, or a user's machines (see `list`);
+        /// the program's first by default.
+        #[arg(long, visible_alias = "machines")]
+        variant: Option<String>,
+        /// Worker threads (default: every core).
+        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
+        jobs: Option<usize>,
+        /// Runs shard K of N of the numbered plans (or the shard the environment names, as for
+        /// `sweep`).
+        #[arg(long, allow_hyphen_values = true, value_parser = Shard::parse)]
+        shard: Option<Shard>,
+        /// Runs only the first N plans of the space (the output says which fraction ran).
+        #[arg(long, allow_hyphen_values = true, value_parser = whole::<u64>)]
+        budget: Option<u64>,
+        /// Stops at the first violating plan (every plan numbered before it still runs, so the
+        /// plans needed to find it are exact).
+        #[arg(long)]
+        first: bool,
+        /// Where each violated invariant's shrunk plan is saved (replay and HTML timeline).
+        #[arg(long, default_value = FAILURES_DIR)]
+        failures_dir: PathBuf,
+        /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
+        #[arg(long)]
+        allow_unsafe_timing: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
         #[command(flatten)]
         sql: sql::SqlArgs,
     },
@@ -927,6 +972,42 @@ fn dispatch(
                     subject,
                 },
                 cat,
+            )
+        }
+        Command::Explore {
+            scenario,
+            faults,
+            kinds,
+            seed,
+            variant: v,
+            jobs,
+            shard,
+            budget,
+            first,
+            failures_dir,
+            allow_unsafe_timing,
+            format,
+            sql,
+        } => {
+            let machines = pick_with(cat, v.as_deref(), &sql, "explore")?;
+            let jobs = sql::default_jobs(jobs, std::slice::from_ref(&machines));
+            explore::explore_cmd(
+                out,
+                err,
+                &explore::ExploreArgs {
+                    scenario,
+                    seed,
+                    faults,
+                    kinds,
+                    machines,
+                    jobs,
+                    shard,
+                    budget,
+                    first,
+                    failures_dir,
+                    allow_unsafe_timing,
+                    format,
+                },
             )
         }
         Command::Sql {

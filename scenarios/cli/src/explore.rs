@@ -1,0 +1,400 @@
+//! `leasesim explore`: every fault plan of up to K faults anchored to the protocol events of a
+//! scenario's fault-free run, with the seed held fixed (the library's `leasesim::explore`), for
+//! a design review: the space's size, what ran and what was pruned, the distinct behaviours, each
+//! violated invariant with its first plan shrunk, saved as a replay and an HTML timeline, the
+//! hazards reached, and the sentence a reviewer can quote. It never claims "exhaustive" for a
+//! space a shard, a budget or Ctrl-C cut.
+
+use super::args::OutDir;
+use super::interrupt::Graceful;
+use super::{io, Format, UsageError};
+use leasesim::explore::{self, ExploreConfig, Explored, Kind, Progress};
+use leasesim::sweep::Shard;
+use leasesim::{report, Machines};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+/// What `explore` was asked.
+pub(super) struct ExploreArgs {
+    pub scenario: String,
+    pub seed: u64,
+    pub faults: usize,
+    pub kinds: Option<String>,
+    pub machines: Machines,
+    pub jobs: Option<usize>,
+    pub shard: Option<Shard>,
+    pub budget: Option<u64>,
+    pub first: bool,
+    pub failures_dir: PathBuf,
+    pub allow_unsafe_timing: bool,
+    pub format: Format,
+}
+
+/// The progress bar, on a terminal only.
+struct Bar(Option<indicatif::ProgressBar>);
+
+impl Progress for Bar {
+    fn advanced(&self, done: u64, total: u64) {
+        if let Some(bar) = &self.0 {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub(super) fn explore_cmd(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    a: &ExploreArgs,
+) -> Result<i32, UsageError> {
+    let def = super::scenario(&a.scenario)?;
+    let kinds = match &a.kinds {
+        Some(k) => Kind::parse_list(k)?,
+        None => Kind::ALL.to_vec(),
+    };
+    if a.faults == 0 || a.faults > explore::FAULTS_MAX {
+        return Err(UsageError(format!(
+            "--faults {} is out of range: 1 to {} (the space grows as N^K, N being thousands of candidate faults)",
+            a.faults,
+            explore::FAULTS_MAX
+        )));
+    }
+    if a.budget == Some(0) {
+        return Err(UsageError(
+            "--budget 0 runs nothing: give at least 1 plan".into(),
+        ));
+    }
+    let (shard, shard_source) = super::shard_from(a.shard)?;
+    let config = ExploreConfig {
+        kinds,
+        threads: a.jobs,
+        shard,
+        budget: a.budget,
+        stop_at_first_violation: a.first,
+        allow_unsafe_timing: a.allow_unsafe_timing,
+        ..ExploreConfig::new(def, a.seed, a.machines.clone(), a.faults)
+    };
+    // Bad input is refused before anything is written.
+    leasesim::pool::threads(a.jobs, 1)?;
+    let dir = OutDir::prepare("--failures-dir", &a.failures_dir)?;
+    let graceful = Graceful::enter();
+    let bar = (a.format == Format::Text && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} plans ({per_sec}, eta {eta})",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    });
+    let progress = Bar(bar);
+    let result = explore::explore(&config, graceful.stop(), &progress);
+    if let Some(bar) = &progress.0 {
+        bar.finish_and_clear();
+    }
+    let x = match result {
+        Ok(x) => x,
+        Err(e) => {
+            dir.remove_if_unused();
+            return Err(UsageError(e));
+        }
+    };
+    if let (Some(s), Some(source)) = (shard, &shard_source) {
+        io(writeln!(
+            err,
+            "shard {s} (from {source}): plans {}..{} of {}",
+            x.share.start,
+            x.share.end,
+            x.space.total()
+        ))?;
+    }
+    let saved = save(&dir, &x, &a.machines, def.name);
+    if saved.is_empty() {
+        dir.remove_if_unused();
+    }
+    match a.format {
+        Format::Text => text(out, &x, &saved, &a.machines)?,
+        Format::Json => io(writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&json(&x, &saved)).unwrap_or_default()
+        ))?,
+    }
+    if x.interrupted {
+        return Ok(super::interrupt::exit_code());
+    }
+    Ok(if x.held() { 0 } else { 1 })
+}
+
+/// What was saved for one violated invariant.
+struct Saved {
+    invariant: &'static str,
+    shrunk: Option<String>,
+    faults_before: usize,
+    faults_after: usize,
+    replay: Option<PathBuf>,
+    html: Option<PathBuf>,
+    error: Option<String>,
+}
+
+/// For each violated invariant: its first plan shrunk by the shrinker, saved as a replay file
+/// with its HTML timeline beside it.
+fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> Vec<Saved> {
+    let mut out = Vec::new();
+    for (&invariant, kept) in &x.violations {
+        let Some(v) = kept.first() else { continue };
+        let stem = format!(
+            "explore-{scenario}-{}-seed{}-{invariant}",
+            leasesim_reports::matrix::file_stem(machines.name()),
+            x.seed
+        );
+        let path = dir.path.join(format!("{stem}.json"));
+        let rerun = super::run::rerun_command(machines, &path);
+        let mut s = Saved {
+            invariant,
+            shrunk: None,
+            faults_before: v.faults.len(),
+            faults_after: v.faults.len(),
+            replay: None,
+            html: None,
+            error: None,
+        };
+        let replay = match x.shrunk(invariant, machines, &rerun) {
+            Some(Ok(shrunk)) => {
+                s.faults_after = shrunk.replay.setup.faults.len();
+                s.shrunk = Some(
+                    shrunk
+                        .replay
+                        .setup
+                        .faults
+                        .iter()
+                        .map(leasesim::shrink::describe)
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                );
+                shrunk.replay
+            }
+            Some(Err(e)) => {
+                s.error = Some(e);
+                x.replay(v.plan, machines, &rerun)
+            }
+            None => continue,
+        };
+        match replay.save(&path) {
+            Ok(()) => s.replay = Some(path.clone()),
+            Err(e) => s.error = Some(e),
+        }
+        if let Ok(r) = replay.run_on(machines) {
+            let (html, _) = report::render(
+                &r,
+                &report::title(&replay.setup, replay.seed),
+                &format!("explore: {invariant}, plan {} shrunk", v.plan + 1),
+            );
+            let h = dir.path.join(format!("{stem}.html"));
+            match std::fs::write(&h, html) {
+                Ok(()) => s.html = Some(h),
+                Err(e) => s.error = Some(format!("cannot write {}: {e}", h.display())),
+            }
+        }
+        out.push(s);
+    }
+    out
+}
+
+fn text(
+    out: &mut dyn Write,
+    x: &Explored,
+    saved: &[Saved],
+    machines: &Machines,
+) -> Result<(), UsageError> {
+    let sp = &x.space;
+    let kinds: Vec<&str> = x.kinds.iter().map(|k| k.name()).collect();
+    let durations: Vec<String> = sp
+        .durations
+        .iter()
+        .map(|&d| leasesim_sim::time::secs_rounded(d.into(), leasesim_sim::time::Round::Nearest))
+        .collect();
+    io(writeln!(
+        out,
+        "explore {} seed {} on {}: plans of at most {} fault(s) from {}",
+        sp.base.scenario,
+        x.seed,
+        x.machines,
+        sp.faults_max,
+        kinds.join(", ")
+    ))?;
+    io(writeln!(
+        out,
+        "baseline (no fault): {}, trace {:016x}; {} anchors ({} message sends and deliveries, {} journal events); {} candidate faults; durations {}",
+        sp.baseline_verdict.word(),
+        sp.baseline_hash,
+        sp.anchors.len(),
+        sp.message_anchors,
+        sp.anchors.len() - sp.message_anchors,
+        thousands(sp.candidates.len() as u64),
+        durations.join(", ")
+    ))?;
+    let sizes: Vec<String> = (0..=sp.faults_max)
+        .map(|k| thousands(sp.plans_of(k)))
+        .collect();
+    io(writeln!(
+        out,
+        "space: {} = {} plans",
+        sizes.join(" + "),
+        thousands(sp.total())
+    ))?;
+    for (k, l) in x.levels.iter().enumerate() {
+        io(writeln!(
+            out,
+            "  {k} fault(s): {:>11} plans, {:>11} run, {:>11} proved equal to a run of one fault fewer{}",
+            thousands(l.share),
+            thousands(l.ran),
+            thousands(l.pruned),
+            if l.not_expressible > 0 {
+                format!(", {} not expressible", thousands(l.not_expressible))
+            } else {
+                String::new()
+            }
+        ))?;
+    }
+    io(writeln!(
+        out,
+        "covered {} plans ({} run) on {} thread(s) in {:.2}s ({:.0} runs/s): {} distinct runs (traces)",
+        thousands(x.covered()),
+        thousands(x.ran()),
+        x.threads,
+        x.seconds,
+        x.ran() as f64 / x.seconds.max(1e-9),
+        thousands(x.distinct)
+    ))?;
+    let hazards: Vec<String> = x
+        .hazards
+        .0
+        .iter()
+        .map(|(h, n)| format!("{} ({})", h.name(), thousands(*n)))
+        .collect();
+    io(writeln!(
+        out,
+        "hazards reached (plans): {}",
+        if hazards.is_empty() {
+            "none".to_string()
+        } else {
+            hazards.join(", ")
+        }
+    ))?;
+    for (invariant, n) in &x.violating {
+        let first = &x.violations[invariant][0];
+        io(writeln!(
+            out,
+            "VIOLATED {invariant}: {} plan(s); the first is plan {} of the space:",
+            thousands(*n),
+            first.plan + 1
+        ))?;
+        for l in &first.labels {
+            io(writeln!(out, "    {l}"))?;
+        }
+        if let Some(s) = saved.iter().find(|s| s.invariant == *invariant) {
+            if let Some(sh) = &s.shrunk {
+                io(writeln!(
+                    out,
+                    "  minimal plan (shrunk, {} fault(s) -> {}):",
+                    s.faults_before, s.faults_after
+                ))?;
+                for l in sh.lines() {
+                    io(writeln!(out, "    {l}"))?;
+                }
+            }
+            if let Some(p) = &s.replay {
+                io(writeln!(
+                    out,
+                    "  replay: {}",
+                    super::run::rerun_command(machines, p)
+                ))?;
+            }
+            if let Some(h) = &s.html {
+                io(writeln!(out, "  timeline: {}", h.display()))?;
+            }
+            if let Some(e) = &s.error {
+                io(writeln!(out, "  note: {e}"))?;
+            }
+        }
+    }
+    if x.unfinished.0 > 0 {
+        io(writeln!(
+            out,
+            "UNFINISHED: {} plan(s) ended at a limit without a finding; the first is plan {}",
+            thousands(x.unfinished.0),
+            x.unfinished.1.first().map_or(0, |p| p + 1)
+        ))?;
+    }
+    if x.interrupted {
+        io(writeln!(
+            out,
+            "explore: INTERRUPTED after {} of {} plans",
+            thousands(x.covered()),
+            thousands(x.share.end - x.share.start)
+        ))?;
+    }
+    io(writeln!(out, "{}", x.claim()))?;
+    Ok(())
+}
+
+fn json(x: &Explored, saved: &[Saved]) -> serde_json::Value {
+    let sp = &x.space;
+    serde_json::json!({
+        "scenario": sp.base.scenario,
+        "seed": x.seed,
+        "machines": x.machines,
+        "faults_max": sp.faults_max,
+        "kinds": x.kinds.iter().map(|k| k.name()).collect::<Vec<_>>(),
+        "anchors": sp.anchors.len(),
+        "message_anchors": sp.message_anchors,
+        "candidates": sp.candidates.len(),
+        "durations_ns": sp.durations,
+        "baseline": { "verdict": sp.baseline_verdict.word(), "trace_hash": format!("{:016x}", sp.baseline_hash) },
+        "space": sp.total(),
+        "shard": x.shard.map(|s| s.to_string()),
+        "share": [x.share.start, x.share.end],
+        "levels": x.levels.iter().enumerate().map(|(k, l)| serde_json::json!({
+            "faults": k, "plans": l.plans, "share": l.share, "ran": l.ran, "pruned": l.pruned,
+            "not_expressible": l.not_expressible,
+        })).collect::<Vec<_>>(),
+        "covered": x.covered(),
+        "ran": x.ran(),
+        "distinct_runs": x.distinct,
+        "exhaustive": x.exhaustive(),
+        "held": x.held(),
+        "interrupted": x.interrupted,
+        "plans_needed": x.plans_needed(),
+        "violations": x.violating.iter().map(|(inv, n)| {
+            let first = &x.violations[inv][0];
+            let s = saved.iter().find(|s| s.invariant == *inv);
+            serde_json::json!({
+                "invariant": inv,
+                "plans": n,
+                "first_plan": first.plan + 1,
+                "faults": first.labels,
+                "shrunk_faults": s.map(|s| s.faults_after),
+                "replay": s.and_then(|s| s.replay.as_ref()).map(|p| p.display().to_string()),
+                "html": s.and_then(|s| s.html.as_ref()).map(|p| p.display().to_string()),
+            })
+        }).collect::<Vec<_>>(),
+        "unfinished": x.unfinished.0,
+        "hazards": x.hazards.0.iter().map(|(h, n)| (h.name().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+        "seconds": x.seconds,
+        "threads": x.threads,
+        "claim": x.claim(),
+    })
+}
