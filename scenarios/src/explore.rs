@@ -994,7 +994,7 @@ impl Outcome {
             hash: behaviour(r),
             verdict: r.verdict(),
             invariants,
-            hazards: r.hazards.0.keys().copied().collect(),
+            hazards: r.hazards.keys().copied().collect(),
         }
     }
 }
@@ -1365,7 +1365,10 @@ pub fn explore(
     };
     if in_share(0) {
         match run_plan(0) {
-            Some((_, o)) => note(0, &o, true),
+            Some((r, o)) => {
+                note(0, &o, true);
+                crate::run::recycle(r);
+            }
             None => skipped(0),
         }
     }
@@ -1398,6 +1401,7 @@ pub fn explore(
                             outcome: o,
                         });
                     }
+                    crate::run::recycle(r);
                 }
             }
         });
@@ -1428,7 +1432,11 @@ pub fn explore(
                     match equal_to {
                         Some(s) => note(index, &s.outcome, false),
                         None => match run_plan(index) {
-                            Some((_, o)) => note(index, &o, true),
+                            Some((r, o)) => {
+                                note(index, &o, true);
+                                // Its trace's storage serves the next plan on this thread.
+                                crate::run::recycle(r);
+                            }
                             None => skipped(index),
                         },
                     }

@@ -281,7 +281,6 @@ fn text(
     ))?;
     let hazards: Vec<String> = x
         .hazards
-        .0
         .iter()
         .map(|(h, n)| format!("{} ({})", h.name(), thousands(*n)))
         .collect();
@@ -392,7 +391,7 @@ fn json(x: &Explored, saved: &[Saved]) -> serde_json::Value {
             })
         }).collect::<Vec<_>>(),
         "unfinished": x.unfinished.0,
-        "hazards": x.hazards.0.iter().map(|(h, n)| (h.name().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+        "hazards": x.hazards.iter().map(|(h, n)| (h.name().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
         "seconds": x.seconds,
         "threads": x.threads,
         "claim": x.claim(),
