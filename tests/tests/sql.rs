@@ -643,3 +643,61 @@ fn the_timeline_draws_each_transaction_on_its_connection() {
     assert!(page.contains("class=\"txwait\""), "the wait is drawn");
     assert!(page.contains("on locks"), "and said in the bar's tooltip");
 }
+
+/// `explore` takes a SQL coordinator like any machines: the article's SQL holds under every
+/// single pause and message fault at w1-w2's anchors, and the naive-commit file is caught by an
+/// operator's revocation, shrunk, saved, and replayed with the same file.
+#[test]
+fn explore_places_faults_around_a_sql_coordinator() {
+    let tmp = TempDir::new("sql-explore");
+    let failures = tmp.join("f");
+    let base = [
+        "explore",
+        "w1-w2",
+        "--faults",
+        "1",
+        "--seed",
+        "1",
+        "--failures-dir",
+        failures.to_str().unwrap(),
+    ];
+    let seed = coordinator("seed-postgres.sql");
+    let mut args = base.to_vec();
+    args.extend(["--kinds", "pause,message", "--coordinator", &seed]);
+    let held = leasesim(&args, &tmp.0, 300);
+    assert_eq!(held.code, Some(0), "{}\n{}", held.out, held.err);
+    assert!(
+        held.out.contains(
+            "no plan of at most 1 fault(s) from pause, message at the 24 anchors of w1-w2 seed 1 on sql:seed-postgres.sql@"
+        ),
+        "{}",
+        held.out
+    );
+    let v2 = coordinator("v2-naive-commit.sql");
+    let mut args = base.to_vec();
+    args.extend(["--kinds", "operator", "--coordinator", &v2]);
+    let caught = leasesim(&args, &tmp.0, 300);
+    assert_eq!(caught.code, Some(1), "{}\n{}", caught.out, caught.err);
+    assert!(
+        caught.out.contains("VIOLATED no-stale-commit"),
+        "{}",
+        caught.out
+    );
+    let replay = std::fs::read_dir(&failures)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("the violation's replay file");
+    let again = leasesim(
+        &["replay", replay.to_str().unwrap(), "--coordinator", &v2],
+        &tmp.0,
+        120,
+    );
+    assert_eq!(again.code, Some(1), "{}\n{}", again.out, again.err);
+    assert!(
+        again.out.contains("identical to the recorded run"),
+        "{}",
+        again.out
+    );
+}

@@ -7,11 +7,11 @@
 //!
 //! - on the coordinator's clock, what the coordinator decided: I1 (an accepted result of a stale
 //!   token or an expired lease), I3 (tokens and valid leases), I4 (extensions), I8 (takeovers
-//!   with their reason and epoch). Its lines go through [`check`](crate::check) as a trace of
+//!   with their reason and epoch). Its lines go through [`check`] as a trace of
 //!   journal notes, so each finding is the sentence a simulated run prints.
 //! - on each receiver's records, what it applied: I2 (a key applied twice, a fence below one it
 //!   admitted), and I6 (an applied effect whose fence no grant in the coordinator's journal
-//!   carried), through [`check`](crate::check) the same way.
+//!   carried), through [`check`] the same way.
 //! - on each holder's own records, I5 as far as its journal tells: an effect started in
 //!   jeopardy or after it journaled the loss, a success claimed for a lease the coordinator's
 //!   journal never accepted.
@@ -20,7 +20,7 @@
 //!   of its lease, or more than `U` after the coordinator granted a higher token.
 //!
 //! What is not judged, and why, is listed in [`Audit::skipped`]; problems with the lines
-//! themselves are the [`Journal`]'s. This module owns no format: [`format`] reads the lines.
+//! themselves are the [`Journal`]'s. This module owns no format: [`mod@format`] reads the lines.
 
 pub mod format;
 
