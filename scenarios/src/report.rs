@@ -18,7 +18,12 @@ use leasesim_reports::{html, mermaid, Names, NodeKind, NodeView, RunView};
 
 /// The node views of a run.
 pub fn node_views(r: &RunResult) -> Vec<NodeView> {
-    r.nodes
+    node_views_of(&r.nodes)
+}
+
+/// The node views of these nodes (a run's, or a recorded journal's).
+pub fn node_views_of(nodes: &[leasesim_checkers::NodeInfo]) -> Vec<NodeView> {
+    nodes
         .iter()
         .map(|n| NodeView {
             name: n.name.clone(),

@@ -10,7 +10,7 @@ use leasesim_checkers::audit::format::{self, Journal, Place};
 use leasesim_checkers::audit::{self as judge, Audit, Options};
 use leasesim_checkers::{fmt_ns, Role};
 use leasesim_protocol::{Event, Finding, Msg};
-use leasesim_reports::{html, Names, NodeKind, NodeView, RunView};
+use leasesim_reports::{html, Names, NodeView, RunView};
 use leasesim_sim::{EventKind, NodeId, TraceEvent};
 use serde_json::json;
 use std::io::Write;
@@ -272,20 +272,7 @@ fn to_json(j: &Journal, a: &Audit, failed: &[String]) -> serde_json::Value {
 /// The recorded journal on the timeline of a simulated run: every node's records on its own
 /// clock's readings (there is no true time to draw), the findings marked.
 fn page(j: &Journal, a: &Audit) -> String {
-    let nodes: Vec<NodeView> = j
-        .nodes
-        .iter()
-        .map(|n| NodeView {
-            name: n.name.clone(),
-            kind: match n.role {
-                Role::Coordinator => NodeKind::Coordinator,
-                Role::Worker { .. } => NodeKind::Worker,
-                Role::Receiver { .. } => NodeKind::Receiver,
-                Role::Tool => NodeKind::Tool,
-                Role::Operator => NodeKind::Operator,
-            },
-        })
-        .collect();
+    let nodes: Vec<NodeView> = leasesim::report::node_views_of(&j.nodes);
     let mut order: Vec<&format::Record> = j.records.iter().collect();
     order.sort_by_key(|r| (r.local_ns, r.node, r.at));
     // The page's axis starts at the earliest reading (a real clock reads decades since 1970).
