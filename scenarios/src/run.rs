@@ -15,6 +15,8 @@ thread_local! {
     /// The simulator's storage, kept per thread from one run to the next: once the first runs
     /// grew it, a run allocates nothing for its queue, its messages or its trace.
     static BUFFERS: RefCell<Buffers<Msg, Event>> = RefCell::new(Buffers::default());
+    /// The fault plan's director, kept per thread and reset for each run, for the same reason.
+    static DIRECTOR: RefCell<PlanDirector> = RefCell::new(PlanDirector::default());
 }
 
 /// Gives a finished run's trace storage back to this thread's next run (a sweep calls it once
@@ -147,11 +149,8 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
     };
     let buffers = BUFFERS.with_borrow_mut(std::mem::take);
     let mut sim = Sim::with_buffers(seed, nodes, setup.net, setup.limits, buffers);
-    let mut director = PlanDirector::new(
-        setup.faults.clone(),
-        setup.tool_node(),
-        setup.operator_node(),
-    );
+    let mut director = DIRECTOR.with_borrow_mut(std::mem::take);
+    director.reset(&setup.faults, setup.tool_node(), setup.operator_node());
     for c in director.initial_commands(setup.heal_at_ns) {
         sim.command(c);
     }
@@ -169,6 +168,7 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
     let (end_ns, events) = (sim.now(), sim.events());
     let (trace, buffers) = sim.finish();
     BUFFERS.with_borrow_mut(|b| *b = buffers);
+    DIRECTOR.with_borrow_mut(|d| *d = director);
     let mut r = judge(setup, seed, trace, end, end_ns, events);
     r.statements = machines.statements_shared();
     r.machine_fault = fault.map(|(node, reason)| {

@@ -149,28 +149,30 @@ struct ByKind {
 }
 
 impl ByKind {
-    fn new(items: impl Iterator<Item = (u32, Option<MsgKind>)> + Clone) -> ByKind {
+    /// Files `items` (in their order), emptying the lists first and keeping their storage. A
+    /// list beyond the kinds the items name holds the kind-less items only, as `any` does.
+    fn fill(&mut self, items: impl Iterator<Item = (u32, Option<MsgKind>)> + Clone) {
         let len = items
             .clone()
             .filter_map(|(_, k)| k.map(|k| k as usize + 1))
             .max()
             .unwrap_or(0);
-        let mut by = ByKind {
-            kinds: vec![Vec::new(); len],
-            any: Vec::new(),
-        };
+        if self.kinds.len() < len {
+            self.kinds.resize_with(len, Vec::new);
+        }
+        self.kinds.iter_mut().for_each(Vec::clear);
+        self.any.clear();
         for (item, kind) in items {
             match kind {
-                Some(k) => by.kinds[k as usize].push(item),
+                Some(k) => self.kinds[k as usize].push(item),
                 None => {
-                    by.any.push(item);
-                    for list in &mut by.kinds {
+                    self.any.push(item);
+                    for list in &mut self.kinds {
                         list.push(item);
                     }
                 }
             }
         }
-        by
     }
 
     #[inline(always)]
@@ -191,6 +193,7 @@ struct Anchor {
 
 /// Carries out a fault plan and stops the run once every job is terminal, no worker holds a
 /// job, and no started fault is still waiting for its end.
+#[derive(Default)]
 pub struct PlanDirector {
     faults: Vec<Fault>,
     /// Every message-anchored trigger, in (fault, edge) order: what `observe` looks at for each
@@ -221,7 +224,17 @@ pub struct PlanDirector {
 impl PlanDirector {
     /// A director for `faults`; `tool` and `operator` are those nodes' ids.
     pub fn new(faults: Vec<Fault>, tool: NodeId, operator: NodeId) -> Self {
-        let mut anchors = Vec::new();
+        let mut d = PlanDirector::default();
+        d.reset(&faults, tool, operator);
+        d
+    }
+
+    /// Makes this director one for `faults`, as [`PlanDirector::new`] would, keeping the
+    /// storage an earlier plan grew (a thread reuses one director run after run).
+    pub fn reset(&mut self, faults: &[Fault], tool: NodeId, operator: NodeId) {
+        self.faults.clear();
+        self.faults.extend_from_slice(faults);
+        self.anchors.clear();
         for (i, f) in faults.iter().enumerate() {
             for edge in Edge::ALL {
                 let (on_send, pattern, delay_ns) = match edge.of(f) {
@@ -229,7 +242,7 @@ impl PlanDirector {
                     Some(Trigger::Delivered { pattern, delay_ns }) => (false, pattern, delay_ns),
                     Some(Trigger::At { .. }) | None => continue,
                 };
-                anchors.push(Anchor {
+                self.anchors.push(Anchor {
                     fault: i,
                     edge,
                     on_send,
@@ -238,31 +251,36 @@ impl PlanDirector {
                 });
             }
         }
-        let by_kind = [false, true].map(|sent| {
-            ByKind::new(
+        let anchors = &self.anchors;
+        for sent in [false, true] {
+            self.by_kind[sent as usize].fill(
                 (0..anchors.len() as u32)
                     .filter(|&a| anchors[a as usize].on_send == sent)
                     .map(|a| (a, anchors[a as usize].pattern.kind)),
-            )
-        });
-        let live = [false, true].map(|sent| anchors.iter().filter(|a| a.on_send == sent).count());
-        let msg_faults = ByKind::new(faults.iter().enumerate().filter_map(|(i, f)| match f.kind {
-            FaultKind::Message { pattern, .. } => Some((i as u32, pattern.kind)),
-            _ => None,
-        }));
-        PlanDirector {
-            by_kind,
-            live,
-            msg_faults,
-            state: vec![FaultState::ARMED; faults.len()],
-            faults,
-            anchors,
-            anchored: BTreeMap::new(),
-            anchored_node: BTreeMap::new(),
-            tool,
-            operator,
-            healed: false,
+            );
+            self.live[sent as usize] = anchors.iter().filter(|a| a.on_send == sent).count();
         }
+        self.msg_faults
+            .fill(faults.iter().enumerate().filter_map(|(i, f)| match f.kind {
+                FaultKind::Message { pattern, .. } => Some((i as u32, pattern.kind)),
+                _ => None,
+            }));
+        // Each fault armed again; a hold's list keeps its storage.
+        self.state.truncate(faults.len());
+        for st in &mut self.state {
+            let mut held = std::mem::take(&mut st.held);
+            held.clear();
+            *st = FaultState {
+                held,
+                ..FaultState::ARMED
+            };
+        }
+        self.state.resize(faults.len(), FaultState::ARMED);
+        self.anchored.clear();
+        self.anchored_node.clear();
+        self.tool = tool;
+        self.operator = operator;
+        self.healed = false;
     }
 
     /// Alarms for the faults that start or end at a fixed time, and for the heal phase.
