@@ -496,14 +496,33 @@ impl<M, N> Default for Buffers<M, N> {
     }
 }
 
+/// The most storage a [`Buffers`] keeps in any one of its vectors between runs: a runaway run's
+/// millions of events are not held by its thread for the rest of a sweep.
+pub const BUFFER_KEPT_MAX_BYTES: usize = 8 << 20;
+
 impl<M, N> Buffers<M, N> {
     /// Gives back a trace the caller is done with, so that the next run records into its
-    /// storage (kept only if these buffers hold no trace storage of their own).
+    /// storage: kept if it is larger than the trace storage these buffers hold, and not above
+    /// [`BUFFER_KEPT_MAX_BYTES`].
     pub fn give_trace(&mut self, mut trace: Vec<TraceEvent<M, N>>) {
-        if trace.capacity() > self.trace.capacity() {
+        if trace.capacity() > self.trace.capacity() && fits(&trace) {
             trace.clear();
             self.trace = trace;
         }
+    }
+}
+
+/// Whether a vector's storage is small enough to keep between runs.
+fn fits<T>(v: &Vec<T>) -> bool {
+    v.capacity().saturating_mul(std::mem::size_of::<T>()) <= BUFFER_KEPT_MAX_BYTES
+}
+
+/// Drops a vector's storage if it is too large to keep between runs.
+fn trimmed<T>(v: Vec<T>) -> Vec<T> {
+    if fits(&v) {
+        v
+    } else {
+        Vec::new()
     }
 }
 
@@ -664,11 +683,11 @@ impl<P: Process> Sim<P> {
     /// ([`Sim::with_buffers`]); the processes are dropped.
     pub fn finish(self) -> (Trace<P>, Buffers<P::Msg, P::Note>) {
         let buffers = Buffers {
-            queue: self.queue.into_vec(),
-            flights: self.flights,
-            free: self.free,
-            out: self.out,
-            commands: self.ctl.commands,
+            queue: trimmed(self.queue.into_vec()),
+            flights: trimmed(self.flights),
+            free: trimmed(self.free),
+            out: trimmed(self.out),
+            commands: trimmed(self.ctl.commands),
             trace: Vec::new(),
         };
         (self.trace, buffers)
@@ -1092,6 +1111,27 @@ mod tests {
     }
     struct Quiet;
     impl Director<Idle> for Quiet {}
+
+    /// A thread keeps a finished run's storage for the next run, but not a runaway's.
+    #[test]
+    fn buffers_keep_a_trace_storage_only_up_to_their_bound() {
+        let mut b: Buffers<(), ()> = Buffers::default();
+        let small: Vec<TraceEvent<(), ()>> = Vec::with_capacity(1_000);
+        b.give_trace(small);
+        assert!(
+            b.trace.capacity() >= 1_000,
+            "a usual trace's storage is kept"
+        );
+        let per = std::mem::size_of::<TraceEvent<(), ()>>();
+        let huge: Vec<TraceEvent<(), ()>> = Vec::with_capacity(BUFFER_KEPT_MAX_BYTES / per + 1);
+        b.give_trace(huge);
+        assert!(
+            b.trace.capacity() < BUFFER_KEPT_MAX_BYTES / per,
+            "a runaway's is not"
+        );
+        assert!(trimmed(Vec::<u64>::with_capacity(BUFFER_KEPT_MAX_BYTES)).capacity() == 0);
+        assert!(trimmed(Vec::<u64>::with_capacity(16)).capacity() >= 16);
+    }
 
     /// The engine's own check holds in every build: an event due before the time already
     /// reached (which only a broken engine can queue) ends the run with its own `End`.
