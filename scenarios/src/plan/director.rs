@@ -501,7 +501,8 @@ impl PlanDirector {
     }
 
     /// Matches anchored triggers against one observation: nothing to do, in the caller's own
-    /// code, once every anchor of this direction has matched.
+    /// code, once every anchor of this direction has matched or when none can match the
+    /// message's kind.
     #[inline(always)]
     fn observe(
         &mut self,
@@ -518,6 +519,8 @@ impl PlanDirector {
         }
     }
 
+    /// The anchors of this direction that can match the message's kind, in their order: each
+    /// that matches is marked and fires (or sets its delay's alarm).
     #[inline(never)]
     fn match_anchors(
         &mut self,
