@@ -509,7 +509,7 @@ pub fn space(config: &ExploreConfig) -> Result<Space, String> {
     let baseline = run(&base, config.seed, &config.machines);
     let names = Names {
         names: base.node_infos().into_iter().map(|n| n.name).collect(),
-        ops: base.op_names.clone(),
+        ops: base.op_names.to_vec(),
     };
     let (anchors, message_anchors) = anchors(&base, &baseline, &names);
     let durations = durations(&base);

@@ -10,6 +10,7 @@ use leasesim_sim::{stable_hash, Buffers, Clock, End, Sim, TraceEvent, WORLD};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 thread_local! {
     /// The simulator's storage, kept per thread from one run to the next: once the first runs
@@ -17,6 +18,35 @@ thread_local! {
     static BUFFERS: RefCell<Buffers<Msg, Event>> = RefCell::new(Buffers::default());
     /// The fault plan's director, kept per thread and reset for each run, for the same reason.
     static DIRECTOR: RefCell<PlanDirector> = RefCell::new(PlanDirector::default());
+    /// The node list and operation names of this thread's last run: a sweep's runs of one
+    /// scenario share them, so a run's result holds them without building them again.
+    static NAMES: RefCell<Option<(Arc<[NodeInfo]>, Arc<[String]>)>> = const { RefCell::new(None) };
+    /// The clocks the checkers read, kept per thread.
+    static CLOCKS: RefCell<Vec<Clock>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The node list and operation names of `setup`, shared with the thread's last run when they
+/// are the same.
+fn names_of(setup: &Setup) -> (Arc<[NodeInfo]>, Arc<[String]>) {
+    NAMES.with_borrow_mut(|cached| {
+        let (nodes, ops) = match cached.take() {
+            Some((nodes, ops)) => (
+                if setup.has_node_infos(&nodes) {
+                    nodes
+                } else {
+                    setup.node_infos().into()
+                },
+                if *ops == *setup.op_names {
+                    ops
+                } else {
+                    setup.op_names.clone()
+                },
+            ),
+            None => (setup.node_infos().into(), setup.op_names.clone()),
+        };
+        *cached = Some((nodes.clone(), ops.clone()));
+        (nodes, ops)
+    })
 }
 
 /// Gives a finished run's trace storage back to this thread's next run (a sweep calls it once
@@ -80,10 +110,10 @@ impl Verdict {
 pub struct RunResult {
     /// The seed.
     pub seed: u64,
-    /// Node names and roles.
-    pub nodes: Vec<NodeInfo>,
-    /// Display names of operations.
-    pub op_names: Vec<String>,
+    /// Node names and roles (shared by the runs of one setup's layout).
+    pub nodes: Arc<[NodeInfo]>,
+    /// Display names of operations (shared like `nodes`).
+    pub op_names: Arc<[String]>,
     /// The full trace.
     pub trace: Vec<TraceEvent<Msg, Event>>,
     /// How the simulation ended.
@@ -205,9 +235,11 @@ pub fn judge(
     end_ns: u64,
     events: u64,
 ) -> RunResult {
-    let nodes = setup.node_infos();
+    let (nodes, op_names) = names_of(setup);
     // The checkers map a holder's stated deadline to true time through its clock.
-    let mut clocks = vec![Clock::new(0, 0); nodes.len()];
+    let mut clocks = CLOCKS.with_borrow_mut(std::mem::take);
+    clocks.clear();
+    clocks.resize(nodes.len(), Clock::new(0, 0));
     for (i, w) in setup.workers.iter().enumerate() {
         clocks[setup.worker_node(i) as usize] = w.clock.clock();
     }
@@ -215,7 +247,7 @@ pub fn judge(
         nodes: &nodes,
         coordinator_clock: setup.coordinator_clock.clock(),
         clocks: &clocks,
-        op_names: &setup.op_names,
+        op_names: &op_names,
         jobs: setup.jobs.len(),
         latency_max_ns: setup.net.latency_max_ns,
         liveness_deadline_ns: setup
@@ -225,10 +257,11 @@ pub fn judge(
         end_ns,
     };
     let judgement = oracle::check(&world, &trace);
+    CLOCKS.with_borrow_mut(|c| *c = clocks);
     RunResult {
         seed,
         nodes,
-        op_names: setup.op_names.clone(),
+        op_names,
         trace,
         end,
         end_ns,

@@ -64,8 +64,9 @@ pub struct Setup {
     pub plans: Vec<Plan>,
     /// The jobs.
     pub jobs: Vec<JobSpec>,
-    /// Display names of operations, indexed by op id (`create_case`, ...).
-    pub op_names: Vec<String>,
+    /// Display names of operations, indexed by op id (`create_case`, ...); shared, since most
+    /// setups name the same operations.
+    pub op_names: std::sync::Arc<[String]>,
     /// The coordinator's clock (offset only: the arbiter is never stepped).
     pub coordinator_clock: ClockSpec,
     /// The workers.
@@ -380,6 +381,35 @@ impl Setup {
         display
     }
 
+    /// Whether `infos` are this setup's [`Setup::node_infos`]: the same roles in the same
+    /// places (a node's name follows from its role and place), checked without building them.
+    pub fn has_node_infos(&self, infos: &[NodeInfo]) -> bool {
+        let (w, r) = (self.workers.len(), self.receivers.len());
+        infos.len() == w + r + 3
+            && infos[0].role == Role::Coordinator
+            && self.workers.iter().zip(&infos[1..]).all(|(s, n)| {
+                n.role
+                    == Role::Worker {
+                        name: s.config.name,
+                        drift_ppm_max: s.config.drift_ppm_max,
+                    }
+            })
+            && self
+                .receivers
+                .iter()
+                .zip(&infos[1 + w..])
+                .enumerate()
+                .all(|(i, (s, n))| {
+                    n.role
+                        == Role::Receiver {
+                            index: i as u8,
+                            supports_fence: s.supports_fence,
+                        }
+                })
+            && infos[1 + w + r].role == Role::Tool
+            && infos[2 + w + r].role == Role::Operator
+    }
+
     /// Names and roles of every node, by id.
     pub fn node_infos(&self) -> Vec<NodeInfo> {
         let mut v = Vec::with_capacity(self.workers.len() + self.receivers.len() + 3);
@@ -430,7 +460,9 @@ impl Setup {
                 .map(|i| self.receiver_node(i))
                 .collect(),
         };
-        let mut nodes: Vec<(Node, Clock)> = Vec::with_capacity(self.workers.len() + 3);
+        // The coordinator, the workers, the receivers, the tool and the operator.
+        let mut nodes: Vec<(Node, Clock)> =
+            Vec::with_capacity(self.workers.len() + self.receivers.len() + 3);
         nodes.push((
             Node::Coordinator(machines.coordinator(&CoordinatorSpec {
                 classes: &self.classes,

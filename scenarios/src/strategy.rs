@@ -584,7 +584,7 @@ fn build(
         classes,
         plans,
         jobs,
-        op_names: OPS.iter().map(|s| s.to_string()).collect(),
+        op_names: crate::scenarios::story::op_names(),
         coordinator_clock: ClockSpec {
             offset_ns: ms(c.coordinator_offset_ms),
             drift_ppm: 0,

@@ -520,7 +520,8 @@ struct Shared {
 struct Local {
     events: u64,
     trace_events: u64,
-    hazards: Vec<BTreeMap<Hazard, u64>>,
+    /// Per scenario, the seeds that reached each hazard, by its place in [`Hazard::ALL`].
+    hazards: Vec<[u64; Hazard::ALL.len()]>,
     /// Per scenario: time its seeds took, and the longest.
     busy: Vec<(Duration, Duration)>,
     /// When its last seed ended, since the sweep began.
@@ -570,7 +571,7 @@ fn judge_seed(
     local.events += r.events;
     local.trace_events += r.trace.len() as u64;
     for (h, _) in r.hazards.iter() {
-        *local.hazards[sc].entry(*h).or_default() += 1;
+        local.hazards[sc][*h as usize] += 1;
     }
     let verdict = r.verdict();
     if verdict == Verdict::Held {
@@ -624,7 +625,7 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
     let spent = || config.budget.is_some_and(|b| clock.now() >= b);
     let locals = pool::run(threads, |_| {
         let mut local = Local {
-            hazards: vec![BTreeMap::new(); n],
+            hazards: vec![[0; Hazard::ALL.len()]; n],
             busy: vec![(Duration::ZERO, Duration::ZERO); n],
             ..Local::default()
         };
@@ -684,8 +685,8 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
             .zip(local.hazards)
             .zip(local.busy)
         {
-            for (h, k) in hazards {
-                *outcome.hazards.entry(h).or_default() += k;
+            for (h, k) in Hazard::ALL.iter().zip(hazards).filter(|(_, k)| *k > 0) {
+                *outcome.hazards.entry(*h).or_default() += k;
             }
             outcome.busy += busy;
             outcome.slowest_seed = outcome.slowest_seed.max(slowest);

@@ -91,7 +91,7 @@ fn w1_w2_unconditional_commit_shows_the_stale_commit() {
     assert_eq!(r.verdict(), Verdict::Violated);
     assert_self_contained(&page);
     let lanes = tags_with_class(&page, "lane");
-    for n in &r.nodes {
+    for n in r.nodes.iter() {
         let attr = format!("data-node=\"{}\"", n.name);
         assert!(
             lanes.iter().any(|t| t.contains(&attr)),
@@ -187,7 +187,7 @@ fn a_swarm_run_has_a_job_filter() {
         );
         assert!(page.contains(&format!("data-job=\"{j}\"")));
     }
-    for n in &r.nodes {
+    for n in r.nodes.iter() {
         assert!(page.contains(&format!("class=\"lane\" data-node=\"{}\"", n.name)));
     }
     assert!(md.contains("sequenceDiagram"));

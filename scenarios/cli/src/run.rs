@@ -440,7 +440,7 @@ fn write_outputs(
             "seed": seed,
             "allow_unsafe_timing": opts.allow_unsafe_timing,
             "setup": replay::setup_json(setup).map_err(UsageError)?,
-            "nodes": r.nodes,
+            "nodes": &*r.nodes,
             "verdict": r.verdict(),
             "findings": findings_json(r),
             "trace_hash": format!("{:016x}", r.trace_hash()),

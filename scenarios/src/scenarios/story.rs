@@ -14,6 +14,14 @@ use leasesim_sim::{Limits, NetConfig, NodeId, Prng, Stream};
 /// `create_case`, `update_case`, and so on: op ids of the named scenarios.
 pub const OPS: [&str; 5] = ["job", "create_case", "update_case", "write", "notify"];
 
+/// [`OPS`] as a setup holds them: built once and shared by every setup that names them.
+pub fn op_names() -> std::sync::Arc<[String]> {
+    static NAMES: std::sync::OnceLock<std::sync::Arc<[String]>> = std::sync::OnceLock::new();
+    NAMES
+        .get_or_init(|| OPS.iter().map(|s| s.to_string()).collect())
+        .clone()
+}
+
 /// The drift bound every worker assumes (rho), in ppm: NTP slews at most 500 ppm.
 pub const DRIFT_BOUND_PPM: u32 = 500;
 
@@ -103,7 +111,7 @@ impl Story {
                     payload_lease_ns: None,
                 })
                 .collect(),
-            op_names: OPS.iter().map(|s| s.to_string()).collect(),
+            op_names: op_names(),
             coordinator_clock,
             workers,
             receivers: vec![ReceiverSetup {

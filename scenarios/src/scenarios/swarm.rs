@@ -176,7 +176,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
             .collect(),
         classes,
         plans,
-        op_names: OPS.iter().map(|s| s.to_string()).collect(),
+        op_names: crate::scenarios::story::op_names(),
         coordinator_clock: ClockSpec {
             offset_ns: r.range(0, SECOND_NS),
             drift_ppm: 0,
