@@ -859,9 +859,11 @@ impl<P: Process> Sim<P> {
         let slot = &self.slots[node as usize];
         let before = slot.wake;
         let mut out = std::mem::take(&mut self.out);
+        // The wall reading derives from the monotonic one, computed once.
+        let local = slot.clock.local(self.now);
         let mut cx = Cx {
-            now: slot.clock.local(self.now),
-            wall: slot.clock.wall(self.now),
+            now: local,
+            wall: slot.clock.wall_of(local),
             node,
             out: &mut out,
             wake: before,

@@ -219,6 +219,10 @@ pub struct PlanDirector {
     tool: NodeId,
     operator: NodeId,
     healed: bool,
+    /// Whether a started fault is still waiting for its end ([`PlanDirector::is_done`] asks
+    /// after every event): kept up to date where a fault's phase or its held messages change,
+    /// so that the question costs one load.
+    unsettled: bool,
 }
 
 impl PlanDirector {
@@ -281,6 +285,25 @@ impl PlanDirector {
         self.tool = tool;
         self.operator = operator;
         self.healed = false;
+        self.unsettled = false;
+    }
+
+    /// Recomputes [`PlanDirector::unsettled`] after a callback that may have moved a fault.
+    /// A fault whose anchor never occurred is not waited for; one that started and will end
+    /// by itself (a healing cut, a pause, a restart, a held message) is, so that it cannot
+    /// hide the end of the story.
+    fn settle(&mut self) {
+        let pending = |i: usize| match self.faults[i].kind {
+            FaultKind::Partition { .. } | FaultKind::Isolate { .. } => self.faults[i].end.is_some(),
+            FaultKind::Pause { .. } => true,
+            FaultKind::Crash {
+                restart_after_ns, ..
+            } => restart_after_ns.is_some(),
+            FaultKind::Message { .. } => !self.state[i].held.is_empty(),
+            _ => false,
+        };
+        self.unsettled =
+            (0..self.faults.len()).any(|i| self.state[i].phase == Phase::Active && pending(i));
     }
 
     /// Alarms for the faults that start or end at a fixed time, and for the heal phase.
@@ -566,6 +589,7 @@ impl PlanDirector {
             }
             if delay_ns == 0 {
                 self.fire(ctl, now, nodes, i, edge);
+                self.settle();
             } else {
                 ctl.push(Command::Alarm {
                     at: now + delay_ns,
@@ -633,6 +657,8 @@ impl Director<Node> for PlanDirector {
                         }
                         (MsgAction::Hold { .. }, _) => {
                             st.held.push(env.id);
+                            // An active hold with a message is pending.
+                            self.unsettled = true;
                             Fate::Hold
                         }
                         (_, other) => other,
@@ -666,24 +692,11 @@ impl Director<Node> for PlanDirector {
             Some(Alarm::Restart { fault }) if fault < self.faults.len() => self.restart(ctl, fault),
             _ => debug_assert!(false, "an alarm tag this director never set: {tag}"),
         }
+        self.settle();
     }
 
     fn is_done(&self, nodes: &[Node]) -> bool {
-        // A fault whose anchor never occurred is not waited for; one that started and will end
-        // by itself (a healing cut, a pause, a restart, a held message) is, so that it cannot
-        // hide the end of the story.
-        let pending = |i: usize| match self.faults[i].kind {
-            FaultKind::Partition { .. } | FaultKind::Isolate { .. } => self.faults[i].end.is_some(),
-            FaultKind::Pause { .. } => true,
-            FaultKind::Crash {
-                restart_after_ns, ..
-            } => restart_after_ns.is_some(),
-            FaultKind::Message { .. } => !self.state[i].held.is_empty(),
-            _ => false,
-        };
-        let settled =
-            (0..self.faults.len()).all(|i| self.state[i].phase != Phase::Active || !pending(i));
-        settled
+        !self.unsettled
             && self.anchored.is_empty()
             && nodes.iter().any(Node::is_finished_coordinator)
             && !nodes.iter().any(Node::is_busy_worker)
