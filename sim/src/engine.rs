@@ -711,6 +711,7 @@ impl<P: Process> Sim<P> {
     }
 
     /// Queues the delivery of `env` at `t`, its envelope in the flight table.
+    #[inline(always)]
     fn push_delivery(&mut self, t: u64, env: Envelope<P::Msg>) {
         let flight = match self.free.pop() {
             Some(f) => {
@@ -725,6 +726,7 @@ impl<P: Process> Sim<P> {
         self.push(t, EvKind::Deliver { flight });
     }
 
+    #[inline(always)]
     fn record(&mut self, node: NodeId, kind: EventKind<P::Msg, P::Note>) {
         let local = if node == WORLD {
             0

@@ -301,25 +301,29 @@ impl PlanDirector {
     /// occurred is not waited for; one that started and will end by itself (a healing cut, a
     /// pause, a restart, a held message) is, so that it cannot hide the end of the story.
     fn refresh(&mut self) {
-        let pending = |i: usize| match self.faults[i].kind {
-            FaultKind::Partition { .. } | FaultKind::Isolate { .. } => self.faults[i].end.is_some(),
-            FaultKind::Pause { .. } => true,
-            FaultKind::Crash {
-                restart_after_ns, ..
-            } => restart_after_ns.is_some(),
-            FaultKind::Message { .. } => !self.state[i].held.is_empty(),
-            _ => false,
-        };
-        self.unsettled =
-            (0..self.faults.len()).any(|i| self.state[i].phase == Phase::Active && pending(i));
+        let (mut unsettled, mut watch) = (false, 0);
+        for (fault, st) in self.faults.iter().zip(&self.state) {
+            if st.phase != Phase::Active {
+                continue;
+            }
+            match fault.kind {
+                FaultKind::Partition { .. } | FaultKind::Isolate { .. } => {
+                    unsettled |= fault.end.is_some()
+                }
+                FaultKind::Pause { .. } => unsettled = true,
+                FaultKind::Crash {
+                    restart_after_ns, ..
+                } => unsettled |= restart_after_ns.is_some(),
+                FaultKind::Message { pattern, .. } => {
+                    unsettled |= !st.held.is_empty();
+                    watch |= kinds_bit(pattern.kind);
+                }
+                _ => {}
+            }
+        }
+        self.unsettled = unsettled;
         self.fault_watch = if self.anchored.is_empty() && self.anchored_node.is_empty() {
-            (0..self.faults.len())
-                .filter(|&i| self.state[i].phase == Phase::Active)
-                .map(|i| match self.faults[i].kind {
-                    FaultKind::Message { pattern, .. } => kinds_bit(pattern.kind),
-                    _ => 0,
-                })
-                .fold(0, |m, b| m | b)
+            watch
         } else {
             u64::MAX
         };
