@@ -6,19 +6,105 @@
 
 use crate::hazard::Hazard;
 use crate::{Cx, Ev, Judgement, Role};
-use leasesim_protocol::sorted::{SortedMap, SortedSet};
-use leasesim_protocol::{EntityId, IdemKey, Invariant, JobId, Token};
+use leasesim_protocol::{EntityId, IdemKey, Invariant, JobId, OpId, Token};
 use leasesim_sim::NodeId;
+use std::collections::BTreeMap;
+
+/// Ids below this find their records by position; the rest through a map.
+const NEAR: u32 = 4096;
+
+/// Records grouped by a small id (an entity's, a job's): the records of one id are threaded
+/// through one vector, so that a lookup reads only that id's few records, not every record of
+/// the run, and emptying the groups keeps their storage for the next run.
+struct Groups<T> {
+    /// Id -> its latest record + 1 (0 for none), for ids below `NEAR`.
+    near: Vec<u32>,
+    /// Id -> its latest record + 1, for the others.
+    far: BTreeMap<u32, u32>,
+    /// Each record, with the one filed before it under the same id + 1 (0 for none).
+    items: Vec<(T, u32)>,
+}
+
+impl<T> Default for Groups<T> {
+    fn default() -> Self {
+        Groups {
+            near: Vec::new(),
+            far: BTreeMap::new(),
+            items: Vec::new(),
+        }
+    }
+}
+
+impl<T> Groups<T> {
+    fn clear(&mut self) {
+        self.near.clear();
+        self.far.clear();
+        self.items.clear();
+    }
+
+    /// The latest record of `id` + 1, or 0.
+    fn head(&self, id: u32) -> u32 {
+        match self.near.get(id as usize) {
+            Some(&h) => h,
+            None if id < NEAR => 0,
+            None => self.far.get(&id).copied().unwrap_or(0),
+        }
+    }
+
+    /// The records of `id`, latest first.
+    fn of(&self, id: u32) -> impl Iterator<Item = &T> + '_ {
+        let mut next = self.head(id);
+        std::iter::from_fn(move || {
+            let (item, before) = self.items.get(next.checked_sub(1)? as usize)?;
+            next = *before;
+            Some(item)
+        })
+    }
+
+    /// The record `k` (as `of` finds it, by position among `items`).
+    fn get_mut(&mut self, k: usize) -> &mut T {
+        &mut self.items[k].0
+    }
+
+    /// The position of the latest record of `id` that `pred` accepts.
+    fn find(&self, id: u32, pred: impl Fn(&T) -> bool) -> Option<usize> {
+        let mut next = self.head(id);
+        while next != 0 {
+            let k = next as usize - 1;
+            let (item, before) = &self.items[k];
+            if pred(item) {
+                return Some(k);
+            }
+            next = *before;
+        }
+        None
+    }
+
+    /// Files a record under `id`.
+    fn push(&mut self, id: u32, item: T) {
+        let before = self.head(id);
+        self.items.push((item, before));
+        let k = self.items.len() as u32;
+        if id < NEAR {
+            let i = id as usize;
+            if self.near.len() <= i {
+                self.near.resize(i + 1, 0);
+            }
+            self.near[i] = k;
+        } else {
+            self.far.insert(id, k);
+        }
+    }
+}
 
 /// What the receivers admitted so far.
 #[derive(Default)]
 pub(crate) struct Effects {
-    /// Per (receiver, entity): highest fence admitted.
-    marks: SortedMap<(NodeId, EntityId), Token>,
-    /// Per (receiver, key): applied already.
-    applied: SortedSet<(NodeId, IdemKey)>,
-    /// Per receiver: operation meanings (keys without their salt) applied already.
-    meanings: SortedSet<(NodeId, IdemKey)>,
+    /// By entity: each receiver's highest fence admitted for it, (receiver, mark).
+    marks: Groups<(NodeId, Token)>,
+    /// By job: each key a receiver applied, (receiver, op, salt). A receiver applied an
+    /// operation meaning (a key without its salt) once it applied any key of it.
+    applied: Groups<(NodeId, OpId, u32)>,
 }
 
 impl Effects {
@@ -26,7 +112,6 @@ impl Effects {
     pub(crate) fn clear(&mut self) {
         self.marks.clear();
         self.applied.clear();
-        self.meanings.clear();
     }
 
     /// I2 at a receiver that admitted an effect: `applied` it, or answered a repeated key.
@@ -49,34 +134,45 @@ impl Effects {
                 ..
             })
         );
-        if let Some(&mark) = self.marks.get(&(receiver, entity)) {
-            if fence < mark {
-                if supports_fence {
-                    out.flag(
-                        Invariant::NoDoubleEffect,
-                        e,
-                        format!(
-                            "{} accepted {} with fence {fence} after it had admitted fence {mark} for {entity}",
-                            cx.name(receiver),
-                            cx.key(key)
-                        ),
-                    );
-                } else if applied {
-                    // Kleppmann: without fence support no lease protocol prevents this; the
-                    // stable key is what keeps it from doubling.
-                    out.hit(Hazard::UnfencedStaleEffect);
+        match self.marks.find(entity.0, |&(r, _)| r == receiver) {
+            Some(k) => {
+                let mark = self.marks.get_mut(k);
+                if fence < mark.1 {
+                    if supports_fence {
+                        out.flag(
+                            Invariant::NoDoubleEffect,
+                            e,
+                            format!(
+                                "{} accepted {} with fence {fence} after it had admitted fence {} for {entity}",
+                                cx.name(receiver),
+                                cx.key(key),
+                                mark.1
+                            ),
+                        );
+                    } else if applied {
+                        // Kleppmann: without fence support no lease protocol prevents this;
+                        // the stable key is what keeps it from doubling.
+                        out.hit(Hazard::UnfencedStaleEffect);
+                    }
                 }
+                mark.1 = mark.1.max(fence);
             }
+            None => self.marks.push(entity.0, (receiver, fence)),
         }
-        let m = self.marks.get_or_insert_with((receiver, entity), || fence);
-        *m = (*m).max(fence);
         if !applied {
             return;
         }
         // P10: one operation meaning takes effect once, whatever key it came under (a fresh key
         // per attempt defeats the store, V4).
+        let (mut meaning_known, mut key_known) = (false, false);
+        for &(r, op, salt) in self.applied.of(key.job.0) {
+            if r == receiver && op == key.op {
+                meaning_known = true;
+                key_known |= salt == key.salt;
+            }
+        }
         let meaning = IdemKey { salt: 0, ..key };
-        if !self.meanings.insert((receiver, meaning)) && key != meaning {
+        if meaning_known && key != meaning {
             out.flag(
                 Invariant::NoDoubleEffect,
                 e,
@@ -88,7 +184,7 @@ impl Effects {
                 ),
             );
         }
-        if !self.applied.insert((receiver, key)) {
+        if key_known {
             out.flag(
                 Invariant::NoDoubleEffect,
                 e,
@@ -98,6 +194,8 @@ impl Effects {
                     cx.key(key)
                 ),
             );
+        } else {
+            self.applied.push(key.job.0, (receiver, key.op, key.salt));
         }
     }
 }
