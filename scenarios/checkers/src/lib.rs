@@ -24,6 +24,7 @@ pub mod audit;
 pub mod commit;
 pub mod effects;
 mod faults;
+mod groups;
 pub mod hazard;
 pub mod history;
 pub mod holder;
@@ -291,8 +292,18 @@ fn judge(
                 walk.sent(i, e, *to, msg, fate);
             }
             EventKind::Deliver { msg, .. } => {
-                if quiet_delivery(msg) && walk.checkers.lost.owes_nothing() {
-                    continue;
+                if walk.checkers.lost.owes_nothing() {
+                    if quiet_delivery(msg) {
+                        continue;
+                    }
+                    // Of a claim's arrival only the claims close together are counted; the
+                    // coordinator receives a claim from every idle worker at every poll.
+                    if let Msg::Claim { .. } = msg {
+                        walk.checkers
+                            .counter
+                            .claim_arrived(e.t, &mut walk.out.hazards);
+                        continue;
+                    }
                 }
                 walk.delivered(i, e, msg);
             }
