@@ -35,10 +35,17 @@ impl Clock {
     /// The wall-clock reading at true time `t`: the monotonic reading plus the wall offset.
     #[inline]
     pub fn wall(&self, t: u64) -> u64 {
+        self.wall_of(self.local(t))
+    }
+
+    /// The wall-clock reading when the monotonic clock reads `local`: a caller that already
+    /// has the monotonic reading does not compute it again.
+    #[inline]
+    pub fn wall_of(&self, local: u64) -> u64 {
         if self.wall_offset_ns == 0 {
-            return self.local(t);
+            return local;
         }
-        (self.local(t) as i128 + self.wall_offset_ns as i128).clamp(0, u64::MAX as i128) as u64
+        (local as i128 + self.wall_offset_ns as i128).clamp(0, u64::MAX as i128) as u64
     }
 
     /// Steps the wall clock only (an NTP step, an operator setting the date).
@@ -72,6 +79,18 @@ impl Clock {
 
     /// The earliest true time `>= now` at which the clock reads at least `local_deadline`.
     pub fn true_at(&self, local_deadline: u64, now: u64) -> u64 {
+        // Fast path for a true-rate clock read at or after its anchor, exactly equal to the
+        // general one: the deadline is reached `deadline - anchor_local` after the anchor, or
+        // now if that is already past (the reading then is at least the deadline, saturated
+        // or not); the nudge below would find the reading reached at once.
+        if self.drift_ppm == 0 && now >= self.anchor_true && local_deadline >= self.anchor_local {
+            if let Some(t) = self
+                .anchor_true
+                .checked_add(local_deadline - self.anchor_local)
+            {
+                return t.max(now);
+            }
+        }
         if self.local(now) >= local_deadline {
             return now;
         }

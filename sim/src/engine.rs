@@ -8,8 +8,7 @@
 use crate::clock::Clock;
 use crate::rng::{Prng, Stream};
 use serde::{Deserialize, Serialize};
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 
 /// A node's index in the simulation.
@@ -453,20 +452,77 @@ struct Ev {
     kind: EvKind,
 }
 
-impl PartialEq for Ev {
-    fn eq(&self, other: &Self) -> bool {
-        (self.t, self.seq) == (other.t, other.seq)
+impl Ev {
+    /// Whether this event comes before `other`: by time, then by the order they were queued
+    /// (sequence numbers are unique, so two events are never tied).
+    #[inline(always)]
+    fn before(&self, other: &Ev) -> bool {
+        ((self.t as u128) << 64 | self.seq as u128) < ((other.t as u128) << 64 | other.seq as u128)
     }
 }
-impl Eq for Ev {}
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
+
+/// The event queue: a binary min-heap on (time, sequence). Every key is unique, so the order
+/// events leave in is that of their keys alone, whatever the heap's shape.
+#[derive(Debug, Default)]
+struct Queue {
+    heap: Vec<Ev>,
 }
-impl Ord for Ev {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.t, self.seq).cmp(&(other.t, other.seq))
+
+impl Queue {
+    fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    #[inline]
+    fn push(&mut self, ev: Ev) {
+        let mut pos = self.heap.len();
+        self.heap.push(ev);
+        while pos > 0 {
+            let parent = (pos - 1) / 2;
+            if !ev.before(&self.heap[parent]) {
+                break;
+            }
+            self.heap[pos] = self.heap[parent];
+            pos = parent;
+        }
+        self.heap[pos] = ev;
+    }
+
+    /// Takes the first event out: the hole it leaves goes down to the bottom along the earlier
+    /// child, and the last event fills it from there (fewer comparisons than sifting the last
+    /// event down from the top, as it usually belongs near the bottom).
+    #[inline]
+    fn pop(&mut self) -> Option<Ev> {
+        let last = self.heap.pop()?;
+        let n = self.heap.len();
+        if n == 0 {
+            return Some(last);
+        }
+        let first = self.heap[0];
+        let mut pos = 0;
+        let mut child = 1;
+        while child + 1 < n {
+            if self.heap[child + 1].before(&self.heap[child]) {
+                child += 1;
+            }
+            self.heap[pos] = self.heap[child];
+            pos = child;
+            child = 2 * pos + 1;
+        }
+        if child < n {
+            self.heap[pos] = self.heap[child];
+            pos = child;
+        }
+        while pos > 0 {
+            let parent = (pos - 1) / 2;
+            if !last.before(&self.heap[parent]) {
+                break;
+            }
+            self.heap[pos] = self.heap[parent];
+            pos = parent;
+        }
+        self.heap[pos] = last;
+        Some(first)
     }
 }
 
@@ -475,7 +531,7 @@ impl Ord for Ev {
 /// thread starts with it already grown: a sweep's steady state allocates nothing here. Get one
 /// back from [`Sim::finish`]; [`Buffers::default`] is empty.
 pub struct Buffers<M, N> {
-    queue: Vec<Reverse<Ev>>,
+    queue: Vec<Ev>,
     flights: Vec<Envelope<M>>,
     free: Vec<u32>,
     out: Vec<Out<M, N>>,
@@ -545,7 +601,7 @@ pub type Trace<P> = Vec<TraceEvent<<P as Process>::Msg, <P as Process>::Note>>;
 pub struct Sim<P: Process> {
     nodes: Vec<P>,
     slots: Vec<Slot<P::Msg>>,
-    queue: BinaryHeap<Reverse<Ev>>,
+    queue: Queue,
     /// Envelopes on the wire, by the index their delivery event names; `free` lists the
     /// places delivered ones left.
     flights: Vec<Envelope<P::Msg>>,
@@ -628,7 +684,7 @@ impl<P: Process> Sim<P> {
         Sim {
             nodes,
             slots,
-            queue: BinaryHeap::from(queue),
+            queue: Queue { heap: queue },
             flights,
             free,
             seq: 0,
@@ -683,7 +739,7 @@ impl<P: Process> Sim<P> {
     /// ([`Sim::with_buffers`]); the processes are dropped.
     pub fn finish(self) -> (Trace<P>, Buffers<P::Msg, P::Note>) {
         let buffers = Buffers {
-            queue: trimmed(self.queue.into_vec()),
+            queue: trimmed(self.queue.heap),
             flights: trimmed(self.flights),
             free: trimmed(self.free),
             out: trimmed(self.out),
@@ -703,14 +759,15 @@ impl<P: Process> Sim<P> {
             self.in_flight += 1;
         }
         self.seq += 1;
-        self.queue.push(Reverse(Ev {
+        self.queue.push(Ev {
             t,
             seq: self.seq,
             kind,
-        }));
+        });
     }
 
     /// Queues the delivery of `env` at `t`, its envelope in the flight table.
+    #[inline(always)]
     fn push_delivery(&mut self, t: u64, env: Envelope<P::Msg>) {
         let flight = match self.free.pop() {
             Some(f) => {
@@ -725,6 +782,7 @@ impl<P: Process> Sim<P> {
         self.push(t, EvKind::Deliver { flight });
     }
 
+    #[inline(always)]
     fn record(&mut self, node: NodeId, kind: EventKind<P::Msg, P::Note>) {
         let local = if node == WORLD {
             0
@@ -768,7 +826,7 @@ impl<P: Process> Sim<P> {
             if self.queue.len() > self.limits.queue_max {
                 return End::QueueBound;
             }
-            let Some(Reverse(ev)) = self.queue.pop() else {
+            let Some(ev) = self.queue.pop() else {
                 return End::Idle;
             };
             if ev.t > self.limits.horizon_ns {
@@ -859,9 +917,11 @@ impl<P: Process> Sim<P> {
         let slot = &self.slots[node as usize];
         let before = slot.wake;
         let mut out = std::mem::take(&mut self.out);
+        // The wall reading derives from the monotonic one, computed once.
+        let local = slot.clock.local(self.now);
         let mut cx = Cx {
-            now: slot.clock.local(self.now),
-            wall: slot.clock.wall(self.now),
+            now: local,
+            wall: slot.clock.wall_of(local),
             node,
             out: &mut out,
             wake: before,
@@ -1111,6 +1171,39 @@ mod tests {
     }
     struct Quiet;
     impl Director<Idle> for Quiet {}
+
+    /// The queue hands events out in (time, sequence) order, as a sorted list would, under
+    /// any mix of pushes and pops, ties in time included.
+    #[test]
+    fn the_queue_pops_in_time_then_sequence_order() {
+        let mut rng = Prng::new(3, Stream::Config);
+        let mut q = Queue::default();
+        let mut model: Vec<(u64, u64)> = Vec::new();
+        let mut seq = 0;
+        for _ in 0..20_000 {
+            if rng.chance(11, 20) || model.is_empty() {
+                seq += 1;
+                let t = rng.range(0, 40);
+                q.push(Ev {
+                    t,
+                    seq,
+                    kind: EvKind::Alarm { tag: seq },
+                });
+                model.push((t, seq));
+            } else {
+                model.sort_unstable_by(|a, b| b.cmp(a));
+                let want = model.pop();
+                let got = q.pop().map(|e| (e.t, e.seq));
+                assert_eq!(got, want);
+            }
+            assert_eq!(q.len(), model.len());
+        }
+        model.sort_unstable_by(|a, b| b.cmp(a));
+        while let Some(want) = model.pop() {
+            assert_eq!(q.pop().map(|e| (e.t, e.seq)), Some(want));
+        }
+        assert!(q.pop().is_none());
+    }
 
     /// A thread keeps a finished run's storage for the next run, but not a runaway's.
     #[test]

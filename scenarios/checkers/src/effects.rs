@@ -4,21 +4,20 @@
 //! effect from a superseded holder is a hazard, not a violation (Kleppmann); an effect issued
 //! while two attempts of its job overlap must then carry a key stable across attempts.
 
+use crate::groups::Groups;
 use crate::hazard::Hazard;
 use crate::{Cx, Ev, Judgement, Role};
-use leasesim_protocol::sorted::{SortedMap, SortedSet};
-use leasesim_protocol::{EntityId, IdemKey, Invariant, JobId, Token};
+use leasesim_protocol::{EntityId, IdemKey, Invariant, JobId, OpId, Token};
 use leasesim_sim::NodeId;
 
 /// What the receivers admitted so far.
 #[derive(Default)]
 pub(crate) struct Effects {
-    /// Per (receiver, entity): highest fence admitted.
-    marks: SortedMap<(NodeId, EntityId), Token>,
-    /// Per (receiver, key): applied already.
-    applied: SortedSet<(NodeId, IdemKey)>,
-    /// Per receiver: operation meanings (keys without their salt) applied already.
-    meanings: SortedSet<(NodeId, IdemKey)>,
+    /// By entity: each receiver's highest fence admitted for it, (receiver, mark).
+    marks: Groups<(NodeId, Token)>,
+    /// By job: each key a receiver applied, (receiver, op, salt). A receiver applied an
+    /// operation meaning (a key without its salt) once it applied any key of it.
+    applied: Groups<(NodeId, OpId, u32)>,
 }
 
 impl Effects {
@@ -26,7 +25,6 @@ impl Effects {
     pub(crate) fn clear(&mut self) {
         self.marks.clear();
         self.applied.clear();
-        self.meanings.clear();
     }
 
     /// I2 at a receiver that admitted an effect: `applied` it, or answered a repeated key.
@@ -49,34 +47,45 @@ impl Effects {
                 ..
             })
         );
-        if let Some(&mark) = self.marks.get(&(receiver, entity)) {
-            if fence < mark {
-                if supports_fence {
-                    out.flag(
-                        Invariant::NoDoubleEffect,
-                        e,
-                        format!(
-                            "{} accepted {} with fence {fence} after it had admitted fence {mark} for {entity}",
-                            cx.name(receiver),
-                            cx.key(key)
-                        ),
-                    );
-                } else if applied {
-                    // Kleppmann: without fence support no lease protocol prevents this; the
-                    // stable key is what keeps it from doubling.
-                    out.hit(Hazard::UnfencedStaleEffect);
+        match self.marks.find(entity.0, |&(r, _)| r == receiver) {
+            Some(k) => {
+                let mark = self.marks.get_mut(k);
+                if fence < mark.1 {
+                    if supports_fence {
+                        out.flag(
+                            Invariant::NoDoubleEffect,
+                            e,
+                            format!(
+                                "{} accepted {} with fence {fence} after it had admitted fence {} for {entity}",
+                                cx.name(receiver),
+                                cx.key(key),
+                                mark.1
+                            ),
+                        );
+                    } else if applied {
+                        // Kleppmann: without fence support no lease protocol prevents this;
+                        // the stable key is what keeps it from doubling.
+                        out.hit(Hazard::UnfencedStaleEffect);
+                    }
                 }
+                mark.1 = mark.1.max(fence);
             }
+            None => self.marks.push(entity.0, (receiver, fence)),
         }
-        let m = self.marks.get_or_insert_with((receiver, entity), || fence);
-        *m = (*m).max(fence);
         if !applied {
             return;
         }
         // P10: one operation meaning takes effect once, whatever key it came under (a fresh key
         // per attempt defeats the store, V4).
+        let (mut meaning_known, mut key_known) = (false, false);
+        for &(r, op, salt) in self.applied.of(key.job.0) {
+            if r == receiver && op == key.op {
+                meaning_known = true;
+                key_known |= salt == key.salt;
+            }
+        }
         let meaning = IdemKey { salt: 0, ..key };
-        if !self.meanings.insert((receiver, meaning)) && key != meaning {
+        if meaning_known && key != meaning {
             out.flag(
                 Invariant::NoDoubleEffect,
                 e,
@@ -88,7 +97,7 @@ impl Effects {
                 ),
             );
         }
-        if !self.applied.insert((receiver, key)) {
+        if key_known {
             out.flag(
                 Invariant::NoDoubleEffect,
                 e,
@@ -98,6 +107,8 @@ impl Effects {
                     cx.key(key)
                 ),
             );
+        } else {
+            self.applied.push(key.job.0, (receiver, key.op, key.salt));
         }
     }
 }

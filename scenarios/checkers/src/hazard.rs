@@ -9,9 +9,9 @@
 //! left is here: the journal events that are a hazard by their kind ([`of_note`]) and the few
 //! that need a little state of their own (`Counter`).
 
+use crate::groups::Groups;
 use crate::{Cx, Ev, Judgement};
-use leasesim_protocol::sorted::SortedSet;
-use leasesim_protocol::{Event, GrantReason, JobId, Msg, Token};
+use leasesim_protocol::{Event, GrantReason, Msg, Token};
 use leasesim_sim::Command;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -217,8 +217,8 @@ pub fn of_note(note: &Event) -> Option<Hazard> {
 pub(crate) struct Counter {
     /// When the coordinator last received a claim.
     last_claim_t: Option<u64>,
-    /// Grants and acceptances the coordinator already answered: (job, token, is-commit).
-    answered: SortedSet<(JobId, Token, bool)>,
+    /// Grants and acceptances the coordinator already answered, by job: (token, is-commit).
+    answered: Groups<(Token, bool)>,
 }
 
 impl Counter {
@@ -258,9 +258,9 @@ impl Counter {
     /// A message the coordinator sent: a grant or an acceptance it had given before.
     #[inline]
     pub(crate) fn answered(&mut self, msg: &Msg, out: &mut Judgement) {
-        let answer = match *msg {
-            Msg::ClaimGranted { job, token, .. } => (job, token, false),
-            Msg::CommitAccepted { job, token, .. } => (job, token, true),
+        let (job, answer) = match *msg {
+            Msg::ClaimGranted { job, token, .. } => (job, (token, false)),
+            Msg::CommitAccepted { job, token, .. } => (job, (token, true)),
             Msg::Claim { .. }
             | Msg::ClaimEmpty { .. }
             | Msg::Heartbeat { .. }
@@ -280,9 +280,20 @@ impl Counter {
             | Msg::OperatorDone { .. }
             | Msg::EffectAck { .. } => return,
         };
-        if !self.answered.insert(answer) {
+        if self.answered.find(job.0, |&a| a == answer).is_some() {
             out.hit(Hazard::RequestReplayed);
+        } else {
+            self.answered.push(job.0, answer);
         }
+    }
+
+    /// A claim reached the coordinator at true time `t`: claims close together.
+    #[inline(always)]
+    pub(crate) fn claim_arrived(&mut self, t: u64, hazards: &mut Hazards) {
+        if self.last_claim_t.is_some_and(|last| t - last <= 5_000_000) {
+            hazards.hit(Hazard::ConcurrentClaims);
+        }
+        self.last_claim_t = Some(t);
     }
 
     /// A delivery: claims close together, or a tool's answer after the holder's lease ended.
@@ -295,12 +306,7 @@ impl Counter {
         out: &mut Judgement,
     ) {
         match *msg {
-            Msg::Claim { .. } => {
-                if self.last_claim_t.is_some_and(|t| e.t - t <= 5_000_000) {
-                    out.hit(Hazard::ConcurrentClaims);
-                }
-                self.last_claim_t = Some(e.t);
-            }
+            Msg::Claim { .. } => self.claim_arrived(e.t, &mut out.hazards),
             Msg::ToolResponse { job, .. } => {
                 let cx = cx();
                 if let Some((j, token)) = cx.history.running(e.node, cx.i) {

@@ -24,6 +24,7 @@ pub mod audit;
 pub mod commit;
 pub mod effects;
 mod faults;
+mod groups;
 pub mod hazard;
 pub mod history;
 pub mod holder;
@@ -265,61 +266,50 @@ fn judge(
     checkers.clear(world.nodes.len());
     models.table.clear();
     models.faults.start(world, &mut out);
+    let mut walk = Walk {
+        world,
+        trace,
+        coordinator,
+        history: &mut *history,
+        checkers: &mut *checkers,
+        models: &mut *models,
+        out: &mut out,
+    };
+    let latency_max_ns = world.latency_max_ns;
     for (i, e) in trace.iter().enumerate() {
-        // Most events are routine sends and deliveries that no checker reads the models for: the
-        // context is made only where one does.
-        macro_rules! cx {
-            () => {
-                || Cx {
-                    world,
-                    trace,
-                    history,
-                    table: &models.table,
-                    faults: &models.faults,
-                    coordinator,
-                    i,
-                }
-            };
-        }
         // Each event is matched once, and taken in by the history (what the checkers ask of it
         // is what came before, so it grows with the walk), then judged by the checkers, then
-        // taken in by the models.
+        // taken in by the models. Most events are requests and routine answers that the network
+        // delivered on time: nothing files, judges or counts them, and the walk passes them by
+        // here, without a call (see `quiet_send` and `quiet_delivery`).
         match &e.kind {
-            EventKind::Note { note } => {
-                let at = history::At {
-                    index: i,
-                    t_ns: e.t,
-                    local_ns: e.local,
-                };
-                history.note(trace, at, e.node, note);
-                if let Some(h) = hazard::of_note(note) {
-                    out.hit(h);
-                }
-                checkers.note(&cx!()(), e, note, &mut out);
-                models.table.note(e, note, &mut out.hazards);
-            }
-            EventKind::Fault { command } => {
-                if let Command::Crash { node } = *command {
-                    history.crashed(trace, node, i);
-                }
-                checkers.fault(&cx!()(), command, e.t, &mut out);
-                models
-                    .faults
-                    .command(world, coordinator, command, e.t, &mut out);
-            }
             EventKind::Send { to, msg, fate, .. } => {
-                history.sent(e.node, *to, msg);
-                let said = checkers.sent(cx!(), coordinator, e, *to, msg, fate, &mut out);
-                let hazards = &mut out.hazards;
-                models
-                    .faults
-                    .sent(world, coordinator, e, *to, fate, hazards);
-                if let Some(said) = said {
-                    models.table.said(e, &said, hazards);
+                if let Fate::Deliver { delay_ns } = *fate {
+                    if delay_ns <= latency_max_ns && quiet_send(msg) {
+                        continue;
+                    }
                 }
+                walk.sent(i, e, *to, msg, fate);
             }
-            EventKind::Deliver { msg, .. } => checkers.delivered(cx!(), e, msg, &mut out),
-            EventKind::Release { .. } => models.faults.released(coordinator, e.node, e.t),
+            EventKind::Deliver { msg, .. } => {
+                if walk.checkers.lost.owes_nothing() {
+                    if quiet_delivery(msg) {
+                        continue;
+                    }
+                    // Of a claim's arrival only the claims close together are counted; the
+                    // coordinator receives a claim from every idle worker at every poll.
+                    if let Msg::Claim { .. } = msg {
+                        walk.checkers
+                            .counter
+                            .claim_arrived(e.t, &mut walk.out.hazards);
+                        continue;
+                    }
+                }
+                walk.delivered(i, e, msg);
+            }
+            EventKind::Note { note } => walk.note(i, e, note),
+            EventKind::Fault { command } => walk.fault(i, e, command),
+            EventKind::Release { .. } => walk.models.faults.released(coordinator, e.node, e.t),
             EventKind::Lost { .. } => {}
         }
     }
@@ -336,6 +326,194 @@ fn judge(
     checkers.lost.finish(&cx, &mut out);
     liveness::finish(&cx, &mut out);
     out
+}
+
+/// Whether a message, sent and delivered on time, is one that nothing takes in at its send: not
+/// a decision (`wire.rs`), a refusal (`lost.rs`), an answer the hazards count, a grant's class
+/// or a tool request's provider (the history). The fault model sees a send only through its
+/// fate, and an on-time delivery changes nothing there.
+#[inline(always)]
+fn quiet_send(msg: &Msg) -> bool {
+    match msg {
+        Msg::Claim { .. }
+        | Msg::ClaimEmpty { .. }
+        | Msg::Heartbeat { .. }
+        | Msg::Commit { .. }
+        | Msg::ToolResponse { .. }
+        | Msg::Checkpoint { .. }
+        | Msg::CheckpointAck { .. }
+        | Msg::EffectStatus { .. }
+        | Msg::EffectStatusReply { .. }
+        | Msg::ToolStatus { .. }
+        | Msg::Operator { .. } => true,
+        Msg::ClaimGranted { .. }
+        | Msg::HeartbeatOk { .. }
+        | Msg::HeartbeatRejected { .. }
+        | Msg::CommitAccepted { .. }
+        | Msg::CommitRejected { .. }
+        | Msg::ToolRequest { .. }
+        | Msg::Effect { .. }
+        | Msg::EffectAck { .. }
+        | Msg::OperatorDone { .. } => false,
+    }
+}
+
+/// Whether a delivered message is one that no checker reads at its delivery (a worker that
+/// still owes the journal a loss is judged at any delivery: see `Lost::delivered`): not a
+/// refusal, a lease reply, a claim (the hazard of claims close together) or a tool's answer.
+#[inline(always)]
+fn quiet_delivery(msg: &Msg) -> bool {
+    match msg {
+        Msg::ClaimEmpty { .. }
+        | Msg::Heartbeat { .. }
+        | Msg::Commit { .. }
+        | Msg::CommitAccepted { .. }
+        | Msg::ToolRequest { .. }
+        | Msg::Effect { .. }
+        | Msg::EffectAck { .. }
+        | Msg::Operator { .. }
+        | Msg::OperatorDone { .. }
+        | Msg::Checkpoint { .. }
+        | Msg::EffectStatus { .. }
+        | Msg::EffectStatusReply { .. }
+        | Msg::ToolStatus { .. } => true,
+        Msg::Claim { .. }
+        | Msg::ClaimGranted { .. }
+        | Msg::HeartbeatOk { .. }
+        | Msg::HeartbeatRejected { .. }
+        | Msg::CommitRejected { .. }
+        | Msg::CheckpointAck { .. }
+        | Msg::ToolResponse { .. } => false,
+    }
+}
+
+/// One walk over a trace: what judging it keeps, and the verdict so far. Each kind of event
+/// is taken in by a function of its own, out of line, so that the loop over the trace stays
+/// small and keeps its few values in registers.
+struct Walk<'a, 's> {
+    world: &'a World<'a>,
+    trace: &'a Trace,
+    coordinator: NodeId,
+    history: &'s mut History,
+    checkers: &'s mut Checkers,
+    models: &'s mut Models,
+    out: &'s mut Judgement,
+}
+
+/// The context of trace event `$i` for the checkers, as a closure: made only where one reads it.
+macro_rules! cx {
+    ($world:expr, $trace:expr, $history:expr, $models:expr, $coordinator:expr, $i:expr) => {
+        || Cx {
+            world: $world,
+            trace: $trace,
+            history: $history,
+            table: &$models.table,
+            faults: &$models.faults,
+            coordinator: $coordinator,
+            i: $i,
+        }
+    };
+}
+
+impl Walk<'_, '_> {
+    /// A journal note: filed, counted as a hazard if it is one by its kind, judged, then taken
+    /// in by the reference table. The history's and the checkers' parts are inlined here, in
+    /// one function out of the walk's loop.
+    #[inline(never)]
+    fn note(&mut self, i: usize, e: &Ev, note: &Event) {
+        let Walk {
+            world,
+            trace,
+            coordinator,
+            history,
+            checkers,
+            models,
+            out,
+        } = self;
+        let at = history::At {
+            index: i,
+            t_ns: e.t,
+            local_ns: e.local,
+        };
+        history.note(trace, at, e.node, note);
+        if let Some(h) = hazard::of_note(note) {
+            out.hit(h);
+        }
+        checkers.note(
+            &cx!(*world, *trace, &**history, models, *coordinator, i)(),
+            e,
+            note,
+            out,
+        );
+        models.table.note(e, note, &mut out.hazards);
+    }
+
+    /// A fault plan's command.
+    #[inline(never)]
+    fn fault(&mut self, i: usize, e: &Ev, command: &Command) {
+        let Walk {
+            world,
+            trace,
+            coordinator,
+            history,
+            checkers,
+            models,
+            out,
+        } = self;
+        if let Command::Crash { node } = *command {
+            history.crashed(trace, node, i);
+        }
+        checkers.fault(
+            &cx!(*world, *trace, &**history, models, *coordinator, i)(),
+            command,
+            e.t,
+            out,
+        );
+        models
+            .faults
+            .command(world, *coordinator, command, e.t, out);
+    }
+
+    /// A message sent: filed, judged as the decision it announced if its handler journaled
+    /// none, then taken in by the fault model and the reference table.
+    #[inline(never)]
+    fn sent(&mut self, i: usize, e: &Ev, to: NodeId, msg: &Msg, fate: &Fate) {
+        let Walk {
+            world,
+            trace,
+            coordinator,
+            history,
+            checkers,
+            models,
+            out,
+        } = self;
+        history.sent(e.node, to, msg);
+        let cx = cx!(*world, *trace, &**history, models, *coordinator, i);
+        let said = checkers.sent(cx, *coordinator, e, to, msg, fate, out);
+        let hazards = &mut out.hazards;
+        models
+            .faults
+            .sent(world, *coordinator, e, to, fate, hazards);
+        if let Some(said) = said {
+            models.table.said(e, &said, hazards);
+        }
+    }
+
+    /// A message delivered: judged.
+    #[inline(never)]
+    fn delivered(&mut self, i: usize, e: &Ev, msg: &Msg) {
+        let Walk {
+            world,
+            trace,
+            coordinator,
+            history,
+            checkers,
+            models,
+            out,
+        } = self;
+        let cx = cx!(*world, *trace, &**history, models, *coordinator, i);
+        checkers.delivered(cx, e, msg, out);
+    }
 }
 
 impl Checkers {
@@ -444,9 +622,8 @@ impl Checkers {
     }
 
     /// A journal event, handed to the checkers it concerns in the order of the crate's list.
-    /// Out of line, so that the walk's loop stays small for the sends and deliveries that make
-    /// most of a trace.
-    #[inline(never)]
+    /// Inlined into `Walk::note`, which is out of the walk's loop.
+    #[inline(always)]
     fn note(&mut self, cx: &Cx<'_>, e: &Ev, note: &Event, out: &mut Judgement) {
         match *note {
             Event::LeaseGranted {

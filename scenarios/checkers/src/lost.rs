@@ -23,6 +23,13 @@ impl Lost {
         self.owes_journal.clear();
     }
 
+    /// Whether no worker owes the journal anything: then a delivery other than a refusal asks
+    /// nothing of this checker.
+    #[inline(always)]
+    pub(crate) fn owes_nothing(&self) -> bool {
+        self.owes_journal.is_empty()
+    }
+
     /// A message reached `e.node`: a debt it still owes is a finding; a refusal of the attempt
     /// it runs is a new debt.
     #[inline]

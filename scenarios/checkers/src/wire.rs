@@ -28,6 +28,7 @@
 //! a holder's stated deadline is held against); the refusals delivered to each worker; and the
 //! hazards of lease replies (late, after a pause, duplicated, reordered).
 
+use crate::groups::Groups;
 use crate::hazard::Hazard;
 use crate::history::History;
 use crate::{Cx, Ev, Judgement, Role, Trace};
@@ -120,8 +121,8 @@ pub(crate) struct Wire {
     near: Vec<JobWire>,
     far: BTreeMap<JobId, JobWire>,
     nodes: Vec<NodeWire>,
-    /// `CommitAccepted` answers sent: (job, token, to).
-    accepted: SortedSet<(JobId, Token, NodeId)>,
+    /// `CommitAccepted` answers sent, by job: (token, to).
+    accepted: Groups<(Token, NodeId)>,
     /// Refusals of a lease delivered to a worker: (node, job, token).
     refused: SortedSet<(NodeId, JobId, Token)>,
 }
@@ -411,11 +412,11 @@ impl Wire {
                 })
             }
             Msg::CommitAccepted { req, job, token } if from_coordinator => {
-                if self.accepted.contains(&(job, token, to)) {
+                if self.accepted.find(job.0, |&a| a == (token, to)).is_some() {
                     // A repeated commit's first answer again.
                     return None;
                 }
-                self.accepted.insert((job, token, to));
+                self.accepted.push(job.0, (token, to));
                 let cx = cx();
                 let journaled = journaled_here(
                     cx.trace,

@@ -202,9 +202,14 @@ pub struct PlanDirector {
     /// The anchors matched on a delivery and on a send (indexes into `anchors`), by the kind of
     /// message they name.
     by_kind: [ByKind; 2],
-    /// How many anchors matched on a delivery and on a send have not matched yet: each matches
-    /// once, so once none is left a message costs one check.
-    live: [usize; 2],
+    /// The kinds of message ([`kind_bit`]) an anchor matched on a delivery and on a send that
+    /// has not matched yet may match: each matches once, so a message of any other kind costs
+    /// one check.
+    anchor_watch: [u64; 2],
+    /// The kinds of message an active message fault acts on; every kind while an anchored
+    /// pause holds messages. With [`PlanDirector::anchor_watch`], a send of a kind in neither
+    /// keeps the network's fate without looking further.
+    fault_watch: u64,
     /// The message faults (indexes into the plan), by the kind of message they catch: the only
     /// ones a send's fate may depend on.
     msg_faults: ByKind,
@@ -219,6 +224,10 @@ pub struct PlanDirector {
     tool: NodeId,
     operator: NodeId,
     healed: bool,
+    /// Whether a started fault is still waiting for its end ([`PlanDirector::is_done`] asks
+    /// after every event): kept up to date where a fault's phase or its held messages change,
+    /// so that the question costs one load.
+    unsettled: bool,
 }
 
 impl PlanDirector {
@@ -258,7 +267,6 @@ impl PlanDirector {
                     .filter(|&a| anchors[a as usize].on_send == sent)
                     .map(|a| (a, anchors[a as usize].pattern.kind)),
             );
-            self.live[sent as usize] = anchors.iter().filter(|a| a.on_send == sent).count();
         }
         self.msg_faults
             .fill(faults.iter().enumerate().filter_map(|(i, f)| match f.kind {
@@ -281,6 +289,44 @@ impl PlanDirector {
         self.tool = tool;
         self.operator = operator;
         self.healed = false;
+        self.anchor_watch = [0; 2];
+        for a in &self.anchors {
+            self.anchor_watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
+        }
+        self.refresh();
+    }
+
+    /// Recomputes [`PlanDirector::unsettled`] and [`PlanDirector::fault_watch`] after a
+    /// callback that may have moved a fault or an anchored pause. A fault whose anchor never
+    /// occurred is not waited for; one that started and will end by itself (a healing cut, a
+    /// pause, a restart, a held message) is, so that it cannot hide the end of the story.
+    fn refresh(&mut self) {
+        let (mut unsettled, mut watch) = (false, 0);
+        for (fault, st) in self.faults.iter().zip(&self.state) {
+            if st.phase != Phase::Active {
+                continue;
+            }
+            match fault.kind {
+                FaultKind::Partition { .. } | FaultKind::Isolate { .. } => {
+                    unsettled |= fault.end.is_some()
+                }
+                FaultKind::Pause { .. } => unsettled = true,
+                FaultKind::Crash {
+                    restart_after_ns, ..
+                } => unsettled |= restart_after_ns.is_some(),
+                FaultKind::Message { pattern, .. } => {
+                    unsettled |= !st.held.is_empty();
+                    watch |= kinds_bit(pattern.kind);
+                }
+                _ => {}
+            }
+        }
+        self.unsettled = unsettled;
+        self.fault_watch = if self.anchored.is_empty() && self.anchored_node.is_empty() {
+            watch
+        } else {
+            u64::MAX
+        };
     }
 
     /// Alarms for the faults that start or end at a fixed time, and for the heal phase.
@@ -512,9 +558,7 @@ impl PlanDirector {
         sent: bool,
         env: &Envelope<Msg>,
     ) {
-        if self.live[sent as usize] > 0
-            && !self.by_kind[sent as usize].of(env.msg.kind()).is_empty()
-        {
+        if self.anchor_watch[sent as usize] & kind_bit(env.msg.kind()) != 0 {
             self.match_anchors(ctl, now, nodes, sent, env);
         }
     }
@@ -532,6 +576,7 @@ impl PlanDirector {
     ) {
         let kind = env.msg.kind();
         let mut k = 0;
+        let mut matched = false;
         while let Some(&a) = self.by_kind[sent as usize].of(kind).get(k) {
             k += 1;
             let anchor = &self.anchors[a as usize];
@@ -549,7 +594,7 @@ impl PlanDirector {
                 continue;
             }
             st.matched.set(edge);
-            self.live[sent as usize] -= 1;
+            matched = true;
             let will_start = st.phase == Phase::Armed && !self.healed;
             if edge == Edge::Start && sent && delay_ns == 0 && will_start {
                 if let FaultKind::Pause {
@@ -573,11 +618,40 @@ impl PlanDirector {
                 });
             }
         }
+        if matched {
+            self.anchor_watch = [0; 2];
+            for a in &self.anchors {
+                if !self.state[a.fault].matched.get(a.edge) {
+                    self.anchor_watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
+                }
+            }
+            self.refresh();
+        }
     }
 }
 
-impl Director<Node> for PlanDirector {
-    fn on_send(&mut self, ctl: &mut Control, now: u64, env: &Envelope<Msg>, fate: Fate) -> Fate {
+/// A message kind's bit in a set of kinds (every bit for a kind beyond 64, which is then
+/// looked at as if every kind were watched).
+#[inline(always)]
+fn kind_bit(kind: MsgKind) -> u64 {
+    1u64.checked_shl(kind as u32).unwrap_or(u64::MAX)
+}
+
+/// The kinds a pattern names: one, or every kind when it names none.
+fn kinds_bit(kind: Option<MsgKind>) -> u64 {
+    kind.map_or(u64::MAX, kind_bit)
+}
+
+impl PlanDirector {
+    /// [`Director::on_send`] for a message something may watch.
+    #[inline(never)]
+    fn on_watched_send(
+        &mut self,
+        ctl: &mut Control,
+        now: u64,
+        env: &Envelope<Msg>,
+        fate: Fate,
+    ) -> Fate {
         let nodes = self.operator + 1;
         self.observe(ctl, now, nodes, true, env);
         if !self.anchored.is_empty() && self.anchored.values().any(|ids| ids.contains(&env.id)) {
@@ -633,6 +707,8 @@ impl Director<Node> for PlanDirector {
                         }
                         (MsgAction::Hold { .. }, _) => {
                             st.held.push(env.id);
+                            // An active hold with a message is pending.
+                            self.unsettled = true;
                             Fate::Hold
                         }
                         (_, other) => other,
@@ -646,7 +722,20 @@ impl Director<Node> for PlanDirector {
         }
         fate
     }
+}
 
+impl Director<Node> for PlanDirector {
+    /// A send of a kind no anchor, message fault or anchored pause watches keeps its fate
+    /// here, in the engine's own code; any other takes the full look.
+    #[inline]
+    fn on_send(&mut self, ctl: &mut Control, now: u64, env: &Envelope<Msg>, fate: Fate) -> Fate {
+        if (self.anchor_watch[1] | self.fault_watch) & kind_bit(env.msg.kind()) == 0 {
+            return fate;
+        }
+        self.on_watched_send(ctl, now, env, fate)
+    }
+
+    #[inline]
     fn on_deliver(&mut self, ctl: &mut Control, now: u64, env: &Envelope<Msg>) {
         let nodes = self.operator + 1;
         self.observe(ctl, now, nodes, false, env);
@@ -666,24 +755,11 @@ impl Director<Node> for PlanDirector {
             Some(Alarm::Restart { fault }) if fault < self.faults.len() => self.restart(ctl, fault),
             _ => debug_assert!(false, "an alarm tag this director never set: {tag}"),
         }
+        self.refresh();
     }
 
     fn is_done(&self, nodes: &[Node]) -> bool {
-        // A fault whose anchor never occurred is not waited for; one that started and will end
-        // by itself (a healing cut, a pause, a restart, a held message) is, so that it cannot
-        // hide the end of the story.
-        let pending = |i: usize| match self.faults[i].kind {
-            FaultKind::Partition { .. } | FaultKind::Isolate { .. } => self.faults[i].end.is_some(),
-            FaultKind::Pause { .. } => true,
-            FaultKind::Crash {
-                restart_after_ns, ..
-            } => restart_after_ns.is_some(),
-            FaultKind::Message { .. } => !self.state[i].held.is_empty(),
-            _ => false,
-        };
-        let settled =
-            (0..self.faults.len()).all(|i| self.state[i].phase != Phase::Active || !pending(i));
-        settled
+        !self.unsettled
             && self.anchored.is_empty()
             && nodes.iter().any(Node::is_finished_coordinator)
             && !nodes.iter().any(Node::is_busy_worker)
