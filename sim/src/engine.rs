@@ -784,11 +784,13 @@ impl<P: Process> Sim<P> {
 
     #[inline(always)]
     fn record(&mut self, node: NodeId, kind: EventKind<P::Msg, P::Note>) {
-        let local = if node == WORLD {
-            0
-        } else {
-            self.slots[node as usize].clock.local(self.now)
-        };
+        let local = if node == WORLD { 0 } else { self.local(node) };
+        self.record_at(node, local, kind);
+    }
+
+    /// [`Sim::record`] for a node whose clock reading now the caller already has.
+    #[inline(always)]
+    fn record_at(&mut self, node: NodeId, local: u64, kind: EventKind<P::Msg, P::Note>) {
         self.trace.push(TraceEvent {
             t: self.now,
             node,
@@ -886,8 +888,10 @@ impl<P: Process> Sim<P> {
             slot.deferred.push(env);
             return;
         }
-        self.record(
+        let mut local = self.local(env.to);
+        self.record_at(
             env.to,
+            local,
             EventKind::Deliver {
                 id: env.id,
                 from: env.from,
@@ -896,17 +900,28 @@ impl<P: Process> Sim<P> {
         );
         let now = self.now;
         director.on_deliver(&mut self.ctl, now, &env);
-        self.apply();
-        // The director may have crashed or paused the receiver at this very delivery.
-        let slot = &mut self.slots[env.to as usize];
-        if slot.crashed {
-            return;
+        if self.apply() {
+            // The director may have crashed or paused the receiver at this very delivery, or
+            // moved its clock.
+            let slot = &mut self.slots[env.to as usize];
+            if slot.crashed {
+                return;
+            }
+            if slot.paused {
+                slot.deferred.push(env);
+                return;
+            }
+            local = self.local(env.to);
         }
-        if slot.paused {
-            slot.deferred.push(env);
-            return;
-        }
-        self.call(director, env.to, |p, cx| p.message(cx, env.from, env.msg));
+        self.call_at(director, env.to, local, |p, cx| {
+            p.message(cx, env.from, env.msg)
+        });
+    }
+
+    /// A node's clock reading now.
+    #[inline(always)]
+    fn local(&self, node: NodeId) -> u64 {
+        self.slots[node as usize].clock.local(self.now)
     }
 
     fn call<D, F>(&mut self, director: &mut D, node: NodeId, f: F)
@@ -914,35 +929,52 @@ impl<P: Process> Sim<P> {
         D: Director<P>,
         F: FnOnce(&mut P, &mut Cx<'_, P::Msg, P::Note>),
     {
+        let local = self.local(node);
+        self.call_at(director, node, local, f);
+    }
+
+    /// Calls node `node`'s process, whose clock reads `local` now, then handles what it
+    /// produced, in order, and its new wake request.
+    fn call_at<D, F>(&mut self, director: &mut D, node: NodeId, mut local: u64, f: F)
+    where
+        D: Director<P>,
+        F: FnOnce(&mut P, &mut Cx<'_, P::Msg, P::Note>),
+    {
         let slot = &self.slots[node as usize];
         let before = slot.wake;
-        let mut out = std::mem::take(&mut self.out);
         // The wall reading derives from the monotonic one, computed once.
-        let local = slot.clock.local(self.now);
         let mut cx = Cx {
             now: local,
             wall: slot.clock.wall_of(local),
             node,
-            out: &mut out,
+            out: &mut self.out,
             wake: before,
             fault: None,
         };
         self.calling = Some(node);
         f(&mut self.nodes[node as usize], &mut cx);
         self.calling = None;
-        let (wake, fault) = (cx.wake, cx.fault);
-        for o in out.drain(..) {
-            match o {
+        let Cx { wake, fault, .. } = cx;
+        // The outputs are read in place: handling one calls no process, so none is added
+        // meanwhile. The node's reading stays `local` until a command is applied (one may move
+        // its clock).
+        let mut i = 0;
+        while let Some(&o) = self.out.get(i) {
+            i += 1;
+            let applied = match o {
                 Out::Note(note) => {
-                    self.record(node, EventKind::Note { note });
+                    self.record_at(node, local, EventKind::Note { note });
                     let now = self.now;
                     director.on_note(&mut self.ctl, now, node, &note);
-                    self.apply();
+                    self.apply()
                 }
-                Out::Send(to, msg) => self.send(director, node, to, msg),
+                Out::Send(to, msg) => self.send(director, node, local, to, msg),
+            };
+            if applied {
+                local = self.local(node);
             }
         }
-        self.out = out;
+        self.out.clear();
         if let Some(reason) = fault {
             self.fault.get_or_insert((node, reason));
         }
@@ -963,7 +995,16 @@ impl<P: Process> Sim<P> {
         }
     }
 
-    fn send<D: Director<P>>(&mut self, director: &mut D, from: NodeId, to: NodeId, msg: P::Msg) {
+    /// Sends `msg` from node `from`, whose clock reads `local` now; whether the director's
+    /// commands were applied (a node's clock may have moved).
+    fn send<D: Director<P>>(
+        &mut self,
+        director: &mut D,
+        from: NodeId,
+        local: u64,
+        to: NodeId,
+        msg: P::Msg,
+    ) -> bool {
         if to as usize >= self.nodes.len() {
             self.fault.get_or_insert((
                 from,
@@ -972,7 +1013,7 @@ impl<P: Process> Sim<P> {
                     self.nodes.len()
                 ),
             ));
-            return;
+            return false;
         }
         let id = self.next_msg;
         self.next_msg += 1;
@@ -1009,7 +1050,7 @@ impl<P: Process> Sim<P> {
         };
         let now = self.now;
         fate = director.on_send(&mut self.ctl, now, &env, fate);
-        self.record(from, EventKind::Send { id, to, msg, fate });
+        self.record_at(from, local, EventKind::Send { id, to, msg, fate });
         match fate {
             Fate::Deliver { delay_ns } => self.push_delivery(now + delay_ns, env),
             Fate::Duplicate {
@@ -1024,14 +1065,14 @@ impl<P: Process> Sim<P> {
                 self.held.insert(id, env);
             }
         }
-        self.apply();
+        self.apply()
     }
 
-    /// Applies the commands the director issued in its last callback.
+    /// Applies the commands the director issued in its last callback; whether there were any.
     #[inline]
-    fn apply(&mut self) {
+    fn apply(&mut self) -> bool {
         if self.ctl.commands.is_empty() {
-            return;
+            return false;
         }
         // Applying a command calls no process, so it cannot issue more: the loop is bounded by
         // the commands already issued.
@@ -1041,6 +1082,7 @@ impl<P: Process> Sim<P> {
             self.apply_one(c);
         }
         self.ctl.commands = commands;
+        true
     }
 
     fn apply_one(&mut self, c: Command) {
