@@ -591,6 +591,9 @@ struct Slot<M> {
     frozen_at: Option<u64>,
     crashed: bool,
     extra_latency_ns: u64,
+    /// The cut links from this node to nodes `0..64`, one bit each (one load per send); links
+    /// to the others are in [`Sim::cut_far`].
+    cut_to: u64,
     deferred: Vec<Envelope<M>>,
 }
 
@@ -609,7 +612,8 @@ pub struct Sim<P: Process> {
     seq: u64,
     now: u64,
     next_msg: u64,
-    cut: BTreeSet<(NodeId, NodeId)>,
+    /// Cut links that [`Slot::cut_to`] has no bit for.
+    cut_far: BTreeSet<(NodeId, NodeId)>,
     held: BTreeMap<u64, Envelope<P::Msg>>,
     /// Deliveries queued (a duplicated message counts twice).
     in_flight: u64,
@@ -676,6 +680,7 @@ impl<P: Process> Sim<P> {
                         frozen_at: None,
                         crashed: false,
                         extra_latency_ns: 0,
+                        cut_to: 0,
                         deferred: Vec::new(),
                     },
                 )
@@ -690,7 +695,7 @@ impl<P: Process> Sim<P> {
             seq: 0,
             now: 0,
             next_msg: 0,
-            cut: BTreeSet::new(),
+            cut_far: BTreeSet::new(),
             held: BTreeMap::new(),
             in_flight: 0,
             net,
@@ -1028,7 +1033,7 @@ impl<P: Process> Sim<P> {
             + slow;
         let lost = self.net.drop_ppm > 0 && self.net_rng.chance(self.net.drop_ppm, 1_000_000);
         let dup = self.net.dup_ppm > 0 && self.net_rng.chance(self.net.dup_ppm, 1_000_000);
-        let mut fate = if self.cut.contains(&(from, to)) {
+        let mut fate = if self.is_cut(from, to) {
             Fate::Drop {
                 cause: DropCause::Partition,
             }
@@ -1066,6 +1071,35 @@ impl<P: Process> Sim<P> {
             }
         }
         self.apply()
+    }
+
+    /// Whether the link `from -> to` is cut (`from` is a node).
+    #[inline(always)]
+    fn is_cut(&self, from: NodeId, to: NodeId) -> bool {
+        match 1u64.checked_shl(to) {
+            Some(bit) => self.slots[from as usize].cut_to & bit != 0,
+            None => self.cut_far.contains(&(from, to)),
+        }
+    }
+
+    /// Cuts or heals the link `from -> to` (either may name no node: nothing is sent there).
+    fn set_cut(&mut self, from: NodeId, to: NodeId, cut: bool) {
+        match (1u64.checked_shl(to), self.slots.get_mut(from as usize)) {
+            (Some(bit), Some(slot)) => {
+                if cut {
+                    slot.cut_to |= bit;
+                } else {
+                    slot.cut_to &= !bit;
+                }
+            }
+            _ => {
+                if cut {
+                    self.cut_far.insert((from, to));
+                } else {
+                    self.cut_far.remove(&(from, to));
+                }
+            }
+        }
     }
 
     /// Applies the commands the director issued in its last callback; whether there were any.
@@ -1107,11 +1141,11 @@ impl<P: Process> Sim<P> {
         }
         let node = match c {
             Command::Cut { from, to } => {
-                self.cut.insert((from, to));
+                self.set_cut(from, to, true);
                 WORLD
             }
             Command::Heal { from, to } => {
-                self.cut.remove(&(from, to));
+                self.set_cut(from, to, false);
                 WORLD
             }
             Command::Pause { node, frozen } => {
@@ -1245,6 +1279,36 @@ mod tests {
             assert_eq!(q.pop().map(|e| (e.t, e.seq)), Some(want));
         }
         assert!(q.pop().is_none());
+    }
+
+    /// A link to a node past the first 64 is cut and healed as one to the first 64 is, and a
+    /// link naming no node is taken without effect.
+    #[test]
+    fn cuts_reach_every_node() {
+        let net = NetConfig {
+            latency_min_ns: 0,
+            latency_max_ns: 0,
+            drop_ppm: 0,
+            dup_ppm: 0,
+        };
+        let limits = Limits {
+            event_budget: 10,
+            horizon_ns: u64::MAX,
+            queue_max: 10,
+        };
+        let nodes = (0..70).map(|_| (Idle, Clock::new(0, 0))).collect();
+        let mut sim = Sim::new(1, nodes, net, limits);
+        for (from, to) in [(1, 3), (1, 65), (69, 0), (69, 69)] {
+            assert!(!sim.is_cut(from, to));
+            sim.command(Command::Cut { from, to });
+            assert!(sim.is_cut(from, to), "{from} -> {to}");
+            assert!(!sim.is_cut(to, from) || from == to, "one way only");
+        }
+        sim.command(Command::Cut { from: 500, to: 2 });
+        sim.command(Command::Heal { from: 1, to: 65 });
+        sim.command(Command::Heal { from: 1, to: 3 });
+        assert!(!sim.is_cut(1, 65) && !sim.is_cut(1, 3));
+        assert!(sim.is_cut(69, 0) && sim.is_cut(69, 69));
     }
 
     /// A thread keeps a finished run's storage for the next run, but not a runaway's.
