@@ -783,7 +783,9 @@ impl History {
     pub(crate) fn clear(&mut self) {
         self.jobs.clear();
         self.job_near.clear();
-        self.job_far.clear();
+        if !self.job_far.is_empty() {
+            self.job_far.clear();
+        }
         self.leases.items.clear();
         self.attempts.items.clear();
         self.issues.items.clear();

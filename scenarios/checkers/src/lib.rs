@@ -246,14 +246,17 @@ const HISTORY_ROOM_BYTES: usize = 256 * 1024;
 
 /// Checks every invariant over a trace and counts the hazards reached.
 pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
+    // Made here and filled in place: the judgement is returned without copies on the way.
+    let mut out = Judgement::default();
     STATE.with_borrow_mut(|state| {
         let State {
             history,
             checkers,
             models,
         } = state;
-        judge(world, trace, history, checkers, models)
-    })
+        judge(world, trace, history, checkers, models, &mut out);
+    });
+    out
 }
 
 fn judge(
@@ -262,17 +265,17 @@ fn judge(
     history: &mut History,
     checkers: &mut Checkers,
     models: &mut Models,
-) -> Judgement {
+    out: &mut Judgement,
+) {
     let coordinator = world
         .nodes
         .iter()
         .position(|n| n.role == Role::Coordinator)
         .unwrap_or(0) as NodeId;
-    let mut out = Judgement::default();
     history.clear();
     checkers.clear(world.nodes.len());
     models.table.clear();
-    models.faults.start(world, &mut out);
+    models.faults.start(world, out);
     let mut walk = Walk {
         run: Run {
             world,
@@ -282,7 +285,7 @@ fn judge(
         history: &mut *history,
         checkers: &mut *checkers,
         models: &mut *models,
-        out: &mut out,
+        out: &mut *out,
     };
     let latency_max_ns = world.latency_max_ns;
     for (i, e) in trace.iter().enumerate() {
@@ -334,9 +337,8 @@ fn judge(
         i: trace.len(),
     };
     // End-of-trace checks: pending journal debts (I6), then bounded completion (I7).
-    checkers.lost.finish(&cx, &mut out);
-    liveness::finish(&cx, &mut out);
-    out
+    checkers.lost.finish(&cx, out);
+    liveness::finish(&cx, out);
 }
 
 /// Whether a message, sent and delivered on time, is one that nothing takes in at its send: not

@@ -72,7 +72,9 @@ impl Table {
     /// Empties the table, keeping its storage for the next run.
     pub fn clear(&mut self) {
         self.near.clear();
-        self.far.clear();
+        if !self.far.is_empty() {
+            self.far.clear();
+        }
     }
 
     /// A job's row.

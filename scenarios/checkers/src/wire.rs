@@ -131,7 +131,9 @@ impl Wire {
     /// Empties the wire for a run with `nodes` nodes, keeping its storage.
     pub(crate) fn clear(&mut self, nodes: usize) {
         self.near.clear();
-        self.far.clear();
+        if !self.far.is_empty() {
+            self.far.clear();
+        }
         self.accepted.clear();
         self.refused.clear();
         self.nodes.clear();
