@@ -995,13 +995,21 @@ impl History {
         k
     }
 
-    /// The lease of (job, token), created if the trace never named it before.
+    /// The lease of (job, token), created if the trace never named it before. Consecutive
+    /// records are mostly about the same lease: that one is found inline, the others by a call.
+    #[inline(always)]
     fn lease_id(&mut self, job: JobId, token: Token) -> u32 {
         if let Some((j, t, k)) = self.last {
             if j == job && t == token {
                 return k;
             }
         }
+        self.find_lease(job, token)
+    }
+
+    /// The lease of (job, token) when it is not the one last filed.
+    #[inline(never)]
+    fn find_lease(&mut self, job: JobId, token: Token) -> u32 {
         let a = self.job_slot(job);
         // Most records are about the job's latest lease, the last of its thread.
         let latest = self.jobs[a].leases.last;
