@@ -141,6 +141,12 @@ pub struct Coordinator {
     /// start here: the same answers, without rescanning the finished part of a long table.
     /// Every write of a job's state lowers it first (`reopen`).
     first_open: usize,
+    /// How many jobs of each class are running, indexed by class id: admission (P16) reads it
+    /// instead of counting the table on every claim. Every write of a job's state goes through
+    /// `write_state`, which keeps it. Empty when no class has a capacity: nobody asks then.
+    running: Vec<u32>,
+    /// How many jobs are not terminal, kept by `write_state` like `running`.
+    open: usize,
     leases: Vec<LeaseRecord>,
     /// Jobs an operator handed to a named worker, waiting for that worker's next claim.
     handoffs: SortedMap<JobId, WorkerName>,
@@ -192,8 +198,14 @@ impl Coordinator {
                     not_before: None,
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
         Coordinator {
+            running: if classes.iter().any(|c| c.capacity.is_some()) {
+                vec![0; classes.len()]
+            } else {
+                Vec::new()
+            },
+            open: jobs.len(),
             classes,
             jobs,
             first_open: 0,
@@ -219,9 +231,31 @@ impl Coordinator {
 
     /// Whether every job is in a terminal state.
     pub fn all_terminal(&self) -> bool {
-        self.jobs[self.first_open..]
-            .iter()
-            .all(|j| j.state.is_terminal())
+        debug_assert_eq!(
+            self.open,
+            self.jobs.iter().filter(|j| !j.state.is_terminal()).count()
+        );
+        self.open == 0
+    }
+
+    /// Writes a job's state and keeps the counts of running and open jobs. A free function of
+    /// the row and the counts, so that callers may hold the row while they write.
+    fn write_state(row: &mut JobRow, running: &mut [u32], open: &mut usize, state: JobState) {
+        let old = row.state;
+        if let Some(count) = running.get_mut(row.class.0 as usize) {
+            if old == JobState::Running {
+                *count -= 1;
+            }
+            if state == JobState::Running {
+                *count += 1;
+            }
+        }
+        match (old.is_terminal(), state.is_terminal()) {
+            (false, true) => *open -= 1,
+            (true, false) => *open += 1,
+            _ => {}
+        }
+        row.state = state;
     }
 
     /// Keeps `first_open` at or below a job whose state is about to be written (the reference
@@ -433,11 +467,14 @@ impl Coordinator {
         let Some(capacity) = self.classes[class.0 as usize].capacity else {
             return Ok(());
         };
-        let running = self
-            .jobs
-            .iter()
-            .filter(|j| j.class == class && j.state == JobState::Running)
-            .count() as u32;
+        let running = self.running[class.0 as usize];
+        debug_assert_eq!(
+            running as usize,
+            self.jobs
+                .iter()
+                .filter(|j| j.class == class && j.state == JobState::Running)
+                .count()
+        );
         if running < capacity {
             Ok(())
         } else {
@@ -565,7 +602,7 @@ impl Coordinator {
         if !self.switches.non_atomic_claim {
             assert!(token > row.token, "P3: fencing token must increase");
         }
-        row.state = JobState::Running;
+        Self::write_state(row, &mut self.running, &mut self.open, JobState::Running);
         row.owner = Some(worker);
         row.lease_until = Some(now + lease_ns);
         row.heartbeat_at = Some(now);
@@ -658,7 +695,7 @@ impl Coordinator {
                 return false;
             }
             let row = &mut self.jobs[job.0 as usize];
-            row.state = JobState::Succeeded;
+            Self::write_state(row, &mut self.running, &mut self.open, JobState::Succeeded);
             row.lease_until = None;
             self.out.push_back(Output::Journal(Event::ResultAccepted {
                 job,
@@ -684,12 +721,12 @@ impl Coordinator {
         // Who gets the new epoch, and for how long.
         let new_holder = match action {
             OperatorAction::Revoke => {
-                row.state = JobState::Queued;
+                Self::write_state(row, &mut self.running, &mut self.open, JobState::Queued);
                 row.owner = None;
                 None
             }
             OperatorAction::Cancel => {
-                row.state = JobState::Cancelled;
+                Self::write_state(row, &mut self.running, &mut self.open, JobState::Cancelled);
                 row.owner = None;
                 None
             }
@@ -709,7 +746,7 @@ impl Coordinator {
         }));
         if let Some((to, lease_ns)) = new_holder {
             let row = &mut self.jobs[job.0 as usize];
-            row.state = JobState::Running;
+            Self::write_state(row, &mut self.running, &mut self.open, JobState::Running);
             row.owner = Some(to);
             row.lease_until = Some(now + lease_ns);
             row.heartbeat_at = Some(now);
@@ -799,7 +836,7 @@ impl Coordinator {
             // P7: endless work must become stages; the job fails with its own reason.
             let row = &mut self.jobs[job.0 as usize];
             let first_claimed_at = row.first_claimed_at.unwrap_or(now);
-            row.state = JobState::Failed;
+            Self::write_state(row, &mut self.running, &mut self.open, JobState::Failed);
             row.error = Some(ErrorCode::RenewalCap);
             row.lease_until = None;
             self.out
@@ -870,14 +907,14 @@ impl Coordinator {
         let mut retry_at = None;
         match outcome {
             Outcome::Success { result } => {
-                row.state = JobState::Succeeded;
+                Self::write_state(row, &mut self.running, &mut self.open, JobState::Succeeded);
                 row.result = Some(result);
             }
             Outcome::Failure { error, retryable } => {
                 row.error = Some(error);
                 // P11: retry transient failures while attempts remain, after a backoff that
                 // doubles per attempt; validation errors and exhausted jobs end for good.
-                row.state = if retryable && row.attempt < max_attempts {
+                let state = if retryable && row.attempt < max_attempts {
                     let shift = row.attempt.saturating_sub(1).min(16);
                     let not_before = judge + backoff_ns.saturating_mul(1 << shift);
                     row.not_before = Some(not_before);
@@ -886,6 +923,7 @@ impl Coordinator {
                 } else {
                     JobState::Failed
                 };
+                Self::write_state(row, &mut self.running, &mut self.open, state);
             }
         }
         row.lease_until = None;
