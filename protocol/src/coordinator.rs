@@ -564,14 +564,21 @@ impl Coordinator {
             return Some(grant);
         }
         let Some(job) = self.pick(now, judge) else {
-            // Told apart from a lease refusal: the job may not start at all yet (P16).
-            let deferred = self.jobs.iter().find_map(|j| {
-                let waiting = j.state == JobState::Queued && j.not_before.is_none_or(|t| t <= now);
-                match (waiting, self.admits(j.class)) {
-                    (true, Err((running, capacity))) => Some((j.id, running, capacity)),
-                    _ => None,
-                }
-            });
+            // Told apart from a lease refusal: the job may not start at all yet (P16). Only a
+            // class with a capacity defers, and the jobs below `first_open` are all terminal.
+            let deferred = if self.running.is_empty() {
+                None
+            } else {
+                self.jobs[self.first_open..].iter().find_map(|j| {
+                    let waiting =
+                        j.state == JobState::Queued && j.not_before.is_none_or(|t| t <= now);
+                    if !waiting {
+                        return None;
+                    }
+                    let (running, capacity) = self.admits(j.class).err()?;
+                    Some((j.id, running, capacity))
+                })
+            };
             if let Some((job, running, capacity)) = deferred {
                 self.out
                     .push_back(Output::Journal(Event::AdmissionDeferred {
