@@ -67,7 +67,8 @@ pub struct WorkerConfig {
 }
 
 /// The worker's named timers (quinn style: a small table, the earliest is the next wake). The
-/// tool timeout also bounds a status query, which never overlaps a tool call.
+/// tool timeout also bounds a status query, which never overlaps a tool call. Due timers run in
+/// the order deadline, heartbeat, tool timeout, stage, commit retry, poll (`handle_timeout`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Timer {
     Deadline = 0,
@@ -77,14 +78,6 @@ enum Timer {
     Poll = 4,
     Stage = 5,
 }
-const TIMERS: [Timer; 6] = [
-    Timer::Deadline,
-    Timer::Heartbeat,
-    Timer::ToolTimeout,
-    Timer::Stage,
-    Timer::CommitRetry,
-    Timer::Poll,
-];
 
 /// Bound on requests remembered for matching replies.
 const INFLIGHT_MAX: usize = 8;
@@ -231,7 +224,19 @@ impl Worker {
 
     /// The earliest armed timer.
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        self.timers.iter().flatten().copied().min()
+        // Spelled out over the six slots, without an iterator: the host asks after every input.
+        fn earlier(a: Option<Nanos>, b: Option<Nanos>) -> Option<Nanos> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (None, b) => b,
+                (a, None) => a,
+            }
+        }
+        let t = &self.timers;
+        earlier(
+            earlier(earlier(t[0], t[1]), earlier(t[2], t[3])),
+            earlier(t[4], t[5]),
+        )
     }
 
     /// Starts (or restarts) the process: the first claim after the start delay.
@@ -271,19 +276,36 @@ impl Worker {
 
     /// Handles every due timer. A spurious call is a no-op.
     pub fn handle_timeout(&mut self, now: Nanos) {
-        for t in TIMERS {
-            if self.timers[t as usize].is_some_and(|at| at <= now) {
-                self.timers[t as usize] = None;
-                match t {
-                    Timer::Deadline => self.enter_jeopardy(),
-                    Timer::Heartbeat => self.on_heartbeat_timer(now),
-                    Timer::ToolTimeout => self.on_tool_timeout(now),
-                    Timer::CommitRetry => self.on_commit_retry(now),
-                    Timer::Poll => self.on_poll(now),
-                    Timer::Stage => self.on_stage_deadline(now),
-                }
-            }
+        // In the order of `Timer`'s doc; each is looked at after the ones before it have run,
+        // so a handler that sets or clears a later timer is seen.
+        if self.take_due(Timer::Deadline, now) {
+            self.enter_jeopardy();
         }
+        if self.take_due(Timer::Heartbeat, now) {
+            self.on_heartbeat_timer(now);
+        }
+        if self.take_due(Timer::ToolTimeout, now) {
+            self.on_tool_timeout(now);
+        }
+        if self.take_due(Timer::Stage, now) {
+            self.on_stage_deadline(now);
+        }
+        if self.take_due(Timer::CommitRetry, now) {
+            self.on_commit_retry(now);
+        }
+        if self.take_due(Timer::Poll, now) {
+            self.on_poll(now);
+        }
+    }
+
+    /// Disarms `t` if it is due at `now`; whether it was.
+    #[inline]
+    fn take_due(&mut self, t: Timer, now: Nanos) -> bool {
+        let due = self.timers[t as usize].is_some_and(|at| at <= now);
+        if due {
+            self.timers[t as usize] = None;
+        }
+        due
     }
 
     /// Handles a reply from the coordinator, the tool or a receiver.
