@@ -2,11 +2,11 @@
 //! time (P3). It owns claim, conditional heartbeat and conditional commit; it never reads a
 //! client's clock, never extends a lease it cannot justify, and never applies a refused result.
 
+use crate::machine::Outbox;
 use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// A job class: the lease length lives here, on the coordinator, never in the payload (P7).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,7 +159,7 @@ pub struct Coordinator {
     /// V10 only: claims that read a candidate and will write it later.
     pending_claims: Vec<PendingClaim>,
     switches: Switches,
-    out: VecDeque<Output>,
+    out: Outbox,
 }
 
 impl Coordinator {
@@ -215,7 +215,7 @@ impl Coordinator {
             accepted: SortedMap::with_capacity(0),
             pending_claims: Vec::new(),
             switches,
-            out: VecDeque::new(),
+            out: Outbox::default(),
         }
     }
 
@@ -277,7 +277,7 @@ impl Coordinator {
 
     /// The next output to carry out, if any.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     /// Handles one request. `from` is the host address replies go to.
@@ -302,7 +302,7 @@ impl Coordinator {
                             job,
                             read_token: self.jobs[job.0 as usize].token,
                         }),
-                        None => self.out.push_back(Output::Send {
+                        None => self.out.push(Output::Send {
                             to: reply_to,
                             msg: Msg::ClaimEmpty { req },
                         }),
@@ -331,7 +331,7 @@ impl Coordinator {
                     },
                     None => Msg::ClaimEmpty { req },
                 };
-                self.out.push_back(Output::Send {
+                self.out.push(Output::Send {
                     to: reply_to,
                     msg: reply,
                 });
@@ -368,7 +368,7 @@ impl Coordinator {
                     },
                     Err(_) => Msg::HeartbeatRejected { req, job, token },
                 };
-                self.out.push_back(Output::Send {
+                self.out.push(Output::Send {
                     to: reply_to,
                     msg: reply,
                 });
@@ -386,7 +386,7 @@ impl Coordinator {
                     Ok(()) => Msg::CommitAccepted { req, job, token },
                     Err(_) => Msg::CommitRejected { req, job, token },
                 };
-                self.out.push_back(Output::Send {
+                self.out.push(Output::Send {
                     to: reply_to,
                     msg: reply,
                 });
@@ -399,7 +399,7 @@ impl Coordinator {
                 step,
             } => {
                 let saved = self.checkpoint(now, job, worker, token, step);
-                self.out.push_back(Output::Send {
+                self.out.push(Output::Send {
                     to: reply_to,
                     msg: Msg::CheckpointAck {
                         req,
@@ -411,7 +411,7 @@ impl Coordinator {
             }
             Msg::Operator { req, job, action } => {
                 let applied = self.operator(now, job, action);
-                self.out.push_back(Output::Send {
+                self.out.push(Output::Send {
                     to: reply_to,
                     msg: Msg::OperatorDone { req, job, applied },
                 });
@@ -496,7 +496,7 @@ impl Coordinator {
                 holder_in_jeopardy: false,
             });
         }
-        self.out.push_back(Output::Journal(Event::LeaseRenewed {
+        self.out.push(Output::Journal(Event::LeaseRenewed {
             job,
             worker,
             token,
@@ -527,7 +527,7 @@ impl Coordinator {
             return false;
         };
         if let Err(reason) = self.check_holder(row, now, worker, token) {
-            self.out.push_back(Output::Journal(Event::HeartbeatRefused {
+            self.out.push(Output::Journal(Event::HeartbeatRefused {
                 job,
                 worker,
                 token,
@@ -547,7 +547,7 @@ impl Coordinator {
                 holder_in_jeopardy: false,
             });
         }
-        self.out.push_back(Output::Journal(Event::CheckpointSaved {
+        self.out.push(Output::Journal(Event::CheckpointSaved {
             job,
             worker,
             token,
@@ -580,12 +580,11 @@ impl Coordinator {
                 })
             };
             if let Some((job, running, capacity)) = deferred {
-                self.out
-                    .push_back(Output::Journal(Event::AdmissionDeferred {
-                        job,
-                        running,
-                        capacity,
-                    }));
+                self.out.push(Output::Journal(Event::AdmissionDeferred {
+                    job,
+                    running,
+                    capacity,
+                }));
             }
             return None;
         };
@@ -629,7 +628,7 @@ impl Coordinator {
             reason,
             effects_attempted: 0,
         });
-        self.out.push_back(Output::Journal(Event::LeaseGranted {
+        self.out.push(Output::Journal(Event::LeaseGranted {
             job: row.id,
             holder: worker,
             token,
@@ -657,7 +656,7 @@ impl Coordinator {
         for p in due {
             let (job, token, lease_ns, class) = self.grant(now, p.job, p.worker, p.read_token);
             let checkpoint = self.jobs[job.0 as usize].checkpoint;
-            self.out.push_back(Output::Send {
+            self.out.push(Output::Send {
                 to: Peer::Addr(p.from),
                 msg: Msg::ClaimGranted {
                     req: p.req,
@@ -704,7 +703,7 @@ impl Coordinator {
             let row = &mut self.jobs[job.0 as usize];
             Self::write_state(row, &mut self.running, &mut self.open, JobState::Succeeded);
             row.lease_until = None;
-            self.out.push_back(Output::Journal(Event::ResultAccepted {
+            self.out.push(Output::Journal(Event::ResultAccepted {
                 job,
                 worker: HUMAN,
                 token,
@@ -744,7 +743,7 @@ impl Coordinator {
             OperatorAction::HandToHuman => Some((HUMAN, HUMAN_LEASE_NS)),
             OperatorAction::HumanResolves => unreachable!("handled above"),
         };
-        self.out.push_back(Output::Journal(Event::LeaseRevoked {
+        self.out.push(Output::Journal(Event::LeaseRevoked {
             job,
             holder,
             token: old,
@@ -771,7 +770,7 @@ impl Coordinator {
                 reason: GrantReason::Operator,
                 effects_attempted: 0,
             });
-            self.out.push_back(Output::Journal(Event::LeaseGranted {
+            self.out.push(Output::Journal(Event::LeaseGranted {
                 job,
                 holder: to,
                 token: epoch,
@@ -846,12 +845,11 @@ impl Coordinator {
             Self::write_state(row, &mut self.running, &mut self.open, JobState::Failed);
             row.error = Some(ErrorCode::RenewalCap);
             row.lease_until = None;
-            self.out
-                .push_back(Output::Journal(Event::RenewalCapReached {
-                    job,
-                    token,
-                    first_claimed_at,
-                }));
+            self.out.push(Output::Journal(Event::RenewalCapReached {
+                job,
+                token,
+                first_claimed_at,
+            }));
         }
         let check = if capped {
             Err(RefusalReason::RenewalCap)
@@ -859,7 +857,7 @@ impl Coordinator {
             check
         };
         if let Err(reason) = check {
-            self.out.push_back(Output::Journal(Event::HeartbeatRefused {
+            self.out.push(Output::Journal(Event::HeartbeatRefused {
                 job,
                 worker,
                 token,
@@ -898,7 +896,7 @@ impl Coordinator {
         };
         if let Err(reason) = check {
             if !self.switches.unconditional_commit {
-                self.out.push_back(Output::Journal(Event::ResultRejected {
+                self.out.push(Output::Journal(Event::ResultRejected {
                     job,
                     worker,
                     token,
@@ -938,7 +936,7 @@ impl Coordinator {
             row.owner = None;
         }
         let (state, attempt) = (row.state, row.attempt);
-        self.out.push_back(Output::Journal(Event::ResultAccepted {
+        self.out.push(Output::Journal(Event::ResultAccepted {
             job,
             worker,
             token,
@@ -946,14 +944,14 @@ impl Coordinator {
         }));
         match (outcome, retry_at) {
             (Outcome::Failure { .. }, Some(not_before)) => {
-                self.out.push_back(Output::Journal(Event::RetryScheduled {
+                self.out.push(Output::Journal(Event::RetryScheduled {
                     job,
                     attempt,
                     not_before,
                 }))
             }
             (Outcome::Failure { error, .. }, None) => {
-                self.out.push_back(Output::Journal(Event::JobFailed {
+                self.out.push(Output::Journal(Event::JobFailed {
                     job,
                     error,
                     attempt,

@@ -2,10 +2,10 @@
 //! effects. It remembers the highest fence admitted per entity and refuses lower ones (P9), and
 //! answers a repeated idempotency key with the first result, applying nothing (P10).
 
+use crate::machine::Outbox;
 use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;
-use std::collections::VecDeque;
 
 /// The receiver state machine. Its whole state is durable: an external system does not forget
 /// what it applied.
@@ -21,7 +21,7 @@ pub struct Receiver {
     switches: Switches,
     marks: SortedMap<EntityId, Token>,
     applied: SortedMap<IdemKey, Token>,
-    out: VecDeque<Output>,
+    out: Outbox,
 }
 
 impl Receiver {
@@ -34,7 +34,7 @@ impl Receiver {
             switches,
             marks: SortedMap::with_capacity(0),
             applied: SortedMap::with_capacity(0),
-            out: VecDeque::new(),
+            out: Outbox::default(),
         }
     }
 
@@ -62,7 +62,7 @@ impl Receiver {
 
     /// The next output, if any.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     /// Handles one effect request or status query; anything else is ignored.
@@ -87,7 +87,7 @@ impl Receiver {
             } else {
                 EffectStatus::NotApplied
             };
-            self.out.push_back(Output::Send {
+            self.out.push(Output::Send {
                 to: Peer::Addr(from),
                 msg: Msg::EffectStatusReply {
                     req,
@@ -109,7 +109,7 @@ impl Receiver {
             return;
         };
         let outcome = self.admit(entity, key, fence);
-        self.out.push_back(Output::Journal(match outcome {
+        self.out.push(Output::Journal(match outcome {
             EffectOutcome::Applied => Event::EffectApplied { entity, key, fence },
             EffectOutcome::Duplicate { .. } => Event::EffectDuplicate { entity, key, fence },
             EffectOutcome::StaleFence { mark } => Event::EffectFenced {
@@ -120,7 +120,7 @@ impl Receiver {
             },
             EffectOutcome::Unauthorized => Event::EffectUnauthorized { entity, key, fence },
         }));
-        self.out.push_back(Output::Send {
+        self.out.push(Output::Send {
             to: Peer::Addr(from),
             msg: Msg::EffectAck {
                 req,

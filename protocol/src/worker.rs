@@ -7,6 +7,7 @@
 //! jeopardy (P13): it starts no effect and claims no success. "No row" means lost (P12 a).
 //! It never reads a clock: every input carries its local `now`.
 
+use crate::machine::Outbox;
 use crate::timing::holder_deadline;
 use crate::types::*;
 use crate::variant::Switches;
@@ -164,7 +165,7 @@ pub struct Worker {
     /// requests as the client's time; the reference protocol never decides anything by it.
     wall: Nanos,
     switches: Switches,
-    out: VecDeque<Output>,
+    out: Outbox,
 }
 
 /// V7: how long before its lease ends the last-second renewer renews.
@@ -185,7 +186,7 @@ impl Worker {
             switches,
             // Room for the outputs of one busy input (a grant starting a plan), so that the
             // queue does not grow again during the run.
-            out: VecDeque::with_capacity(OUT_ROOM),
+            out: Outbox::with_capacity(OUT_ROOM),
         }
     }
 
@@ -219,7 +220,7 @@ impl Worker {
 
     /// The next output, if any.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     /// The earliest armed timer.
@@ -267,11 +268,11 @@ impl Worker {
     }
 
     fn send(&mut self, to: Peer, msg: Msg) {
-        self.out.push_back(Output::Send { to, msg });
+        self.out.push(Output::Send { to, msg });
     }
 
     fn journal(&mut self, e: Event) {
-        self.out.push_back(Output::Journal(e));
+        self.out.push(Output::Journal(e));
     }
 
     /// Handles every due timer. A spurious call is a no-op.
