@@ -309,14 +309,22 @@ impl Coordinator {
                     }
                     return;
                 }
-                let grant = match self.claims.get(&from) {
-                    Some(&(last, grant)) if last == req => grant.filter(|&(job, token, _, _)| {
-                        let row = &self.jobs[job.0 as usize];
-                        self.check_holder(row, now, worker, token).is_ok()
-                    }),
+                // One search of the table of last claims serves the read and the write (a claim
+                // itself never touches that table).
+                let found = self.claims.search(&from);
+                let grant = match found {
+                    Ok(i) if self.claims.value_at(i).0 == req => {
+                        self.claims.value_at(i).1.filter(|&(job, token, _, _)| {
+                            let row = &self.jobs[job.0 as usize];
+                            self.check_holder(row, now, worker, token).is_ok()
+                        })
+                    }
                     _ => {
                         let grant = self.claim(now, judge, worker);
-                        self.claims.insert(from, (req, grant));
+                        match found {
+                            Ok(i) => *self.claims.value_at_mut(i) = (req, grant),
+                            Err(i) => self.claims.insert_at(i, from, (req, grant)),
+                        }
                         grant
                     }
                 };

@@ -151,12 +151,10 @@ pub struct Worker {
     /// process cannot be taken for one of ours.
     next_req: u64,
     state: State,
-    /// While idle: the claims in flight, (request, local send time). Emptied whenever the
-    /// worker goes idle; kept here so that its storage lasts from one attempt to the next.
-    claims: VecDeque<(u64, Nanos)>,
-    /// While holding: the heartbeats in flight, (request, local send time). Emptied at each
-    /// grant.
-    heartbeats: VecDeque<(u64, Nanos)>,
+    /// The requests in flight whose answer dates a lease, (request, local send time): the claims
+    /// while idle, the heartbeats while holding. Emptied whenever the worker goes idle and at
+    /// each grant, so the two never mix; one queue, whose storage lasts the whole run.
+    inflight: VecDeque<(u64, Nanos)>,
     /// While holding: effects sent whose answer has not come, reconciled before the job is
     /// declared done. Emptied at each grant.
     unacked: Vec<(IdemKey, u8)>,
@@ -178,8 +176,7 @@ impl Worker {
             cfg,
             next_req: 1,
             state: State::Idle,
-            claims: VecDeque::with_capacity(INFLIGHT_MAX),
-            heartbeats: VecDeque::new(),
+            inflight: VecDeque::with_capacity(INFLIGHT_MAX),
             unacked: Vec::new(),
             timers: [None; 6],
             wall: 0,
@@ -248,7 +245,7 @@ impl Worker {
     /// A crash: every volatile fact is gone. The durable request counter survives.
     pub fn crash(&mut self) {
         self.state = State::Idle;
-        self.claims.clear();
+        self.inflight.clear();
         self.timers = [None; 6];
         self.out.clear();
     }
@@ -421,7 +418,7 @@ impl Worker {
 
     fn go_idle(&mut self, now: Nanos) {
         self.state = State::Idle;
-        self.claims.clear();
+        self.inflight.clear();
         self.timers = [None; 6];
         self.set(Timer::Poll, now + self.cfg.claim_poll_ns);
     }
@@ -431,10 +428,10 @@ impl Worker {
         let State::Idle = self.state else {
             return;
         };
-        if self.claims.len() == INFLIGHT_MAX {
-            self.claims.pop_front();
+        if self.inflight.len() == INFLIGHT_MAX {
+            self.inflight.pop_front();
         }
-        self.claims.push_back((req, now));
+        self.inflight.push_back((req, now));
         let worker = self.cfg.name;
         let client_now = self.wall;
         self.send(
@@ -463,7 +460,7 @@ impl Worker {
             // Already busy: the grant is left to expire on the coordinator.
             return;
         };
-        let Some(&(_, sent_at)) = self.claims.iter().find(|(r, _)| *r == req) else {
+        let Some(&(_, sent_at)) = self.inflight.iter().find(|(r, _)| *r == req) else {
             return;
         };
         if (class.0 as usize) >= self.cfg.plans.len() {
@@ -477,7 +474,7 @@ impl Worker {
             self.cfg.drift_ppm_max,
             self.cfg.stop_margin_ns,
         );
-        self.heartbeats.clear();
+        self.inflight.clear();
         self.unacked.clear();
         self.state = State::Holding(Attempt {
             job,
@@ -557,10 +554,10 @@ impl Worker {
             // the call returns.
             return;
         }
-        if self.heartbeats.len() == INFLIGHT_MAX {
-            self.heartbeats.pop_front();
+        if self.inflight.len() == INFLIGHT_MAX {
+            self.inflight.pop_front();
         }
-        self.heartbeats.push_back((req, now));
+        self.inflight.push_back((req, now));
         let msg = Msg::Heartbeat {
             req,
             job: a.job,
@@ -590,12 +587,12 @@ impl Worker {
         if a.job != job || a.token != token {
             return;
         }
-        let Some(pos) = self.heartbeats.iter().position(|(r, _)| *r == req) else {
+        let Some(pos) = self.inflight.iter().position(|(r, _)| *r == req) else {
             return;
         };
-        let (_, sent_at) = self.heartbeats[pos];
+        let (_, sent_at) = self.inflight[pos];
         // Older requests are answered or lost; newer ones may still be answered.
-        self.heartbeats.drain(..=pos);
+        self.inflight.drain(..=pos);
         if sent_at <= a.confirmed_send {
             return;
         }
