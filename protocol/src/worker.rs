@@ -80,6 +80,9 @@ enum Timer {
     Stage = 5,
 }
 
+/// What an unarmed timer's slot holds: the latest time there is.
+const UNARMED: Nanos = Nanos::MAX;
+
 /// Bound on requests remembered for matching replies.
 const INFLIGHT_MAX: usize = 8;
 
@@ -158,7 +161,11 @@ pub struct Worker {
     /// While holding: effects sent whose answer has not come, reconciled before the job is
     /// declared done. Emptied at each grant.
     unacked: Vec<(IdemKey, u8)>,
-    timers: [Option<Nanos>; 6],
+    /// Each timer's time, `UNARMED` when it is not armed (see `armed`).
+    timers: [Nanos; 6],
+    /// Which timers are armed, one bit per `Timer`. A timer may be armed at `UNARMED`'s value
+    /// too: the bits, not the times, say which are armed.
+    armed: u8,
     /// The wall clock's last reading, told by the host before each input. Sent along with
     /// requests as the client's time; the reference protocol never decides anything by it.
     wall: Nanos,
@@ -178,7 +185,8 @@ impl Worker {
             state: State::Idle,
             inflight: VecDeque::with_capacity(INFLIGHT_MAX),
             unacked: Vec::new(),
-            timers: [None; 6],
+            timers: [UNARMED; 6],
+            armed: 0,
             wall: 0,
             switches,
             // Room for the outputs of one busy input (a grant starting a plan), so that the
@@ -222,19 +230,13 @@ impl Worker {
 
     /// The earliest armed timer.
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        // Spelled out over the six slots, without an iterator: the host asks after every input.
-        fn earlier(a: Option<Nanos>, b: Option<Nanos>) -> Option<Nanos> {
-            match (a, b) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (None, b) => b,
-                (a, None) => a,
-            }
+        // The host asks after every input: a minimum over six plain numbers, as an unarmed
+        // slot holds the largest time and so never wins over an armed one.
+        if self.armed == 0 {
+            return None;
         }
         let t = &self.timers;
-        earlier(
-            earlier(earlier(t[0], t[1]), earlier(t[2], t[3])),
-            earlier(t[4], t[5]),
-        )
+        Some(t[0].min(t[1]).min(t[2].min(t[3])).min(t[4].min(t[5])))
     }
 
     /// Starts (or restarts) the process: the first claim after the start delay.
@@ -246,16 +248,27 @@ impl Worker {
     pub fn crash(&mut self) {
         self.state = State::Idle;
         self.inflight.clear();
-        self.timers = [None; 6];
+        self.disarm_all();
         self.out.clear();
     }
 
     fn set(&mut self, t: Timer, at: Nanos) {
-        self.timers[t as usize] = Some(at);
+        self.timers[t as usize] = at;
+        self.armed |= 1 << t as u8;
     }
 
     fn clear(&mut self, t: Timer) {
-        self.timers[t as usize] = None;
+        self.timers[t as usize] = UNARMED;
+        self.armed &= !(1 << t as u8);
+    }
+
+    fn is_armed(&self, t: Timer) -> bool {
+        self.armed & (1 << t as u8) != 0
+    }
+
+    fn disarm_all(&mut self) {
+        self.timers = [UNARMED; 6];
+        self.armed = 0;
     }
 
     fn req(&mut self) -> u64 {
@@ -299,9 +312,9 @@ impl Worker {
     /// Disarms `t` if it is due at `now`; whether it was.
     #[inline]
     fn take_due(&mut self, t: Timer, now: Nanos) -> bool {
-        let due = self.timers[t as usize].is_some_and(|at| at <= now);
+        let due = self.is_armed(t) && self.timers[t as usize] <= now;
         if due {
-            self.timers[t as usize] = None;
+            self.clear(t);
         }
         due
     }
@@ -419,7 +432,7 @@ impl Worker {
     fn go_idle(&mut self, now: Nanos) {
         self.state = State::Idle;
         self.inflight.clear();
-        self.timers = [None; 6];
+        self.disarm_all();
         self.set(Timer::Poll, now + self.cfg.claim_poll_ns);
     }
 
@@ -635,9 +648,7 @@ impl Worker {
         a.tool = None;
         let (job, token) = (a.job, a.token);
         self.clear(Timer::ToolTimeout);
-        if self.switches.heartbeat_on_tool_thread
-            && self.timers[Timer::Heartbeat as usize].is_none()
-        {
+        if self.switches.heartbeat_on_tool_thread && !self.is_armed(Timer::Heartbeat) {
             self.set(Timer::Heartbeat, now);
         }
         match answer {
