@@ -133,9 +133,12 @@ impl Receiver {
 
     fn admit(&mut self, entity: EntityId, key: IdemKey, fence: Token) -> EffectOutcome {
         let checks_fence = self.supports_fence && !self.switches.receiver_ignores_fence;
+        // One search of each table serves its read and its write.
+        let mark_at = self.marks.search(&entity);
         if checks_fence {
-            if let Some(&mark) = self.marks.get(&entity) {
+            if let Ok(i) = mark_at {
                 // P9: a lower fence than the highest admitted for the entity is refused.
+                let mark = *self.marks.value_at(i);
                 if fence < mark {
                     return EffectOutcome::StaleFence { mark };
                 }
@@ -148,13 +151,22 @@ impl Receiver {
         }
         // P9: raise the mark on every admitted request, also one answered from the idempotency
         // store, so that a successor's first contact already fences off its predecessor.
-        let mark = self.marks.get_or_insert(entity, fence);
-        *mark = (*mark).max(fence);
-        // P10: a repeated key returns the first result and applies nothing.
-        if let Some(&first_fence) = self.applied.get(&key) {
-            return EffectOutcome::Duplicate { first_fence };
+        match mark_at {
+            Ok(i) => {
+                let mark = self.marks.value_at_mut(i);
+                *mark = (*mark).max(fence);
+            }
+            Err(i) => self.marks.insert_at(i, entity, fence),
         }
-        self.applied.insert(key, fence);
+        // P10: a repeated key returns the first result and applies nothing.
+        match self.applied.search(&key) {
+            Ok(i) => {
+                return EffectOutcome::Duplicate {
+                    first_fence: *self.applied.value_at(i),
+                }
+            }
+            Err(i) => self.applied.insert_at(i, key, fence),
+        }
         EffectOutcome::Applied
     }
 }
