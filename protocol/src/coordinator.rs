@@ -2,11 +2,11 @@
 //! time (P3). It owns claim, conditional heartbeat and conditional commit; it never reads a
 //! client's clock, never extends a lease it cannot justify, and never applies a refused result.
 
+use crate::machine::Outbox;
 use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// A job class: the lease length lives here, on the coordinator, never in the payload (P7).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,6 +141,12 @@ pub struct Coordinator {
     /// start here: the same answers, without rescanning the finished part of a long table.
     /// Every write of a job's state lowers it first (`reopen`).
     first_open: usize,
+    /// How many jobs of each class are running, indexed by class id: admission (P16) reads it
+    /// instead of counting the table on every claim. Every write of a job's state goes through
+    /// `write_state`, which keeps it. Empty when no class has a capacity: nobody asks then.
+    running: Vec<u32>,
+    /// How many jobs are not terminal, kept by `write_state` like `running`.
+    open: usize,
     leases: Vec<LeaseRecord>,
     /// Jobs an operator handed to a named worker, waiting for that worker's next claim.
     handoffs: SortedMap<JobId, WorkerName>,
@@ -153,7 +159,7 @@ pub struct Coordinator {
     /// V10 only: claims that read a candidate and will write it later.
     pending_claims: Vec<PendingClaim>,
     switches: Switches,
-    out: VecDeque<Output>,
+    out: Outbox,
 }
 
 impl Coordinator {
@@ -192,8 +198,14 @@ impl Coordinator {
                     not_before: None,
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
         Coordinator {
+            running: if classes.iter().any(|c| c.capacity.is_some()) {
+                vec![0; classes.len()]
+            } else {
+                Vec::new()
+            },
+            open: jobs.len(),
             classes,
             jobs,
             first_open: 0,
@@ -203,7 +215,7 @@ impl Coordinator {
             accepted: SortedMap::with_capacity(0),
             pending_claims: Vec::new(),
             switches,
-            out: VecDeque::new(),
+            out: Outbox::default(),
         }
     }
 
@@ -219,9 +231,31 @@ impl Coordinator {
 
     /// Whether every job is in a terminal state.
     pub fn all_terminal(&self) -> bool {
-        self.jobs[self.first_open..]
-            .iter()
-            .all(|j| j.state.is_terminal())
+        debug_assert_eq!(
+            self.open,
+            self.jobs.iter().filter(|j| !j.state.is_terminal()).count()
+        );
+        self.open == 0
+    }
+
+    /// Writes a job's state and keeps the counts of running and open jobs. A free function of
+    /// the row and the counts, so that callers may hold the row while they write.
+    fn write_state(row: &mut JobRow, running: &mut [u32], open: &mut usize, state: JobState) {
+        let old = row.state;
+        if let Some(count) = running.get_mut(row.class.0 as usize) {
+            if old == JobState::Running {
+                *count -= 1;
+            }
+            if state == JobState::Running {
+                *count += 1;
+            }
+        }
+        match (old.is_terminal(), state.is_terminal()) {
+            (false, true) => *open -= 1,
+            (true, false) => *open += 1,
+            _ => {}
+        }
+        row.state = state;
     }
 
     /// Keeps `first_open` at or below a job whose state is about to be written (the reference
@@ -243,7 +277,7 @@ impl Coordinator {
 
     /// The next output to carry out, if any.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     /// Handles one request. `from` is the host address replies go to.
@@ -268,21 +302,29 @@ impl Coordinator {
                             job,
                             read_token: self.jobs[job.0 as usize].token,
                         }),
-                        None => self.out.push_back(Output::Send {
+                        None => self.out.push(Output::Send {
                             to: reply_to,
                             msg: Msg::ClaimEmpty { req },
                         }),
                     }
                     return;
                 }
-                let grant = match self.claims.get(&from) {
-                    Some(&(last, grant)) if last == req => grant.filter(|&(job, token, _, _)| {
-                        let row = &self.jobs[job.0 as usize];
-                        self.check_holder(row, now, worker, token).is_ok()
-                    }),
+                // One search of the table of last claims serves the read and the write (a claim
+                // itself never touches that table).
+                let found = self.claims.search(&from);
+                let grant = match found {
+                    Ok(i) if self.claims.value_at(i).0 == req => {
+                        self.claims.value_at(i).1.filter(|&(job, token, _, _)| {
+                            let row = &self.jobs[job.0 as usize];
+                            self.check_holder(row, now, worker, token).is_ok()
+                        })
+                    }
                     _ => {
                         let grant = self.claim(now, judge, worker);
-                        self.claims.insert(from, (req, grant));
+                        match found {
+                            Ok(i) => *self.claims.value_at_mut(i) = (req, grant),
+                            Err(i) => self.claims.insert_at(i, from, (req, grant)),
+                        }
                         grant
                     }
                 };
@@ -297,7 +339,7 @@ impl Coordinator {
                     },
                     None => Msg::ClaimEmpty { req },
                 };
-                self.out.push_back(Output::Send {
+                self.out.push(Output::Send {
                     to: reply_to,
                     msg: reply,
                 });
@@ -334,7 +376,7 @@ impl Coordinator {
                     },
                     Err(_) => Msg::HeartbeatRejected { req, job, token },
                 };
-                self.out.push_back(Output::Send {
+                self.out.push(Output::Send {
                     to: reply_to,
                     msg: reply,
                 });
@@ -352,7 +394,7 @@ impl Coordinator {
                     Ok(()) => Msg::CommitAccepted { req, job, token },
                     Err(_) => Msg::CommitRejected { req, job, token },
                 };
-                self.out.push_back(Output::Send {
+                self.out.push(Output::Send {
                     to: reply_to,
                     msg: reply,
                 });
@@ -365,7 +407,7 @@ impl Coordinator {
                 step,
             } => {
                 let saved = self.checkpoint(now, job, worker, token, step);
-                self.out.push_back(Output::Send {
+                self.out.push(Output::Send {
                     to: reply_to,
                     msg: Msg::CheckpointAck {
                         req,
@@ -377,7 +419,7 @@ impl Coordinator {
             }
             Msg::Operator { req, job, action } => {
                 let applied = self.operator(now, job, action);
-                self.out.push_back(Output::Send {
+                self.out.push(Output::Send {
                     to: reply_to,
                     msg: Msg::OperatorDone { req, job, applied },
                 });
@@ -433,11 +475,14 @@ impl Coordinator {
         let Some(capacity) = self.classes[class.0 as usize].capacity else {
             return Ok(());
         };
-        let running = self
-            .jobs
-            .iter()
-            .filter(|j| j.class == class && j.state == JobState::Running)
-            .count() as u32;
+        let running = self.running[class.0 as usize];
+        debug_assert_eq!(
+            running as usize,
+            self.jobs
+                .iter()
+                .filter(|j| j.class == class && j.state == JobState::Running)
+                .count()
+        );
         if running < capacity {
             Ok(())
         } else {
@@ -459,7 +504,7 @@ impl Coordinator {
                 holder_in_jeopardy: false,
             });
         }
-        self.out.push_back(Output::Journal(Event::LeaseRenewed {
+        self.out.push(Output::Journal(Event::LeaseRenewed {
             job,
             worker,
             token,
@@ -490,7 +535,7 @@ impl Coordinator {
             return false;
         };
         if let Err(reason) = self.check_holder(row, now, worker, token) {
-            self.out.push_back(Output::Journal(Event::HeartbeatRefused {
+            self.out.push(Output::Journal(Event::HeartbeatRefused {
                 job,
                 worker,
                 token,
@@ -510,7 +555,7 @@ impl Coordinator {
                 holder_in_jeopardy: false,
             });
         }
-        self.out.push_back(Output::Journal(Event::CheckpointSaved {
+        self.out.push(Output::Journal(Event::CheckpointSaved {
             job,
             worker,
             token,
@@ -527,21 +572,27 @@ impl Coordinator {
             return Some(grant);
         }
         let Some(job) = self.pick(now, judge) else {
-            // Told apart from a lease refusal: the job may not start at all yet (P16).
-            let deferred = self.jobs.iter().find_map(|j| {
-                let waiting = j.state == JobState::Queued && j.not_before.is_none_or(|t| t <= now);
-                match (waiting, self.admits(j.class)) {
-                    (true, Err((running, capacity))) => Some((j.id, running, capacity)),
-                    _ => None,
-                }
-            });
+            // Told apart from a lease refusal: the job may not start at all yet (P16). Only a
+            // class with a capacity defers, and the jobs below `first_open` are all terminal.
+            let deferred = if self.running.is_empty() {
+                None
+            } else {
+                self.jobs[self.first_open..].iter().find_map(|j| {
+                    let waiting =
+                        j.state == JobState::Queued && j.not_before.is_none_or(|t| t <= now);
+                    if !waiting {
+                        return None;
+                    }
+                    let (running, capacity) = self.admits(j.class).err()?;
+                    Some((j.id, running, capacity))
+                })
+            };
             if let Some((job, running, capacity)) = deferred {
-                self.out
-                    .push_back(Output::Journal(Event::AdmissionDeferred {
-                        job,
-                        running,
-                        capacity,
-                    }));
+                self.out.push(Output::Journal(Event::AdmissionDeferred {
+                    job,
+                    running,
+                    capacity,
+                }));
             }
             return None;
         };
@@ -565,7 +616,7 @@ impl Coordinator {
         if !self.switches.non_atomic_claim {
             assert!(token > row.token, "P3: fencing token must increase");
         }
-        row.state = JobState::Running;
+        Self::write_state(row, &mut self.running, &mut self.open, JobState::Running);
         row.owner = Some(worker);
         row.lease_until = Some(now + lease_ns);
         row.heartbeat_at = Some(now);
@@ -585,7 +636,7 @@ impl Coordinator {
             reason,
             effects_attempted: 0,
         });
-        self.out.push_back(Output::Journal(Event::LeaseGranted {
+        self.out.push(Output::Journal(Event::LeaseGranted {
             job: row.id,
             holder: worker,
             token,
@@ -613,7 +664,7 @@ impl Coordinator {
         for p in due {
             let (job, token, lease_ns, class) = self.grant(now, p.job, p.worker, p.read_token);
             let checkpoint = self.jobs[job.0 as usize].checkpoint;
-            self.out.push_back(Output::Send {
+            self.out.push(Output::Send {
                 to: Peer::Addr(p.from),
                 msg: Msg::ClaimGranted {
                     req: p.req,
@@ -658,9 +709,9 @@ impl Coordinator {
                 return false;
             }
             let row = &mut self.jobs[job.0 as usize];
-            row.state = JobState::Succeeded;
+            Self::write_state(row, &mut self.running, &mut self.open, JobState::Succeeded);
             row.lease_until = None;
-            self.out.push_back(Output::Journal(Event::ResultAccepted {
+            self.out.push(Output::Journal(Event::ResultAccepted {
                 job,
                 worker: HUMAN,
                 token,
@@ -684,12 +735,12 @@ impl Coordinator {
         // Who gets the new epoch, and for how long.
         let new_holder = match action {
             OperatorAction::Revoke => {
-                row.state = JobState::Queued;
+                Self::write_state(row, &mut self.running, &mut self.open, JobState::Queued);
                 row.owner = None;
                 None
             }
             OperatorAction::Cancel => {
-                row.state = JobState::Cancelled;
+                Self::write_state(row, &mut self.running, &mut self.open, JobState::Cancelled);
                 row.owner = None;
                 None
             }
@@ -700,7 +751,7 @@ impl Coordinator {
             OperatorAction::HandToHuman => Some((HUMAN, HUMAN_LEASE_NS)),
             OperatorAction::HumanResolves => unreachable!("handled above"),
         };
-        self.out.push_back(Output::Journal(Event::LeaseRevoked {
+        self.out.push(Output::Journal(Event::LeaseRevoked {
             job,
             holder,
             token: old,
@@ -709,7 +760,7 @@ impl Coordinator {
         }));
         if let Some((to, lease_ns)) = new_holder {
             let row = &mut self.jobs[job.0 as usize];
-            row.state = JobState::Running;
+            Self::write_state(row, &mut self.running, &mut self.open, JobState::Running);
             row.owner = Some(to);
             row.lease_until = Some(now + lease_ns);
             row.heartbeat_at = Some(now);
@@ -727,7 +778,7 @@ impl Coordinator {
                 reason: GrantReason::Operator,
                 effects_attempted: 0,
             });
-            self.out.push_back(Output::Journal(Event::LeaseGranted {
+            self.out.push(Output::Journal(Event::LeaseGranted {
                 job,
                 holder: to,
                 token: epoch,
@@ -799,15 +850,14 @@ impl Coordinator {
             // P7: endless work must become stages; the job fails with its own reason.
             let row = &mut self.jobs[job.0 as usize];
             let first_claimed_at = row.first_claimed_at.unwrap_or(now);
-            row.state = JobState::Failed;
+            Self::write_state(row, &mut self.running, &mut self.open, JobState::Failed);
             row.error = Some(ErrorCode::RenewalCap);
             row.lease_until = None;
-            self.out
-                .push_back(Output::Journal(Event::RenewalCapReached {
-                    job,
-                    token,
-                    first_claimed_at,
-                }));
+            self.out.push(Output::Journal(Event::RenewalCapReached {
+                job,
+                token,
+                first_claimed_at,
+            }));
         }
         let check = if capped {
             Err(RefusalReason::RenewalCap)
@@ -815,7 +865,7 @@ impl Coordinator {
             check
         };
         if let Err(reason) = check {
-            self.out.push_back(Output::Journal(Event::HeartbeatRefused {
+            self.out.push(Output::Journal(Event::HeartbeatRefused {
                 job,
                 worker,
                 token,
@@ -854,7 +904,7 @@ impl Coordinator {
         };
         if let Err(reason) = check {
             if !self.switches.unconditional_commit {
-                self.out.push_back(Output::Journal(Event::ResultRejected {
+                self.out.push(Output::Journal(Event::ResultRejected {
                     job,
                     worker,
                     token,
@@ -870,14 +920,14 @@ impl Coordinator {
         let mut retry_at = None;
         match outcome {
             Outcome::Success { result } => {
-                row.state = JobState::Succeeded;
+                Self::write_state(row, &mut self.running, &mut self.open, JobState::Succeeded);
                 row.result = Some(result);
             }
             Outcome::Failure { error, retryable } => {
                 row.error = Some(error);
                 // P11: retry transient failures while attempts remain, after a backoff that
                 // doubles per attempt; validation errors and exhausted jobs end for good.
-                row.state = if retryable && row.attempt < max_attempts {
+                let state = if retryable && row.attempt < max_attempts {
                     let shift = row.attempt.saturating_sub(1).min(16);
                     let not_before = judge + backoff_ns.saturating_mul(1 << shift);
                     row.not_before = Some(not_before);
@@ -886,6 +936,7 @@ impl Coordinator {
                 } else {
                     JobState::Failed
                 };
+                Self::write_state(row, &mut self.running, &mut self.open, state);
             }
         }
         row.lease_until = None;
@@ -893,7 +944,7 @@ impl Coordinator {
             row.owner = None;
         }
         let (state, attempt) = (row.state, row.attempt);
-        self.out.push_back(Output::Journal(Event::ResultAccepted {
+        self.out.push(Output::Journal(Event::ResultAccepted {
             job,
             worker,
             token,
@@ -901,14 +952,14 @@ impl Coordinator {
         }));
         match (outcome, retry_at) {
             (Outcome::Failure { .. }, Some(not_before)) => {
-                self.out.push_back(Output::Journal(Event::RetryScheduled {
+                self.out.push(Output::Journal(Event::RetryScheduled {
                     job,
                     attempt,
                     not_before,
                 }))
             }
             (Outcome::Failure { error, .. }, None) => {
-                self.out.push_back(Output::Journal(Event::JobFailed {
+                self.out.push(Output::Journal(Event::JobFailed {
                     job,
                     error,
                     attempt,

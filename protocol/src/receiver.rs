@@ -2,10 +2,10 @@
 //! effects. It remembers the highest fence admitted per entity and refuses lower ones (P9), and
 //! answers a repeated idempotency key with the first result, applying nothing (P10).
 
+use crate::machine::Outbox;
 use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;
-use std::collections::VecDeque;
 
 /// The receiver state machine. Its whole state is durable: an external system does not forget
 /// what it applied.
@@ -21,7 +21,7 @@ pub struct Receiver {
     switches: Switches,
     marks: SortedMap<EntityId, Token>,
     applied: SortedMap<IdemKey, Token>,
-    out: VecDeque<Output>,
+    out: Outbox,
 }
 
 impl Receiver {
@@ -34,7 +34,7 @@ impl Receiver {
             switches,
             marks: SortedMap::with_capacity(0),
             applied: SortedMap::with_capacity(0),
-            out: VecDeque::new(),
+            out: Outbox::default(),
         }
     }
 
@@ -62,7 +62,7 @@ impl Receiver {
 
     /// The next output, if any.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     /// Handles one effect request or status query; anything else is ignored.
@@ -87,7 +87,7 @@ impl Receiver {
             } else {
                 EffectStatus::NotApplied
             };
-            self.out.push_back(Output::Send {
+            self.out.push(Output::Send {
                 to: Peer::Addr(from),
                 msg: Msg::EffectStatusReply {
                     req,
@@ -109,7 +109,7 @@ impl Receiver {
             return;
         };
         let outcome = self.admit(entity, key, fence);
-        self.out.push_back(Output::Journal(match outcome {
+        self.out.push(Output::Journal(match outcome {
             EffectOutcome::Applied => Event::EffectApplied { entity, key, fence },
             EffectOutcome::Duplicate { .. } => Event::EffectDuplicate { entity, key, fence },
             EffectOutcome::StaleFence { mark } => Event::EffectFenced {
@@ -120,7 +120,7 @@ impl Receiver {
             },
             EffectOutcome::Unauthorized => Event::EffectUnauthorized { entity, key, fence },
         }));
-        self.out.push_back(Output::Send {
+        self.out.push(Output::Send {
             to: Peer::Addr(from),
             msg: Msg::EffectAck {
                 req,
@@ -133,9 +133,12 @@ impl Receiver {
 
     fn admit(&mut self, entity: EntityId, key: IdemKey, fence: Token) -> EffectOutcome {
         let checks_fence = self.supports_fence && !self.switches.receiver_ignores_fence;
+        // One search of each table serves its read and its write.
+        let mark_at = self.marks.search(&entity);
         if checks_fence {
-            if let Some(&mark) = self.marks.get(&entity) {
+            if let Ok(i) = mark_at {
                 // P9: a lower fence than the highest admitted for the entity is refused.
+                let mark = *self.marks.value_at(i);
                 if fence < mark {
                     return EffectOutcome::StaleFence { mark };
                 }
@@ -148,13 +151,22 @@ impl Receiver {
         }
         // P9: raise the mark on every admitted request, also one answered from the idempotency
         // store, so that a successor's first contact already fences off its predecessor.
-        let mark = self.marks.get_or_insert(entity, fence);
-        *mark = (*mark).max(fence);
-        // P10: a repeated key returns the first result and applies nothing.
-        if let Some(&first_fence) = self.applied.get(&key) {
-            return EffectOutcome::Duplicate { first_fence };
+        match mark_at {
+            Ok(i) => {
+                let mark = self.marks.value_at_mut(i);
+                *mark = (*mark).max(fence);
+            }
+            Err(i) => self.marks.insert_at(i, entity, fence),
         }
-        self.applied.insert(key, fence);
+        // P10: a repeated key returns the first result and applies nothing.
+        match self.applied.search(&key) {
+            Ok(i) => {
+                return EffectOutcome::Duplicate {
+                    first_fence: *self.applied.value_at(i),
+                }
+            }
+            Err(i) => self.applied.insert_at(i, key, fence),
+        }
         EffectOutcome::Applied
     }
 }

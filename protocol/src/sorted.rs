@@ -50,6 +50,29 @@ impl<K: Ord, V> SortedMap<K, V> {
         self.find(key).is_ok()
     }
 
+    /// Where `key` is (`Ok`), or where it would be inserted (`Err`): one search for a read that
+    /// may be followed by a write (`value_at_mut`, `insert_at`) with nothing changed between.
+    pub fn search(&self, key: &K) -> Result<usize, usize> {
+        self.find(key)
+    }
+
+    /// The value at a position `search` found.
+    pub fn value_at(&self, i: usize) -> &V {
+        &self.entries[i].1
+    }
+
+    /// The value at a position `search` found, to change it.
+    pub fn value_at_mut(&mut self, i: usize) -> &mut V {
+        &mut self.entries[i].1
+    }
+
+    /// Inserts `key` at the position `search` gave for it.
+    pub fn insert_at(&mut self, i: usize, key: K, value: V) {
+        debug_assert!(i == 0 || self.entries[i - 1].0 < key);
+        debug_assert!(self.entries.get(i).is_none_or(|(k, _)| key < *k));
+        self.entries.insert(i, (key, value));
+    }
+
     /// Sets the value of `key`, replacing any earlier one.
     pub fn insert(&mut self, key: K, value: V) {
         match self.find(&key) {

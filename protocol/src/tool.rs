@@ -1,6 +1,7 @@
 //! The tool: an external call whose duration and answer the scenario decides. The tool keeps
 //! no lease state and knows nothing of fences: it is the "vendor API" that may answer late.
 
+use crate::machine::Outbox;
 use crate::types::*;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -34,7 +35,7 @@ pub struct Tool {
     pending: Vec<Pending>,
     /// Calls it finished (answered or not), newest last, for status queries (P12 c).
     done: VecDeque<(u32, u64, ToolAnswer)>,
-    out: VecDeque<Output>,
+    out: Outbox,
 }
 
 /// Bound on finished calls the tool remembers for status queries.
@@ -52,7 +53,7 @@ impl Tool {
 
     /// The next output, if any.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     /// When the tool next needs to be woken.
@@ -66,7 +67,7 @@ impl Tool {
             return;
         };
         if let Some(fault) = call.fault {
-            self.out.push_back(Output::Journal(Event::ToolFaulted {
+            self.out.push(Output::Journal(Event::ToolFaulted {
                 job,
                 request: req,
                 fault,
@@ -114,7 +115,7 @@ impl Tool {
                 .find(|(to, req, _)| *to == from && *req == request)
                 .map_or(ToolAnswer::NoRecord, |(_, _, a)| *a)
         };
-        self.out.push_back(Output::Send {
+        self.out.push(Output::Send {
             to: Peer::Addr(from),
             msg: Msg::ToolResponse {
                 req: request,
@@ -151,7 +152,7 @@ impl Tool {
                 // The work is done; the answer never leaves.
                 continue;
             }
-            self.out.push_back(Output::Send {
+            self.out.push(Output::Send {
                 to: Peer::Addr(p.to),
                 msg: p.msg,
             });

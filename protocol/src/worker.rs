@@ -7,6 +7,7 @@
 //! jeopardy (P13): it starts no effect and claims no success. "No row" means lost (P12 a).
 //! It never reads a clock: every input carries its local `now`.
 
+use crate::machine::Outbox;
 use crate::timing::holder_deadline;
 use crate::types::*;
 use crate::variant::Switches;
@@ -67,7 +68,8 @@ pub struct WorkerConfig {
 }
 
 /// The worker's named timers (quinn style: a small table, the earliest is the next wake). The
-/// tool timeout also bounds a status query, which never overlaps a tool call.
+/// tool timeout also bounds a status query, which never overlaps a tool call. Due timers run in
+/// the order deadline, heartbeat, tool timeout, stage, commit retry, poll (`handle_timeout`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Timer {
     Deadline = 0,
@@ -77,14 +79,9 @@ enum Timer {
     Poll = 4,
     Stage = 5,
 }
-const TIMERS: [Timer; 6] = [
-    Timer::Deadline,
-    Timer::Heartbeat,
-    Timer::ToolTimeout,
-    Timer::Stage,
-    Timer::CommitRetry,
-    Timer::Poll,
-];
+
+/// What an unarmed timer's slot holds: the latest time there is.
+const UNARMED: Nanos = Nanos::MAX;
 
 /// Bound on requests remembered for matching replies.
 const INFLIGHT_MAX: usize = 8;
@@ -157,21 +154,23 @@ pub struct Worker {
     /// process cannot be taken for one of ours.
     next_req: u64,
     state: State,
-    /// While idle: the claims in flight, (request, local send time). Emptied whenever the
-    /// worker goes idle; kept here so that its storage lasts from one attempt to the next.
-    claims: VecDeque<(u64, Nanos)>,
-    /// While holding: the heartbeats in flight, (request, local send time). Emptied at each
-    /// grant.
-    heartbeats: VecDeque<(u64, Nanos)>,
+    /// The requests in flight whose answer dates a lease, (request, local send time): the claims
+    /// while idle, the heartbeats while holding. Emptied whenever the worker goes idle and at
+    /// each grant, so the two never mix; one queue, whose storage lasts the whole run.
+    inflight: VecDeque<(u64, Nanos)>,
     /// While holding: effects sent whose answer has not come, reconciled before the job is
     /// declared done. Emptied at each grant.
     unacked: Vec<(IdemKey, u8)>,
-    timers: [Option<Nanos>; 6],
+    /// Each timer's time, `UNARMED` when it is not armed (see `armed`).
+    timers: [Nanos; 6],
+    /// Which timers are armed, one bit per `Timer`. A timer may be armed at `UNARMED`'s value
+    /// too: the bits, not the times, say which are armed.
+    armed: u8,
     /// The wall clock's last reading, told by the host before each input. Sent along with
     /// requests as the client's time; the reference protocol never decides anything by it.
     wall: Nanos,
     switches: Switches,
-    out: VecDeque<Output>,
+    out: Outbox,
 }
 
 /// V7: how long before its lease ends the last-second renewer renews.
@@ -184,15 +183,15 @@ impl Worker {
             cfg,
             next_req: 1,
             state: State::Idle,
-            claims: VecDeque::with_capacity(INFLIGHT_MAX),
-            heartbeats: VecDeque::new(),
+            inflight: VecDeque::with_capacity(INFLIGHT_MAX),
             unacked: Vec::new(),
-            timers: [None; 6],
+            timers: [UNARMED; 6],
+            armed: 0,
             wall: 0,
             switches,
             // Room for the outputs of one busy input (a grant starting a plan), so that the
             // queue does not grow again during the run.
-            out: VecDeque::with_capacity(OUT_ROOM),
+            out: Outbox::with_capacity(OUT_ROOM),
         }
     }
 
@@ -226,12 +225,18 @@ impl Worker {
 
     /// The next output, if any.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     /// The earliest armed timer.
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        self.timers.iter().flatten().copied().min()
+        // The host asks after every input: a minimum over six plain numbers, as an unarmed
+        // slot holds the largest time and so never wins over an armed one.
+        if self.armed == 0 {
+            return None;
+        }
+        let t = &self.timers;
+        Some(t[0].min(t[1]).min(t[2].min(t[3])).min(t[4].min(t[5])))
     }
 
     /// Starts (or restarts) the process: the first claim after the start delay.
@@ -242,17 +247,28 @@ impl Worker {
     /// A crash: every volatile fact is gone. The durable request counter survives.
     pub fn crash(&mut self) {
         self.state = State::Idle;
-        self.claims.clear();
-        self.timers = [None; 6];
+        self.inflight.clear();
+        self.disarm_all();
         self.out.clear();
     }
 
     fn set(&mut self, t: Timer, at: Nanos) {
-        self.timers[t as usize] = Some(at);
+        self.timers[t as usize] = at;
+        self.armed |= 1 << t as u8;
     }
 
     fn clear(&mut self, t: Timer) {
-        self.timers[t as usize] = None;
+        self.timers[t as usize] = UNARMED;
+        self.armed &= !(1 << t as u8);
+    }
+
+    fn is_armed(&self, t: Timer) -> bool {
+        self.armed & (1 << t as u8) != 0
+    }
+
+    fn disarm_all(&mut self) {
+        self.timers = [UNARMED; 6];
+        self.armed = 0;
     }
 
     fn req(&mut self) -> u64 {
@@ -262,28 +278,45 @@ impl Worker {
     }
 
     fn send(&mut self, to: Peer, msg: Msg) {
-        self.out.push_back(Output::Send { to, msg });
+        self.out.push(Output::Send { to, msg });
     }
 
     fn journal(&mut self, e: Event) {
-        self.out.push_back(Output::Journal(e));
+        self.out.push(Output::Journal(e));
     }
 
     /// Handles every due timer. A spurious call is a no-op.
     pub fn handle_timeout(&mut self, now: Nanos) {
-        for t in TIMERS {
-            if self.timers[t as usize].is_some_and(|at| at <= now) {
-                self.timers[t as usize] = None;
-                match t {
-                    Timer::Deadline => self.enter_jeopardy(),
-                    Timer::Heartbeat => self.on_heartbeat_timer(now),
-                    Timer::ToolTimeout => self.on_tool_timeout(now),
-                    Timer::CommitRetry => self.on_commit_retry(now),
-                    Timer::Poll => self.on_poll(now),
-                    Timer::Stage => self.on_stage_deadline(now),
-                }
-            }
+        // In the order of `Timer`'s doc; each is looked at after the ones before it have run,
+        // so a handler that sets or clears a later timer is seen.
+        if self.take_due(Timer::Deadline, now) {
+            self.enter_jeopardy();
         }
+        if self.take_due(Timer::Heartbeat, now) {
+            self.on_heartbeat_timer(now);
+        }
+        if self.take_due(Timer::ToolTimeout, now) {
+            self.on_tool_timeout(now);
+        }
+        if self.take_due(Timer::Stage, now) {
+            self.on_stage_deadline(now);
+        }
+        if self.take_due(Timer::CommitRetry, now) {
+            self.on_commit_retry(now);
+        }
+        if self.take_due(Timer::Poll, now) {
+            self.on_poll(now);
+        }
+    }
+
+    /// Disarms `t` if it is due at `now`; whether it was.
+    #[inline]
+    fn take_due(&mut self, t: Timer, now: Nanos) -> bool {
+        let due = self.is_armed(t) && self.timers[t as usize] <= now;
+        if due {
+            self.clear(t);
+        }
+        due
     }
 
     /// Handles a reply from the coordinator, the tool or a receiver.
@@ -398,8 +431,8 @@ impl Worker {
 
     fn go_idle(&mut self, now: Nanos) {
         self.state = State::Idle;
-        self.claims.clear();
-        self.timers = [None; 6];
+        self.inflight.clear();
+        self.disarm_all();
         self.set(Timer::Poll, now + self.cfg.claim_poll_ns);
     }
 
@@ -408,10 +441,10 @@ impl Worker {
         let State::Idle = self.state else {
             return;
         };
-        if self.claims.len() == INFLIGHT_MAX {
-            self.claims.pop_front();
+        if self.inflight.len() == INFLIGHT_MAX {
+            self.inflight.pop_front();
         }
-        self.claims.push_back((req, now));
+        self.inflight.push_back((req, now));
         let worker = self.cfg.name;
         let client_now = self.wall;
         self.send(
@@ -440,7 +473,7 @@ impl Worker {
             // Already busy: the grant is left to expire on the coordinator.
             return;
         };
-        let Some(&(_, sent_at)) = self.claims.iter().find(|(r, _)| *r == req) else {
+        let Some(&(_, sent_at)) = self.inflight.iter().find(|(r, _)| *r == req) else {
             return;
         };
         if (class.0 as usize) >= self.cfg.plans.len() {
@@ -454,7 +487,7 @@ impl Worker {
             self.cfg.drift_ppm_max,
             self.cfg.stop_margin_ns,
         );
-        self.heartbeats.clear();
+        self.inflight.clear();
         self.unacked.clear();
         self.state = State::Holding(Attempt {
             job,
@@ -534,10 +567,10 @@ impl Worker {
             // the call returns.
             return;
         }
-        if self.heartbeats.len() == INFLIGHT_MAX {
-            self.heartbeats.pop_front();
+        if self.inflight.len() == INFLIGHT_MAX {
+            self.inflight.pop_front();
         }
-        self.heartbeats.push_back((req, now));
+        self.inflight.push_back((req, now));
         let msg = Msg::Heartbeat {
             req,
             job: a.job,
@@ -567,12 +600,12 @@ impl Worker {
         if a.job != job || a.token != token {
             return;
         }
-        let Some(pos) = self.heartbeats.iter().position(|(r, _)| *r == req) else {
+        let Some(pos) = self.inflight.iter().position(|(r, _)| *r == req) else {
             return;
         };
-        let (_, sent_at) = self.heartbeats[pos];
+        let (_, sent_at) = self.inflight[pos];
         // Older requests are answered or lost; newer ones may still be answered.
-        self.heartbeats.drain(..=pos);
+        self.inflight.drain(..=pos);
         if sent_at <= a.confirmed_send {
             return;
         }
@@ -615,9 +648,7 @@ impl Worker {
         a.tool = None;
         let (job, token) = (a.job, a.token);
         self.clear(Timer::ToolTimeout);
-        if self.switches.heartbeat_on_tool_thread
-            && self.timers[Timer::Heartbeat as usize].is_none()
-        {
+        if self.switches.heartbeat_on_tool_thread && !self.is_armed(Timer::Heartbeat) {
             self.set(Timer::Heartbeat, now);
         }
         match answer {

@@ -91,13 +91,13 @@ impl Clock {
                 return t.max(now);
             }
         }
-        if self.local(now) >= local_deadline {
-            return now;
-        }
-        // Fast path, exactly equal to the general one: the deadline is ahead of the anchor and
-        // `dl * 1e6 + rate` fits in 64 bits, where the division is one instruction rather than
-        // a 128-bit routine (both truncate a non-negative quotient alike).
-        if local_deadline >= self.anchor_local {
+        // Fast path, exactly equal to the general one: read at or after the anchor, the
+        // deadline ahead of the anchor, and `dl * 1e6 + rate` fitting in 64 bits, where the
+        // division is one instruction rather than a 128-bit routine (both truncate a
+        // non-negative quotient alike). A deadline the reading now already meets needs no
+        // check of its own here: the quotient is then at most `now`, so the nudge starts, and
+        // stops, at `now`.
+        if now >= self.anchor_true && local_deadline >= self.anchor_local {
             let rate = PPM as i64 + self.drift_ppm as i64;
             if let Some(num) = i64::try_from(local_deadline - self.anchor_local)
                 .ok()
@@ -115,6 +115,9 @@ impl Clock {
                     return t;
                 }
             }
+        }
+        if self.local(now) >= local_deadline {
+            return now;
         }
         let rate = PPM + self.drift_ppm as i128;
         let dl = local_deadline as i128 - self.anchor_local as i128;

@@ -591,6 +591,9 @@ struct Slot<M> {
     frozen_at: Option<u64>,
     crashed: bool,
     extra_latency_ns: u64,
+    /// The cut links from this node to nodes `0..64`, one bit each (one load per send); links
+    /// to the others are in [`Sim::cut_far`].
+    cut_to: u64,
     deferred: Vec<Envelope<M>>,
 }
 
@@ -609,7 +612,8 @@ pub struct Sim<P: Process> {
     seq: u64,
     now: u64,
     next_msg: u64,
-    cut: BTreeSet<(NodeId, NodeId)>,
+    /// Cut links that [`Slot::cut_to`] has no bit for.
+    cut_far: BTreeSet<(NodeId, NodeId)>,
     held: BTreeMap<u64, Envelope<P::Msg>>,
     /// Deliveries queued (a duplicated message counts twice).
     in_flight: u64,
@@ -676,6 +680,7 @@ impl<P: Process> Sim<P> {
                         frozen_at: None,
                         crashed: false,
                         extra_latency_ns: 0,
+                        cut_to: 0,
                         deferred: Vec::new(),
                     },
                 )
@@ -690,7 +695,7 @@ impl<P: Process> Sim<P> {
             seq: 0,
             now: 0,
             next_msg: 0,
-            cut: BTreeSet::new(),
+            cut_far: BTreeSet::new(),
             held: BTreeMap::new(),
             in_flight: 0,
             net,
@@ -784,11 +789,13 @@ impl<P: Process> Sim<P> {
 
     #[inline(always)]
     fn record(&mut self, node: NodeId, kind: EventKind<P::Msg, P::Note>) {
-        let local = if node == WORLD {
-            0
-        } else {
-            self.slots[node as usize].clock.local(self.now)
-        };
+        let local = if node == WORLD { 0 } else { self.local(node) };
+        self.record_at(node, local, kind);
+    }
+
+    /// [`Sim::record`] for a node whose clock reading now the caller already has.
+    #[inline(always)]
+    fn record_at(&mut self, node: NodeId, local: u64, kind: EventKind<P::Msg, P::Note>) {
         self.trace.push(TraceEvent {
             t: self.now,
             node,
@@ -886,8 +893,10 @@ impl<P: Process> Sim<P> {
             slot.deferred.push(env);
             return;
         }
-        self.record(
+        let mut local = self.local(env.to);
+        self.record_at(
             env.to,
+            local,
             EventKind::Deliver {
                 id: env.id,
                 from: env.from,
@@ -896,17 +905,28 @@ impl<P: Process> Sim<P> {
         );
         let now = self.now;
         director.on_deliver(&mut self.ctl, now, &env);
-        self.apply();
-        // The director may have crashed or paused the receiver at this very delivery.
-        let slot = &mut self.slots[env.to as usize];
-        if slot.crashed {
-            return;
+        if self.apply() {
+            // The director may have crashed or paused the receiver at this very delivery, or
+            // moved its clock.
+            let slot = &mut self.slots[env.to as usize];
+            if slot.crashed {
+                return;
+            }
+            if slot.paused {
+                slot.deferred.push(env);
+                return;
+            }
+            local = self.local(env.to);
         }
-        if slot.paused {
-            slot.deferred.push(env);
-            return;
-        }
-        self.call(director, env.to, |p, cx| p.message(cx, env.from, env.msg));
+        self.call_at(director, env.to, local, |p, cx| {
+            p.message(cx, env.from, env.msg)
+        });
+    }
+
+    /// A node's clock reading now.
+    #[inline(always)]
+    fn local(&self, node: NodeId) -> u64 {
+        self.slots[node as usize].clock.local(self.now)
     }
 
     fn call<D, F>(&mut self, director: &mut D, node: NodeId, f: F)
@@ -914,35 +934,52 @@ impl<P: Process> Sim<P> {
         D: Director<P>,
         F: FnOnce(&mut P, &mut Cx<'_, P::Msg, P::Note>),
     {
+        let local = self.local(node);
+        self.call_at(director, node, local, f);
+    }
+
+    /// Calls node `node`'s process, whose clock reads `local` now, then handles what it
+    /// produced, in order, and its new wake request.
+    fn call_at<D, F>(&mut self, director: &mut D, node: NodeId, mut local: u64, f: F)
+    where
+        D: Director<P>,
+        F: FnOnce(&mut P, &mut Cx<'_, P::Msg, P::Note>),
+    {
         let slot = &self.slots[node as usize];
         let before = slot.wake;
-        let mut out = std::mem::take(&mut self.out);
         // The wall reading derives from the monotonic one, computed once.
-        let local = slot.clock.local(self.now);
         let mut cx = Cx {
             now: local,
             wall: slot.clock.wall_of(local),
             node,
-            out: &mut out,
+            out: &mut self.out,
             wake: before,
             fault: None,
         };
         self.calling = Some(node);
         f(&mut self.nodes[node as usize], &mut cx);
         self.calling = None;
-        let (wake, fault) = (cx.wake, cx.fault);
-        for o in out.drain(..) {
-            match o {
+        let Cx { wake, fault, .. } = cx;
+        // The outputs are read in place: handling one calls no process, so none is added
+        // meanwhile. The node's reading stays `local` until a command is applied (one may move
+        // its clock).
+        let mut i = 0;
+        while let Some(&o) = self.out.get(i) {
+            i += 1;
+            let applied = match o {
                 Out::Note(note) => {
-                    self.record(node, EventKind::Note { note });
+                    self.record_at(node, local, EventKind::Note { note });
                     let now = self.now;
                     director.on_note(&mut self.ctl, now, node, &note);
-                    self.apply();
+                    self.apply()
                 }
-                Out::Send(to, msg) => self.send(director, node, to, msg),
+                Out::Send(to, msg) => self.send(director, node, local, to, msg),
+            };
+            if applied {
+                local = self.local(node);
             }
         }
-        self.out = out;
+        self.out.clear();
         if let Some(reason) = fault {
             self.fault.get_or_insert((node, reason));
         }
@@ -963,7 +1000,16 @@ impl<P: Process> Sim<P> {
         }
     }
 
-    fn send<D: Director<P>>(&mut self, director: &mut D, from: NodeId, to: NodeId, msg: P::Msg) {
+    /// Sends `msg` from node `from`, whose clock reads `local` now; whether the director's
+    /// commands were applied (a node's clock may have moved).
+    fn send<D: Director<P>>(
+        &mut self,
+        director: &mut D,
+        from: NodeId,
+        local: u64,
+        to: NodeId,
+        msg: P::Msg,
+    ) -> bool {
         if to as usize >= self.nodes.len() {
             self.fault.get_or_insert((
                 from,
@@ -972,7 +1018,7 @@ impl<P: Process> Sim<P> {
                     self.nodes.len()
                 ),
             ));
-            return;
+            return false;
         }
         let id = self.next_msg;
         self.next_msg += 1;
@@ -987,7 +1033,7 @@ impl<P: Process> Sim<P> {
             + slow;
         let lost = self.net.drop_ppm > 0 && self.net_rng.chance(self.net.drop_ppm, 1_000_000);
         let dup = self.net.dup_ppm > 0 && self.net_rng.chance(self.net.dup_ppm, 1_000_000);
-        let mut fate = if self.cut.contains(&(from, to)) {
+        let mut fate = if self.is_cut(from, to) {
             Fate::Drop {
                 cause: DropCause::Partition,
             }
@@ -1009,7 +1055,7 @@ impl<P: Process> Sim<P> {
         };
         let now = self.now;
         fate = director.on_send(&mut self.ctl, now, &env, fate);
-        self.record(from, EventKind::Send { id, to, msg, fate });
+        self.record_at(from, local, EventKind::Send { id, to, msg, fate });
         match fate {
             Fate::Deliver { delay_ns } => self.push_delivery(now + delay_ns, env),
             Fate::Duplicate {
@@ -1024,14 +1070,43 @@ impl<P: Process> Sim<P> {
                 self.held.insert(id, env);
             }
         }
-        self.apply();
+        self.apply()
     }
 
-    /// Applies the commands the director issued in its last callback.
+    /// Whether the link `from -> to` is cut (`from` is a node).
+    #[inline(always)]
+    fn is_cut(&self, from: NodeId, to: NodeId) -> bool {
+        match 1u64.checked_shl(to) {
+            Some(bit) => self.slots[from as usize].cut_to & bit != 0,
+            None => self.cut_far.contains(&(from, to)),
+        }
+    }
+
+    /// Cuts or heals the link `from -> to` (either may name no node: nothing is sent there).
+    fn set_cut(&mut self, from: NodeId, to: NodeId, cut: bool) {
+        match (1u64.checked_shl(to), self.slots.get_mut(from as usize)) {
+            (Some(bit), Some(slot)) => {
+                if cut {
+                    slot.cut_to |= bit;
+                } else {
+                    slot.cut_to &= !bit;
+                }
+            }
+            _ => {
+                if cut {
+                    self.cut_far.insert((from, to));
+                } else {
+                    self.cut_far.remove(&(from, to));
+                }
+            }
+        }
+    }
+
+    /// Applies the commands the director issued in its last callback; whether there were any.
     #[inline]
-    fn apply(&mut self) {
+    fn apply(&mut self) -> bool {
         if self.ctl.commands.is_empty() {
-            return;
+            return false;
         }
         // Applying a command calls no process, so it cannot issue more: the loop is bounded by
         // the commands already issued.
@@ -1041,6 +1116,7 @@ impl<P: Process> Sim<P> {
             self.apply_one(c);
         }
         self.ctl.commands = commands;
+        true
     }
 
     fn apply_one(&mut self, c: Command) {
@@ -1065,11 +1141,11 @@ impl<P: Process> Sim<P> {
         }
         let node = match c {
             Command::Cut { from, to } => {
-                self.cut.insert((from, to));
+                self.set_cut(from, to, true);
                 WORLD
             }
             Command::Heal { from, to } => {
-                self.cut.remove(&(from, to));
+                self.set_cut(from, to, false);
                 WORLD
             }
             Command::Pause { node, frozen } => {
@@ -1203,6 +1279,36 @@ mod tests {
             assert_eq!(q.pop().map(|e| (e.t, e.seq)), Some(want));
         }
         assert!(q.pop().is_none());
+    }
+
+    /// A link to a node past the first 64 is cut and healed as one to the first 64 is, and a
+    /// link naming no node is taken without effect.
+    #[test]
+    fn cuts_reach_every_node() {
+        let net = NetConfig {
+            latency_min_ns: 0,
+            latency_max_ns: 0,
+            drop_ppm: 0,
+            dup_ppm: 0,
+        };
+        let limits = Limits {
+            event_budget: 10,
+            horizon_ns: u64::MAX,
+            queue_max: 10,
+        };
+        let nodes = (0..70).map(|_| (Idle, Clock::new(0, 0))).collect();
+        let mut sim = Sim::new(1, nodes, net, limits);
+        for (from, to) in [(1, 3), (1, 65), (69, 0), (69, 69)] {
+            assert!(!sim.is_cut(from, to));
+            sim.command(Command::Cut { from, to });
+            assert!(sim.is_cut(from, to), "{from} -> {to}");
+            assert!(!sim.is_cut(to, from) || from == to, "one way only");
+        }
+        sim.command(Command::Cut { from: 500, to: 2 });
+        sim.command(Command::Heal { from: 1, to: 65 });
+        sim.command(Command::Heal { from: 1, to: 3 });
+        assert!(!sim.is_cut(1, 65) && !sim.is_cut(1, 3));
+        assert!(sim.is_cut(69, 0) && sim.is_cut(69, 69));
     }
 
     /// A thread keeps a finished run's storage for the next run, but not a runaway's.

@@ -15,7 +15,7 @@ pub(crate) fn accepted(
     token: Token,
     out: &mut Judgement,
 ) {
-    let m = cx.table.row(job);
+    let m = cx.models.table.row(job);
     let mut problems = Vec::new();
     if m.token != token {
         problems.push(format!("token {} was current", m.token));

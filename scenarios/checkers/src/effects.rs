@@ -143,7 +143,7 @@ pub(crate) fn started(
         return;
     }
     out.hit(Hazard::OverlapEffect);
-    let fenced = cx.world.nodes.iter().any(
+    let fenced = cx.run.world.nodes.iter().any(
         |n| matches!(n.role, Role::Receiver { index, supports_fence: true } if index == receiver),
     );
     if !fenced && key.salt != 0 {

@@ -35,7 +35,10 @@ impl<T> Groups<T> {
     /// Empties every group, keeping the storage.
     pub(crate) fn clear(&mut self) {
         self.near.clear();
-        self.far.clear();
+        // Emptying a map that is empty already would still drop and remake its root.
+        if !self.far.is_empty() {
+            self.far.clear();
+        }
         self.items.clear();
     }
 

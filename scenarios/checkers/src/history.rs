@@ -783,7 +783,9 @@ impl History {
     pub(crate) fn clear(&mut self) {
         self.jobs.clear();
         self.job_near.clear();
-        self.job_far.clear();
+        if !self.job_far.is_empty() {
+            self.job_far.clear();
+        }
         self.leases.items.clear();
         self.attempts.items.clear();
         self.issues.items.clear();
@@ -892,7 +894,16 @@ impl History {
                 });
             }
         }
-        self.job(job)?.leases().find(|l| l.token() == token)
+        let j = self.job(job)?;
+        // Most questions are about the job's latest lease, the last of its thread.
+        let latest = j.core.leases.last;
+        if latest != NONE && self.leases.get(latest).token == token {
+            return Some(Lease {
+                h: self,
+                core: self.leases.get(latest),
+            });
+        }
+        j.leases().find(|l| l.token() == token)
     }
 
     /// A job's class, from the coordinator's first grant message.
@@ -931,8 +942,15 @@ impl History {
     /// unless that attempt had ended (it learned the outcome, or the node crashed).
     pub fn running(&self, node: NodeId, i: usize) -> Option<(JobId, Token)> {
         let mine = self.node_claims.get(node as usize)?;
-        let k = mine.partition_point(|&c| self.claims[c as usize].index < i);
-        let c = &self.claims[*mine[..k].last()? as usize];
+        // The checkers ask at the event they judge, after every claim before it was filed: the
+        // last claim is nearly always the one.
+        let &last = mine.last()?;
+        let c = if self.claims[last as usize].index < i {
+            &self.claims[last as usize]
+        } else {
+            let k = mine.partition_point(|&c| self.claims[c as usize].index < i);
+            &self.claims[*mine[..k].last()? as usize]
+        };
         let ended = self.attempts.get(c.attempt).ended.is_some_and(|e| e < i);
         (!ended).then_some((c.job, c.token))
     }
@@ -977,45 +995,66 @@ impl History {
         k
     }
 
-    /// The lease of (job, token), created if the trace never named it before.
+    /// The lease of (job, token), created if the trace never named it before. Consecutive
+    /// records are mostly about the same lease: that one is found inline, the others by a call.
+    #[inline(always)]
     fn lease_id(&mut self, job: JobId, token: Token) -> u32 {
         if let Some((j, t, k)) = self.last {
             if j == job && t == token {
                 return k;
             }
         }
+        self.find_lease(job, token)
+    }
+
+    /// The lease of (job, token) when it is not the one last filed.
+    #[inline(never)]
+    fn find_lease(&mut self, job: JobId, token: Token) -> u32 {
         let a = self.job_slot(job);
-        let mut found = None;
-        let mut next = self.jobs[a].leases.first;
-        while next != NONE {
-            let (l, n) = &self.leases.items[next as usize];
-            if l.token == token {
-                found = Some(next);
-                break;
+        // Most records are about the job's latest lease, the last of its thread.
+        let latest = self.jobs[a].leases.last;
+        let k = if latest != NONE && self.leases.get(latest).token == token {
+            latest
+        } else {
+            let mut found = None;
+            let mut next = self.jobs[a].leases.first;
+            while next != NONE {
+                let (l, n) = &self.leases.items[next as usize];
+                if l.token == token {
+                    found = Some(next);
+                    break;
+                }
+                next = *n;
             }
-            next = *n;
-        }
-        let k = found.unwrap_or_else(|| {
-            let core = LeaseCore {
-                job,
-                token,
-                ended: None,
-                issues: Thread::default(),
-                refusals: Thread::default(),
-                revocations: Thread::default(),
-                cap_reached: Thread::default(),
-                decisions: Thread::default(),
-                attempts: Thread::default(),
-                commits: Thread::default(),
-                told: Thread::default(),
-                effects: Thread::default(),
-                answers: Thread::default(),
-                receipts: Thread::default(),
-            };
-            self.leases.push(&mut self.jobs[a].leases, core)
-        });
+            match found {
+                Some(k) => k,
+                None => self.new_lease(a, job, token),
+            }
+        };
         self.last = Some((job, token, k));
         k
+    }
+
+    /// A lease the trace names for the first time, of the job at position `a`.
+    #[inline(never)]
+    fn new_lease(&mut self, a: usize, job: JobId, token: Token) -> u32 {
+        let core = LeaseCore {
+            job,
+            token,
+            ended: None,
+            issues: Thread::default(),
+            refusals: Thread::default(),
+            revocations: Thread::default(),
+            cap_reached: Thread::default(),
+            decisions: Thread::default(),
+            attempts: Thread::default(),
+            commits: Thread::default(),
+            told: Thread::default(),
+            effects: Thread::default(),
+            answers: Thread::default(),
+            receipts: Thread::default(),
+        };
+        self.leases.push(&mut self.jobs[a].leases, core)
     }
 
     /// The coordinator's grant message names the job's class; the first one counts.

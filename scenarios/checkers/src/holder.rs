@@ -96,10 +96,10 @@ fn acted(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, key: IdemKey, out: &mut 
         );
         return;
     }
-    if cx.faults.clock_out(e.node) {
+    if cx.models.faults.clock_out(e.node) {
         return;
     }
-    let m = cx.table.row(job);
+    let m = cx.models.table.row(job);
     // An operator's action the coordinator answered without journaling it ends the lease
     // without a new token; the table keeps the token it ended.
     let revoked_here = m.revoked.is_some_and(|r| r >= token);
@@ -118,7 +118,7 @@ fn acted(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, key: IdemKey, out: &mut 
             "believing it held token {token} while token {} had been granted",
             m.token
         )
-    } else if expiry_true(&cx.world.coordinator_clock, &m).is_none_or(|t| t <= e.t) {
+    } else if expiry_true(&cx.run.world.coordinator_clock, &m).is_none_or(|t| t <= e.t) {
         if revoked_here {
             out.hit(Hazard::ActedAfterRevoke);
             return;
@@ -152,15 +152,15 @@ pub(crate) fn stated(
     out: &mut Judgement,
 ) -> bool {
     let node = e.node;
-    let sent = request_answered_here(cx.trace, cx.i, job, token);
-    let late = sent.is_some_and(|(t, _)| e.t - t > 2 * cx.world.latency_max_ns);
+    let sent = request_answered_here(cx.run.trace, cx.i, job, token);
+    let late = sent.is_some_and(|(t, _)| e.t - t > 2 * cx.run.world.latency_max_ns);
     if late {
         out.hit(Hazard::LateLeaseReply);
     }
-    if cx.faults.clock_out(node) {
+    if cx.models.faults.clock_out(node) {
         return late;
     }
-    let Some(drift_ppm) = cx.faults.rate(cx.world, node) else {
+    let Some(drift_ppm) = cx.models.faults.rate(cx.run.world, node) else {
         out.skip(Skipped {
             invariant: Invariant::QuiescentHolder,
             judgement: "belief-within-grant",
@@ -177,7 +177,7 @@ pub(crate) fn stated(
         // No grant of that token crossed the network: nothing to hold the belief against.
         return late;
     };
-    let expiry = coordinator_true(&cx.world.coordinator_clock, until);
+    let expiry = coordinator_true(&cx.run.world.coordinator_clock, until);
     // A deadline the clock already reads is no belief at all: the holder is in jeopardy.
     let believed = |d: u64| (d > e.local).then(|| reads_at(e.t, e.local, drift_ppm, d));
     if let Some(t_deadline) = believed(deadline).filter(|&t| t > expiry) {

@@ -23,7 +23,7 @@ pub(crate) fn granted(
     reason: GrantReason,
     out: &mut Judgement,
 ) {
-    let m = cx.table.row(job);
+    let m = cx.models.table.row(job);
     single_valid_lease(
         cx,
         e,
@@ -83,7 +83,7 @@ fn single_valid_lease(
     operator: bool,
     out: &mut Judgement,
 ) {
-    let m = cx.table.row(job);
+    let m = cx.models.table.row(job);
     if token <= m.token {
         out.flag(
             Invariant::SingleValidLease,
@@ -126,7 +126,7 @@ pub(crate) fn renewed(
     token: Token,
     out: &mut Judgement,
 ) {
-    let Some(fault) = cx.table.renewal_fault(job, worker, token, e.local) else {
+    let Some(fault) = cx.models.table.renewal_fault(job, worker, token, e.local) else {
         return;
     };
     let why = match fault {

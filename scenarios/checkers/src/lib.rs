@@ -148,29 +148,35 @@ impl Judgement {
     }
 }
 
-/// What every checker reads while it judges trace event `i`: the world, the whole trace and
-/// its history, and the shared models as they stood just before the event.
-struct Cx<'a> {
+/// What does not change during a walk: the world, the whole trace, the coordinator's node.
+struct Run<'a> {
     world: &'a World<'a>,
     trace: &'a Trace,
-    history: &'a History,
-    table: &'a Table,
-    faults: &'a Faults,
     coordinator: NodeId,
+}
+
+/// What every checker reads while it judges trace event `i`: the run, the trace's history, and
+/// the shared models as they stood just before the event. Four words, made at each event a
+/// checker reads.
+struct Cx<'a> {
+    run: &'a Run<'a>,
+    history: &'a History,
+    models: &'a Models,
     /// The index of the event being judged.
     i: usize,
 }
 
 impl Cx<'_> {
     fn name(&self, node: NodeId) -> &str {
-        self.world
+        self.run
+            .world
             .nodes
             .get(node as usize)
             .map_or("world", |n| n.name.as_str())
     }
 
     fn role(&self, node: NodeId) -> Option<&Role> {
-        self.world.nodes.get(node as usize).map(|n| &n.role)
+        self.run.world.nodes.get(node as usize).map(|n| &n.role)
     }
 
     /// The logical name of a worker node.
@@ -182,7 +188,7 @@ impl Cx<'_> {
     }
 
     fn key(&self, key: IdemKey) -> String {
-        match self.world.op_names.get(key.op.0 as usize) {
+        match self.run.world.op_names.get(key.op.0 as usize) {
             Some(op) if key.salt == 0 => format!("tool-job:{}:{op}", key.job.0),
             Some(op) => format!("tool-job:{}:{op}:{}", key.job.0, key.salt),
             None => key.to_string(),
@@ -191,8 +197,9 @@ impl Cx<'_> {
 
     /// Whether `lease_over` holds for (job, token) at true time `t` in the reference table.
     fn lease_over(&self, job: JobId, token: Token, t: u64) -> bool {
-        self.table
-            .lease_over(&self.world.coordinator_clock, job, token, t)
+        self.models
+            .table
+            .lease_over(&self.run.world.coordinator_clock, job, token, t)
     }
 }
 
@@ -239,14 +246,17 @@ const HISTORY_ROOM_BYTES: usize = 256 * 1024;
 
 /// Checks every invariant over a trace and counts the hazards reached.
 pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
+    // Made here and filled in place: the judgement is returned without copies on the way.
+    let mut out = Judgement::default();
     STATE.with_borrow_mut(|state| {
         let State {
             history,
             checkers,
             models,
         } = state;
-        judge(world, trace, history, checkers, models)
-    })
+        judge(world, trace, history, checkers, models, &mut out);
+    });
+    out
 }
 
 fn judge(
@@ -255,25 +265,27 @@ fn judge(
     history: &mut History,
     checkers: &mut Checkers,
     models: &mut Models,
-) -> Judgement {
+    out: &mut Judgement,
+) {
     let coordinator = world
         .nodes
         .iter()
         .position(|n| n.role == Role::Coordinator)
         .unwrap_or(0) as NodeId;
-    let mut out = Judgement::default();
     history.clear();
     checkers.clear(world.nodes.len());
     models.table.clear();
-    models.faults.start(world, &mut out);
+    models.faults.start(world, out);
     let mut walk = Walk {
-        world,
-        trace,
-        coordinator,
+        run: Run {
+            world,
+            trace,
+            coordinator,
+        },
         history: &mut *history,
         checkers: &mut *checkers,
         models: &mut *models,
-        out: &mut out,
+        out: &mut *out,
     };
     let latency_max_ns = world.latency_max_ns;
     for (i, e) in trace.iter().enumerate() {
@@ -313,19 +325,20 @@ fn judge(
             EventKind::Lost { .. } => {}
         }
     }
-    let cx = Cx {
+    let run = Run {
         world,
         trace,
-        history,
-        table: &models.table,
-        faults: &models.faults,
         coordinator,
+    };
+    let cx = Cx {
+        run: &run,
+        history,
+        models,
         i: trace.len(),
     };
     // End-of-trace checks: pending journal debts (I6), then bounded completion (I7).
-    checkers.lost.finish(&cx, &mut out);
-    liveness::finish(&cx, &mut out);
-    out
+    checkers.lost.finish(&cx, out);
+    liveness::finish(&cx, out);
 }
 
 /// Whether a message, sent and delivered on time, is one that nothing takes in at its send: not
@@ -387,13 +400,61 @@ fn quiet_delivery(msg: &Msg) -> bool {
     }
 }
 
+/// Whether a journal note is one that neither the checkers nor the reference table take in:
+/// the history files it, a hazard may count it, and nothing judges it where it stands (tool
+/// calls, effects' answers, commits sent, refusals the coordinator journaled, statements). About
+/// a third of a trace's notes; they skip the context and the checkers' dispatch.
+#[inline(always)]
+fn filed_only(note: &Event) -> bool {
+    match note {
+        Event::AdmissionDeferred { .. }
+        | Event::RetryScheduled { .. }
+        | Event::JobFailed { .. }
+        | Event::HeartbeatRefused { .. }
+        | Event::ResultRejected { .. }
+        | Event::JeopardyExited { .. }
+        | Event::ToolRequestStarted { .. }
+        | Event::ToolAnswered { .. }
+        | Event::StageDeadlineExceeded { .. }
+        | Event::ToolFaulted { .. }
+        | Event::OperatorActed { .. }
+        | Event::ToolTimedOut { .. }
+        | Event::EffectReconciled { .. }
+        | Event::ToolStatusQueried { .. }
+        | Event::HumanReviewRequested { .. }
+        | Event::EffectAnswered { .. }
+        | Event::CommitSent { .. }
+        | Event::EffectUnauthorized { .. }
+        | Event::EffectFenced { .. }
+        | Event::StatementRan { .. }
+        | Event::StatementWaited { .. }
+        | Event::StatementFailed { .. }
+        | Event::StepRan { .. } => true,
+        Event::LeaseGranted { .. }
+        | Event::CheckpointSaved { .. }
+        | Event::RenewalCapReached { .. }
+        | Event::LeaseRevoked { .. }
+        | Event::LeaseRenewed { .. }
+        | Event::ResultAccepted { .. }
+        | Event::JobClaimed { .. }
+        | Event::HeartbeatOk { .. }
+        | Event::HeartbeatLost { .. }
+        | Event::JeopardyEntered { .. }
+        | Event::EffectStarted { .. }
+        | Event::SuccessClaimed { .. }
+        | Event::FailureAcknowledged { .. }
+        | Event::CommitRefused { .. }
+        | Event::CommitAbandoned { .. }
+        | Event::EffectApplied { .. }
+        | Event::EffectDuplicate { .. } => false,
+    }
+}
+
 /// One walk over a trace: what judging it keeps, and the verdict so far. Each kind of event
 /// is taken in by a function of its own, out of line, so that the loop over the trace stays
 /// small and keeps its few values in registers.
 struct Walk<'a, 's> {
-    world: &'a World<'a>,
-    trace: &'a Trace,
-    coordinator: NodeId,
+    run: Run<'a>,
     history: &'s mut History,
     checkers: &'s mut Checkers,
     models: &'s mut Models,
@@ -402,14 +463,11 @@ struct Walk<'a, 's> {
 
 /// The context of trace event `$i` for the checkers, as a closure: made only where one reads it.
 macro_rules! cx {
-    ($world:expr, $trace:expr, $history:expr, $models:expr, $coordinator:expr, $i:expr) => {
+    ($run:expr, $history:expr, $models:expr, $i:expr) => {
         || Cx {
-            world: $world,
-            trace: $trace,
+            run: $run,
             history: $history,
-            table: &$models.table,
-            faults: &$models.faults,
-            coordinator: $coordinator,
+            models: $models,
             i: $i,
         }
     };
@@ -422,9 +480,7 @@ impl Walk<'_, '_> {
     #[inline(never)]
     fn note(&mut self, i: usize, e: &Ev, note: &Event) {
         let Walk {
-            world,
-            trace,
-            coordinator,
+            run,
             history,
             checkers,
             models,
@@ -435,16 +491,14 @@ impl Walk<'_, '_> {
             t_ns: e.t,
             local_ns: e.local,
         };
-        history.note(trace, at, e.node, note);
+        history.note(run.trace, at, e.node, note);
         if let Some(h) = hazard::of_note(note) {
             out.hit(h);
         }
-        checkers.note(
-            &cx!(*world, *trace, &**history, models, *coordinator, i)(),
-            e,
-            note,
-            out,
-        );
+        if filed_only(note) {
+            return;
+        }
+        checkers.note(&cx!(run, history, models, i)(), e, note, out);
         models.table.note(e, note, &mut out.hazards);
     }
 
@@ -452,26 +506,19 @@ impl Walk<'_, '_> {
     #[inline(never)]
     fn fault(&mut self, i: usize, e: &Ev, command: &Command) {
         let Walk {
-            world,
-            trace,
-            coordinator,
+            run,
             history,
             checkers,
             models,
             out,
         } = self;
         if let Command::Crash { node } = *command {
-            history.crashed(trace, node, i);
+            history.crashed(run.trace, node, i);
         }
-        checkers.fault(
-            &cx!(*world, *trace, &**history, models, *coordinator, i)(),
-            command,
-            e.t,
-            out,
-        );
+        checkers.fault(&cx!(run, history, models, i)(), command, e.t, out);
         models
             .faults
-            .command(world, *coordinator, command, e.t, out);
+            .command(run.world, run.coordinator, command, e.t, out);
     }
 
     /// A message sent: filed, judged as the decision it announced if its handler journaled
@@ -479,21 +526,25 @@ impl Walk<'_, '_> {
     #[inline(never)]
     fn sent(&mut self, i: usize, e: &Ev, to: NodeId, msg: &Msg, fate: &Fate) {
         let Walk {
-            world,
-            trace,
-            coordinator,
+            run,
             history,
             checkers,
             models,
             out,
         } = self;
         history.sent(e.node, to, msg);
-        let cx = cx!(*world, *trace, &**history, models, *coordinator, i);
-        let said = checkers.sent(cx, *coordinator, e, to, msg, fate, out);
+        let (world, coordinator) = (run.world, run.coordinator);
+        let said = checkers.sent(
+            cx!(run, history, models, i),
+            coordinator,
+            e,
+            to,
+            msg,
+            fate,
+            out,
+        );
         let hazards = &mut out.hazards;
-        models
-            .faults
-            .sent(world, *coordinator, e, to, fate, hazards);
+        models.faults.sent(world, coordinator, e, to, fate, hazards);
         if let Some(said) = said {
             models.table.said(e, &said, hazards);
         }
@@ -503,16 +554,13 @@ impl Walk<'_, '_> {
     #[inline(never)]
     fn delivered(&mut self, i: usize, e: &Ev, msg: &Msg) {
         let Walk {
-            world,
-            trace,
-            coordinator,
+            run,
             history,
             checkers,
             models,
             out,
         } = self;
-        let cx = cx!(*world, *trace, &**history, models, *coordinator, i);
-        checkers.delivered(cx, e, msg, out);
+        checkers.delivered(cx!(run, history, models, i), e, msg, out);
     }
 }
 
@@ -574,7 +622,7 @@ impl Checkers {
             Said::Grant {
                 job, token, holder, ..
             } => {
-                let m = cx.table.row(job);
+                let m = cx.models.table.row(job);
                 leases::granted_said(cx, e, job, holder, token, out);
                 if m.state == Some(JobState::Running) && m.token < token {
                     liveness::takeover(cx, e, job, m.token, out);

@@ -20,20 +20,20 @@ pub(crate) fn takeover(cx: &Cx<'_>, e: &Ev, job: JobId, old: Token, out: &mut Ju
         // Nobody ever ran that grant (a lost reply left it dangling).
         return;
     };
-    if cx.history.running(node, cx.i) != Some((job, old)) || cx.faults.clock_out(node) {
+    if cx.history.running(node, cx.i) != Some((job, old)) || cx.models.faults.clock_out(node) {
         return;
     }
     if lease.commit_sent_before(node, cx.i) {
         // Heartbeats stop once the conditional commit is out; its answer decides.
         return;
     }
-    let m = cx.table.row(job);
+    let m = cx.models.table.row(job);
     let since = m.confirmed_t;
-    let hard = cx.faults.hard_since(node, cx.coordinator, since);
+    let hard = cx.models.faults.hard_since(node, cx.run.coordinator, since);
     // Within tolerance: at most one lost message on the link and extra latency within a
     // quarter of the lease (our configurations keep H <= L/3, so 2H + L/4 < L).
     let (mut drops, mut delay) = (0usize, 0u64);
-    for s in cx.faults.soft_since(node, since) {
+    for s in cx.models.faults.soft_since(node, since) {
         match s {
             Soft::Drop => drops += 1,
             Soft::Delay(d) => delay = delay.max(d),
@@ -56,7 +56,7 @@ pub(crate) fn takeover(cx: &Cx<'_>, e: &Ev, job: JobId, old: Token, out: &mut Ju
 
 /// I7 when a job ends: within its bound.
 pub(crate) fn ended(cx: &Cx<'_>, e: &Ev, job: JobId, out: &mut Judgement) {
-    if let Some(deadline) = cx.world.liveness_deadline_ns {
+    if let Some(deadline) = cx.run.world.liveness_deadline_ns {
         if e.t > deadline {
             out.flag(
                 Invariant::Liveness,
@@ -73,14 +73,14 @@ pub(crate) fn ended(cx: &Cx<'_>, e: &Ev, job: JobId, out: &mut Judgement) {
 
 /// I7 at the end of the trace: every job ended, unless the run ended early and within bound.
 pub(crate) fn finish(cx: &Cx<'_>, out: &mut Judgement) {
-    let Some(deadline) = cx.world.liveness_deadline_ns else {
+    let Some(deadline) = cx.run.world.liveness_deadline_ns else {
         return;
     };
-    let world = cx.world;
+    let world = cx.run.world;
     let open: Vec<JobId> = (0..world.jobs as u32)
         .map(JobId)
         .filter(|&j| {
-            let m = cx.table.row(j);
+            let m = cx.models.table.row(j);
             !m.state.is_some_and(JobState::is_terminal) && !m.maybe_ended
         })
         .collect();
@@ -89,7 +89,7 @@ pub(crate) fn finish(cx: &Cx<'_>, out: &mut Judgement) {
         out.flag_at(
             Invariant::Liveness,
             world.end_ns,
-            cx.coordinator,
+            cx.run.coordinator,
             format!(
                 "{} job(s) never ended after the faults healed ({}{}); bound {}, run ended ({:?}) at {}",
                 open.len(),

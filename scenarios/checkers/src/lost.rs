@@ -134,7 +134,7 @@ impl Lost {
     pub(crate) fn finish(&mut self, cx: &Cx<'_>, out: &mut Judgement) {
         // In the order of the nodes; each settled debt leaves the map.
         while let Some(&node) = self.owes_journal.first_key() {
-            self.settle(cx, node, cx.world.end_ns, out);
+            self.settle(cx, node, cx.run.world.end_ns, out);
         }
     }
 }
@@ -180,7 +180,7 @@ fn refusal_sent(
     heartbeat: bool,
     out: &mut Judgement,
 ) {
-    let journaled = journaled_here(cx.trace, cx.i, |n| match *n {
+    let journaled = journaled_here(cx.run.trace, cx.i, |n| match *n {
         Event::HeartbeatRefused {
             job: j, token: t, ..
         } => heartbeat && j == job && t == token,

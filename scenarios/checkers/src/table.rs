@@ -72,7 +72,9 @@ impl Table {
     /// Empties the table, keeping its storage for the next run.
     pub fn clear(&mut self) {
         self.near.clear();
-        self.far.clear();
+        if !self.far.is_empty() {
+            self.far.clear();
+        }
     }
 
     /// A job's row.
@@ -83,7 +85,19 @@ impl Table {
         }
     }
 
+    #[inline]
     fn row_mut(&mut self, job: JobId) -> &mut Row {
+        // A row the run made already: found by position, without a call.
+        let i = job.0 as usize;
+        if i < self.near.len() {
+            return &mut self.near[i];
+        }
+        self.new_row(job)
+    }
+
+    /// The row of a job the run named first here (or of a far job id).
+    #[inline(never)]
+    fn new_row(&mut self, job: JobId) -> &mut Row {
         if job.0 >= NEAR {
             return self.far.entry(job).or_default();
         }

@@ -131,7 +131,9 @@ impl Wire {
     /// Empties the wire for a run with `nodes` nodes, keeping its storage.
     pub(crate) fn clear(&mut self, nodes: usize) {
         self.near.clear();
-        self.far.clear();
+        if !self.far.is_empty() {
+            self.far.clear();
+        }
         self.accepted.clear();
         self.refused.clear();
         self.nodes.clear();
@@ -145,7 +147,19 @@ impl Wire {
         }
     }
 
+    #[inline]
     fn job_mut(&mut self, job: JobId) -> &mut JobWire {
+        // A job the run named already: found by position, without a call.
+        let i = job.0 as usize;
+        if i < self.near.len() {
+            return &mut self.near[i];
+        }
+        self.new_job(job)
+    }
+
+    /// The facts of a job the run named first here (or of a far job id).
+    #[inline(never)]
+    fn new_job(&mut self, job: JobId) -> &mut JobWire {
         if job.0 >= NEAR {
             return self.far.entry(job).or_default();
         }
@@ -258,7 +272,7 @@ impl Wire {
                 self.refused.insert((e.node, job, token));
             }
             Msg::ClaimGranted { req, .. } | Msg::HeartbeatOk { req, .. } => {
-                if cx().faults.resumed_at(e.node, e.t) {
+                if cx().models.faults.resumed_at(e.node, e.t) {
                     out.hit(Hazard::LeaseReplyAfterPause);
                 }
                 if let Some(n) = self.nodes.get_mut(e.node as usize) {
@@ -349,7 +363,7 @@ impl Wire {
                 let lease_until = e.local.saturating_add(lease_ns);
                 self.issue(job, token, lease_until);
                 let cx = cx();
-                let journaled = journaled_here(cx.trace, cx.i, |n| match *n {
+                let journaled = journaled_here(cx.run.trace, cx.i, |n| match *n {
                     Event::LeaseGranted {
                         job: j, token: t, ..
                     }
@@ -362,7 +376,7 @@ impl Wire {
                     return None;
                 }
                 let holder = cx.worker_name(to)?;
-                let m = cx.table.row(job);
+                let m = cx.models.table.row(job);
                 // The current lease handed to its own holder (an operator's handoff picked up)
                 // extends it; anything else is a new grant.
                 let extends = m.token == token
@@ -397,7 +411,7 @@ impl Wire {
                 self.issue(job, token, lease_until);
                 let cx = cx();
                 let journaled = journaled_here(
-                    cx.trace,
+                    cx.run.trace,
                     cx.i,
                     |n| matches!(*n, Event::LeaseRenewed { job: j, token: t, .. } if j == job && t == token),
                 );
@@ -419,14 +433,14 @@ impl Wire {
                 self.accepted.push(job.0, (token, to));
                 let cx = cx();
                 let journaled = journaled_here(
-                    cx.trace,
+                    cx.run.trace,
                     cx.i,
                     |n| matches!(*n, Event::ResultAccepted { job: j, token: t, .. } if j == job && t == token),
                 );
                 if journaled {
                     return None;
                 }
-                let success = match delivered_here(cx.trace, cx.i) {
+                let success = match delivered_here(cx.run.trace, cx.i) {
                     Some((
                         from,
                         Msg::Commit {
@@ -450,7 +464,7 @@ impl Wire {
                 applied: true,
             } if from_coordinator => {
                 let cx = cx();
-                let journaled = journaled_here(cx.trace, cx.i, |n| match *n {
+                let journaled = journaled_here(cx.run.trace, cx.i, |n| match *n {
                     Event::LeaseRevoked { job: j, .. } | Event::ResultAccepted { job: j, .. } => {
                         j == job
                     }
@@ -459,7 +473,7 @@ impl Wire {
                 if journaled {
                     return None;
                 }
-                match delivered_here(cx.trace, cx.i) {
+                match delivered_here(cx.run.trace, cx.i) {
                     Some((from, Msg::Operator { req: r, action, .. }))
                         if from == to && r == req =>
                     {
@@ -481,7 +495,7 @@ impl Wire {
                 if !matches!(cx.role(e.node), Some(Role::Receiver { .. })) {
                     return None;
                 }
-                let journaled = journaled_here(cx.trace, cx.i, |n| match *n {
+                let journaled = journaled_here(cx.run.trace, cx.i, |n| match *n {
                     Event::EffectApplied { key: k, .. }
                     | Event::EffectDuplicate { key: k, .. }
                     | Event::EffectFenced { key: k, .. }
@@ -491,7 +505,7 @@ impl Wire {
                 if journaled {
                     return None;
                 }
-                match delivered_here(cx.trace, cx.i) {
+                match delivered_here(cx.run.trace, cx.i) {
                     Some((
                         from,
                         Msg::Effect {
@@ -518,7 +532,7 @@ impl Wire {
                     return None;
                 }
                 let journaled = journaled_here(
-                    cx.trace,
+                    cx.run.trace,
                     cx.i,
                     |n| matches!(*n, Event::EffectStarted { job: j, token: t, key: k, .. } if j == job && t == fence && k == key),
                 );
