@@ -972,7 +972,21 @@ impl History {
         }
     }
 
+    /// The position of `job` in `jobs`, made if the trace never named it before: a known job
+    /// is found inline, a new one made by a call.
+    #[inline(always)]
     fn job_slot(&mut self, job: JobId) -> usize {
+        if let Some(&k) = self.job_near.get(job.0 as usize) {
+            if k > 0 {
+                return k as usize - 1;
+            }
+        }
+        self.new_job(job)
+    }
+
+    /// The position of a job not found by position: a far id, or a job new to the history.
+    #[inline(never)]
+    fn new_job(&mut self, job: JobId) -> usize {
         if let Some(k) = self.job_pos(job) {
             return k;
         }

@@ -11,6 +11,8 @@
 //! history says came before it and two models shared by all: the reference lease table
 //! (`table`) and what the faults did so far (`faults`), both advanced after the checkers saw
 //! the event. Findings come out in trace order, and within one event in the order of that list.
+//! The events that nothing files, judges or counts (most of a trace: requests and routine
+//! answers the network delivered on time) are passed by in the walk's loop, without a call.
 //!
 //! Behaviour is judged, not self-report: a decision that crossed the network (an effect a
 //! worker sent, a grant, renewal or acceptance the coordinator answered, an effect a receiver
