@@ -168,36 +168,7 @@ impl Coordinator {
         let jobs = jobs
             .iter()
             .enumerate()
-            .map(|(i, spec)| {
-                assert!(
-                    (spec.class.0 as usize) < classes.len(),
-                    "job {i} names an unknown class"
-                );
-                let id = JobId(i as u32);
-                JobRow {
-                    id,
-                    class: spec.class,
-                    state: JobState::Queued,
-                    owner: None,
-                    lease_until: None,
-                    token: Token(0),
-                    heartbeat_at: None,
-                    attempt: 0,
-                    idem_key: IdemKey {
-                        job: id,
-                        op: OpId(u8::MAX),
-                        salt: 0,
-                    },
-                    payload_hash: spec.payload_hash,
-                    result: None,
-                    error: None,
-                    first_claimed_at: None,
-                    started_at: None,
-                    payload_lease_ns: spec.payload_lease_ns,
-                    checkpoint: None,
-                    not_before: None,
-                }
-            })
+            .map(|(i, spec)| Self::row(&classes, i, spec))
             .collect::<Vec<_>>();
         Coordinator {
             running: if classes.iter().any(|c| c.capacity.is_some()) {
@@ -216,6 +187,80 @@ impl Coordinator {
             pending_claims: Vec::new(),
             switches,
             out: Outbox::default(),
+        }
+    }
+
+    /// Makes this coordinator what [`Coordinator::new`] makes of `classes`, `jobs` and
+    /// `switches`, keeping the storage its table and lists grew: a host that runs many runs on
+    /// one thread builds no coordinator again.
+    pub fn rebuild(&mut self, classes: &[ClassSpec], jobs: &[JobSpec], switches: Switches) {
+        // Every field is named, so that a field added later cannot be forgotten here.
+        let Coordinator {
+            classes: own_classes,
+            jobs: rows,
+            first_open,
+            running,
+            open,
+            leases,
+            handoffs,
+            claims,
+            accepted,
+            pending_claims,
+            switches: own_switches,
+            out,
+        } = self;
+        own_classes.clear();
+        own_classes.extend_from_slice(classes);
+        rows.clear();
+        rows.extend(
+            jobs.iter()
+                .enumerate()
+                .map(|(i, spec)| Self::row(classes, i, spec)),
+        );
+        running.clear();
+        if classes.iter().any(|c| c.capacity.is_some()) {
+            running.resize(classes.len(), 0);
+        }
+        *open = rows.len();
+        *first_open = 0;
+        leases.clear();
+        handoffs.clear();
+        claims.clear();
+        accepted.clear();
+        pending_claims.clear();
+        *own_switches = switches;
+        out.clear();
+    }
+
+    /// Job `i`'s row as the table starts.
+    fn row(classes: &[ClassSpec], i: usize, spec: &JobSpec) -> JobRow {
+        assert!(
+            (spec.class.0 as usize) < classes.len(),
+            "job {i} names an unknown class"
+        );
+        let id = JobId(i as u32);
+        JobRow {
+            id,
+            class: spec.class,
+            state: JobState::Queued,
+            owner: None,
+            lease_until: None,
+            token: Token(0),
+            heartbeat_at: None,
+            attempt: 0,
+            idem_key: IdemKey {
+                job: id,
+                op: OpId(u8::MAX),
+                salt: 0,
+            },
+            payload_hash: spec.payload_hash,
+            result: None,
+            error: None,
+            first_claimed_at: None,
+            started_at: None,
+            payload_lease_ns: spec.payload_lease_ns,
+            checkpoint: None,
+            not_before: None,
         }
     }
 
@@ -1011,6 +1056,40 @@ mod tests {
                 Output::Journal(_) => None,
             })
             .expect("a reply")
+    }
+
+    #[test]
+    fn a_rebuilt_coordinator_is_a_new_one() {
+        // A table with a granted lease and an answer waiting, rebuilt for other classes and
+        // jobs: nothing of its run may remain.
+        let mut c = coord(3, Switches::default());
+        claim(&mut c, 0, 1);
+        c.handle_message(5, 2, Msg::ClaimEmpty { req: 1 });
+        let classes = [
+            ClassSpec {
+                lease_ns: 2 * L,
+                max_attempts: 1,
+                renewal_cap_ns: L,
+                capacity: Some(1),
+                retry_backoff_ns: 1,
+            },
+            ClassSpec {
+                lease_ns: L,
+                max_attempts: 2,
+                renewal_cap_ns: L,
+                capacity: None,
+                retry_backoff_ns: 0,
+            },
+        ];
+        let jobs = [JobSpec {
+            class: ClassId(1),
+            payload_hash: 9,
+            payload_lease_ns: Some(L),
+        }];
+        let switches = crate::Variant::UnconditionalCommit.switches();
+        c.rebuild(&classes, &jobs, switches);
+        let fresh = Coordinator::new(classes.to_vec(), &jobs, switches);
+        assert_eq!(format!("{c:?}"), format!("{fresh:?}"));
     }
 
     fn claim(c: &mut Coordinator, now: Nanos, w: u32) -> Msg {

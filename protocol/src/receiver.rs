@@ -38,6 +38,28 @@ impl Receiver {
         }
     }
 
+    /// Makes this receiver what [`Receiver::new`] makes, keeping the storage its stores grew (a
+    /// host that runs many runs on one thread builds no receiver again).
+    pub fn rebuild(&mut self, supports_fence: bool, switches: Switches) {
+        // Every field is named, so that a field added later cannot be forgotten here.
+        let Receiver {
+            supports_fence: own_fence,
+            supports_status,
+            refused_ops,
+            switches: own_switches,
+            marks,
+            applied,
+            out,
+        } = self;
+        *own_fence = supports_fence;
+        *supports_status = true;
+        refused_ops.clear();
+        *own_switches = switches;
+        marks.clear();
+        applied.clear();
+        out.clear();
+    }
+
     /// The same receiver, answering status queries or not.
     pub fn with_status(mut self, supports_status: bool) -> Self {
         self.supports_status = supports_status;
@@ -181,6 +203,31 @@ mod tests {
             op: OpId(op),
             salt: 0,
         }
+    }
+
+    #[test]
+    fn a_rebuilt_receiver_is_a_new_one() {
+        // A receiver with marks, keys, a refusal policy and an answer waiting, rebuilt: nothing
+        // of its run may remain.
+        let mut r = Receiver::new(true, Switches::default())
+            .with_status(false)
+            .with_refused_ops(vec![OpId(3)]);
+        send(&mut r, 1, 4);
+        r.handle_message(
+            0,
+            9,
+            Msg::Effect {
+                req: 2,
+                job: JobId(0),
+                entity: EntityId(5),
+                key: key(2),
+                fence: Token(5),
+            },
+        );
+        let switches = crate::Variant::UnconditionalCommit.switches();
+        r.rebuild(false, switches);
+        let fresh = Receiver::new(false, switches);
+        assert_eq!(format!("{r:?}"), format!("{fresh:?}"));
     }
 
     fn send(r: &mut Receiver, op: u8, fence: u64) -> EffectOutcome {

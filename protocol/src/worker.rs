@@ -195,6 +195,64 @@ impl Worker {
         }
     }
 
+    /// Makes this worker what [`Worker::new`] makes of `cfg` and `switches`, keeping the storage
+    /// its lists grew: a host that runs many runs on one thread builds no worker again.
+    pub fn rebuild(&mut self, cfg: &WorkerConfig, switches: Switches) {
+        // Every field is named, so that a field added later cannot be forgotten here.
+        let Worker {
+            cfg: own_cfg,
+            next_req,
+            state,
+            inflight,
+            unacked,
+            timers,
+            armed,
+            wall,
+            switches: own_switches,
+            out,
+        } = self;
+        // Field by field, so that the plans' lists keep their storage (a derived `clone_from`
+        // would clone the whole configuration anew).
+        let WorkerConfig {
+            name,
+            heartbeat_ns,
+            drift_ppm_max,
+            stop_margin_ns,
+            tool_timeout_ns,
+            stage_deadline_ns,
+            claim_poll_ns,
+            commit_retry_ns,
+            commit_attempts_max,
+            start_delay_ns,
+            plans,
+        } = own_cfg;
+        *name = cfg.name;
+        *heartbeat_ns = cfg.heartbeat_ns;
+        *drift_ppm_max = cfg.drift_ppm_max;
+        *stop_margin_ns = cfg.stop_margin_ns;
+        *tool_timeout_ns = cfg.tool_timeout_ns;
+        *stage_deadline_ns = cfg.stage_deadline_ns;
+        *claim_poll_ns = cfg.claim_poll_ns;
+        *commit_retry_ns = cfg.commit_retry_ns;
+        *commit_attempts_max = cfg.commit_attempts_max;
+        *start_delay_ns = cfg.start_delay_ns;
+        plans.truncate(cfg.plans.len());
+        for (mine, theirs) in plans.iter_mut().zip(&cfg.plans) {
+            mine.steps.clone_from(&theirs.steps);
+        }
+        let kept = plans.len();
+        plans.extend_from_slice(&cfg.plans[kept..]);
+        *next_req = 1;
+        *state = State::Idle;
+        inflight.clear();
+        unacked.clear();
+        *timers = [UNARMED; 6];
+        *armed = 0;
+        *wall = 0;
+        *own_switches = switches;
+        out.clear();
+    }
+
     /// Tells the worker its wall clock's reading (call before each input).
     pub fn observe_wall(&mut self, wall: Nanos) {
         self.wall = wall;
@@ -1273,6 +1331,21 @@ mod tests {
             },
         );
         w
+    }
+
+    #[test]
+    fn a_rebuilt_worker_is_a_new_one() {
+        // A worker in the middle of a plan, with outputs queued and timers armed, rebuilt for
+        // another configuration: nothing of its run may remain.
+        let mut w = holding(vec![Step::Tool, Step::Tool], 5 * SECOND_NS);
+        w.handle_timeout(L);
+        let mut other = worker(vec![Step::Checkpoint]).config().clone();
+        other.name = WorkerName(7);
+        other.start_delay_ns = 3;
+        other.plans.push(Plan { steps: Vec::new() });
+        w.rebuild(&other, crate::Variant::UnconditionalCommit.switches());
+        let fresh = Worker::new(other, crate::Variant::UnconditionalCommit.switches());
+        assert_eq!(format!("{w:?}"), format!("{fresh:?}"));
     }
 
     #[test]

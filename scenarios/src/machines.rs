@@ -26,8 +26,8 @@
 //! ```
 
 use leasesim_protocol::{
-    ClassSpec, Coordinator, CoordinatorMachine, JobSpec, OpId, Receiver, ReceiverMachine, Variant,
-    Worker, WorkerConfig, WorkerMachine,
+    ClassSpec, Coordinator, CoordinatorMachine, JobSpec, Msg, Nanos, OpId, Output, Receiver,
+    ReceiverMachine, Variant, Worker, WorkerConfig, WorkerMachine,
 };
 use std::sync::Arc;
 
@@ -135,19 +135,39 @@ impl Machines {
                 worker: part.clone(),
                 receiver: part,
             },
+            // A machine a run dropped is kept per thread and made new for the next run (see
+            // `Reused`): the same machine as a new one, without allocating its storage again.
             coordinator: Arc::new(move |s: &CoordinatorSpec<'_>| {
-                Box::new(Coordinator::new(s.classes.to_vec(), s.jobs, switches))
-                    as Box<dyn CoordinatorMachine>
+                let coordinator = match Reused::<Coordinator>::take() {
+                    Some(mut c) => {
+                        c.rebuild(s.classes, s.jobs, switches);
+                        c
+                    }
+                    None => Coordinator::new(s.classes.to_vec(), s.jobs, switches),
+                };
+                Box::new(Reused(Some(coordinator))) as Box<dyn CoordinatorMachine>
             }),
             worker: Arc::new(move |s: &WorkerSpec<'_>| {
-                Box::new(Worker::new(s.config.clone(), switches)) as Box<dyn WorkerMachine>
+                let worker = match Reused::<Worker>::take() {
+                    Some(mut w) => {
+                        w.rebuild(s.config, switches);
+                        w
+                    }
+                    None => Worker::new(s.config.clone(), switches),
+                };
+                Box::new(Reused(Some(worker))) as Box<dyn WorkerMachine>
             }),
             receiver: Arc::new(move |s: &ReceiverSpec<'_>| {
-                Box::new(
-                    Receiver::new(s.supports_fence, switches)
-                        .with_status(s.supports_status)
-                        .with_refused_ops(s.refused_ops.to_vec()),
-                ) as Box<dyn ReceiverMachine>
+                let receiver = match Reused::<Receiver>::take() {
+                    Some(mut r) => {
+                        r.rebuild(s.supports_fence, switches);
+                        r
+                    }
+                    None => Receiver::new(s.supports_fence, switches),
+                }
+                .with_status(s.supports_status)
+                .with_refused_ops(s.refused_ops.to_vec());
+                Box::new(Reused(Some(receiver))) as Box<dyn ReceiverMachine>
             }),
             scope: None,
             statements: Arc::new(Vec::new()),
@@ -321,6 +341,163 @@ impl Machines {
     /// Builds a receiver.
     pub fn receiver(&self, spec: &ReceiverSpec<'_>) -> Box<dyn ReceiverMachine> {
         (self.receiver)(spec)
+    }
+}
+
+/// leasesim's own machines kept per thread, at most this many per role: a run needs a handful,
+/// and a thread that once ran a large setup does not keep hundreds.
+const REUSED_MAX: usize = 16;
+
+/// The machines a thread's runs dropped, by role.
+#[derive(Default)]
+struct Store {
+    coordinators: Vec<Coordinator>,
+    workers: Vec<Worker>,
+    receivers: Vec<Receiver>,
+}
+
+thread_local! {
+    static STORE: std::cell::RefCell<Store> = std::cell::RefCell::new(Store::default());
+}
+
+/// One of leasesim's own machines that goes back to its thread's store when the run drops it,
+/// so that the next run's factory makes it new (`rebuild`) instead of building another: a
+/// sweep's run then allocates nothing for its machines. `None` only while it is dropped.
+struct Reused<T: Stored>(Option<T>);
+
+/// A machine kind the store keeps.
+trait Stored: Sized {
+    fn shelf(store: &mut Store) -> &mut Vec<Self>;
+}
+
+impl Stored for Coordinator {
+    fn shelf(store: &mut Store) -> &mut Vec<Self> {
+        &mut store.coordinators
+    }
+}
+
+impl Stored for Worker {
+    fn shelf(store: &mut Store) -> &mut Vec<Self> {
+        &mut store.workers
+    }
+}
+
+impl Stored for Receiver {
+    fn shelf(store: &mut Store) -> &mut Vec<Self> {
+        &mut store.receivers
+    }
+}
+
+impl<T: Stored> Reused<T> {
+    /// A machine this thread kept, if it kept one.
+    fn take() -> Option<T> {
+        STORE.with_borrow_mut(|s| T::shelf(s).pop())
+    }
+
+    #[inline]
+    fn get(&self) -> &T {
+        self.0
+            .as_ref()
+            .expect("a kept machine is emptied only by its drop")
+    }
+
+    #[inline]
+    fn get_mut(&mut self) -> &mut T {
+        self.0
+            .as_mut()
+            .expect("a kept machine is emptied only by its drop")
+    }
+}
+
+impl<T: Stored> Drop for Reused<T> {
+    fn drop(&mut self) {
+        let Some(machine) = self.0.take() else {
+            return;
+        };
+        // A machine dropped while its thread exits finds the store gone: it is simply dropped.
+        let _ = STORE.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                let shelf = T::shelf(&mut s);
+                if shelf.len() < REUSED_MAX {
+                    shelf.push(machine);
+                }
+            }
+        });
+    }
+}
+
+// Every method of each trait is passed on, the provided ones too, so that a kept machine
+// behaves exactly as the machine itself.
+impl CoordinatorMachine for Reused<Coordinator> {
+    #[inline]
+    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
+        CoordinatorMachine::handle_message(self.get_mut(), now, from, msg)
+    }
+    #[inline]
+    fn poll_output(&mut self) -> Option<Output> {
+        CoordinatorMachine::poll_output(self.get_mut())
+    }
+    #[inline]
+    fn all_terminal(&self) -> bool {
+        CoordinatorMachine::all_terminal(self.get())
+    }
+    #[inline]
+    fn poll_timeout(&self) -> Option<Nanos> {
+        CoordinatorMachine::poll_timeout(self.get())
+    }
+    #[inline]
+    fn handle_timeout(&mut self, now: Nanos) {
+        CoordinatorMachine::handle_timeout(self.get_mut(), now)
+    }
+}
+
+impl WorkerMachine for Reused<Worker> {
+    #[inline]
+    fn start(&mut self, now: Nanos) {
+        WorkerMachine::start(self.get_mut(), now)
+    }
+    #[inline]
+    fn crash(&mut self) {
+        WorkerMachine::crash(self.get_mut())
+    }
+    #[inline]
+    fn handle_message(&mut self, now: Nanos, msg: Msg) {
+        WorkerMachine::handle_message(self.get_mut(), now, msg)
+    }
+    #[inline]
+    fn handle_timeout(&mut self, now: Nanos) {
+        WorkerMachine::handle_timeout(self.get_mut(), now)
+    }
+    #[inline]
+    fn poll_output(&mut self) -> Option<Output> {
+        WorkerMachine::poll_output(self.get_mut())
+    }
+    #[inline]
+    fn poll_timeout(&self) -> Option<Nanos> {
+        WorkerMachine::poll_timeout(self.get())
+    }
+    #[inline]
+    fn is_busy(&self) -> bool {
+        WorkerMachine::is_busy(self.get())
+    }
+    #[inline]
+    fn observe_wall(&mut self, wall: Nanos) {
+        WorkerMachine::observe_wall(self.get_mut(), wall)
+    }
+    #[inline]
+    fn tool_in_flight(&self) -> Option<u64> {
+        WorkerMachine::tool_in_flight(self.get())
+    }
+}
+
+impl ReceiverMachine for Reused<Receiver> {
+    #[inline]
+    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
+        ReceiverMachine::handle_message(self.get_mut(), now, from, msg)
+    }
+    #[inline]
+    fn poll_output(&mut self) -> Option<Output> {
+        ReceiverMachine::poll_output(self.get_mut())
     }
 }
 

@@ -270,8 +270,14 @@ pub fn judge(
         hazards: judgement.hazards,
         machine_fault: None,
         skipped: judgement.skipped,
-        statements: Default::default(),
+        statements: no_statements(),
     }
+}
+
+/// The statements of a coordinator that has none, shared rather than allocated for each run.
+fn no_statements() -> Arc<Vec<(String, String)>> {
+    static NONE: std::sync::OnceLock<Arc<Vec<(String, String)>>> = std::sync::OnceLock::new();
+    NONE.get_or_init(|| Arc::new(Vec::new())).clone()
 }
 
 /// Determinism self-check: two runs of the same input must give the same trace; if not, the
