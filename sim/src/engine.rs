@@ -433,12 +433,12 @@ impl End {
     }
 }
 
-/// What a queued event does. A delivery names its envelope's place in [`Sim`]'s flight table
-/// rather than carrying it, so that an entry is 32 bytes whatever the message, and the heap
-/// moves small entries when it sifts.
+/// What a queued event does. A delivery names its message's send in the trace, which holds
+/// the whole envelope, rather than carrying it: an entry is 32 bytes whatever the message, the
+/// heap moves small entries when it sifts, and a message is stored once.
 #[derive(Copy, Clone, Debug)]
 enum EvKind {
-    Deliver { flight: u32 },
+    Deliver { send: usize },
     Wake { node: NodeId, gen: u64 },
     Alarm { tag: u64 },
     Restart { node: NodeId },
@@ -526,14 +526,12 @@ impl Queue {
     }
 }
 
-/// The storage a simulation grows as it runs (its queue, its flight table, its output and
+/// The storage a simulation grows as it runs (its queue, its output and
 /// command buffers, its trace), kept apart from the simulation so that the next run on the same
 /// thread starts with it already grown: a sweep's steady state allocates nothing here. Get one
 /// back from [`Sim::finish`]; [`Buffers::default`] is empty.
 pub struct Buffers<M, N> {
     queue: Vec<Ev>,
-    flights: Vec<Envelope<M>>,
-    free: Vec<u32>,
     out: Vec<Out<M, N>>,
     commands: Vec<Command>,
     trace: Vec<TraceEvent<M, N>>,
@@ -543,8 +541,6 @@ impl<M, N> Default for Buffers<M, N> {
     fn default() -> Self {
         Buffers {
             queue: Vec::new(),
-            flights: Vec::new(),
-            free: Vec::new(),
             out: Vec::new(),
             commands: Vec::new(),
             trace: Vec::new(),
@@ -583,7 +579,7 @@ fn trimmed<T>(v: Vec<T>) -> Vec<T> {
 }
 
 #[derive(Clone, Debug)]
-struct Slot<M> {
+struct Slot {
     clock: Clock,
     wake: Option<u64>,
     gen: u64,
@@ -594,7 +590,8 @@ struct Slot<M> {
     /// The cut links from this node to nodes `0..64`, one bit each (one load per send); links
     /// to the others are in [`Sim::cut_far`].
     cut_to: u64,
-    deferred: Vec<Envelope<M>>,
+    /// Messages that reached the node while it was paused, by their sends in the trace.
+    deferred: Vec<usize>,
 }
 
 /// The trace of a simulation of processes `P`.
@@ -603,18 +600,15 @@ pub type Trace<P> = Vec<TraceEvent<<P as Process>::Msg, <P as Process>::Note>>;
 /// The simulator.
 pub struct Sim<P: Process> {
     nodes: Vec<P>,
-    slots: Vec<Slot<P::Msg>>,
+    slots: Vec<Slot>,
     queue: Queue,
-    /// Envelopes on the wire, by the index their delivery event names; `free` lists the
-    /// places delivered ones left.
-    flights: Vec<Envelope<P::Msg>>,
-    free: Vec<u32>,
     seq: u64,
     now: u64,
     next_msg: u64,
     /// Cut links that [`Slot::cut_to`] has no bit for.
     cut_far: BTreeSet<(NodeId, NodeId)>,
-    held: BTreeMap<u64, Envelope<P::Msg>>,
+    /// Held messages, by id: their sends in the trace.
+    held: BTreeMap<u64, usize>,
     /// Deliveries queued (a duplicated message counts twice).
     in_flight: u64,
     net: NetConfig,
@@ -650,15 +644,11 @@ impl<P: Process> Sim<P> {
     ) -> Self {
         let Buffers {
             mut queue,
-            mut flights,
-            mut free,
             mut out,
             mut commands,
             mut trace,
         } = buffers;
         queue.clear();
-        flights.clear();
-        free.clear();
         out.clear();
         commands.clear();
         trace.clear();
@@ -690,8 +680,6 @@ impl<P: Process> Sim<P> {
             nodes,
             slots,
             queue: Queue { heap: queue },
-            flights,
-            free,
             seq: 0,
             now: 0,
             next_msg: 0,
@@ -745,8 +733,6 @@ impl<P: Process> Sim<P> {
     pub fn finish(self) -> (Trace<P>, Buffers<P::Msg, P::Note>) {
         let buffers = Buffers {
             queue: trimmed(self.queue.heap),
-            flights: trimmed(self.flights),
-            free: trimmed(self.free),
             out: trimmed(self.out),
             commands: trimmed(self.ctl.commands),
             trace: Vec::new(),
@@ -771,20 +757,25 @@ impl<P: Process> Sim<P> {
         });
     }
 
-    /// Queues the delivery of `env` at `t`, its envelope in the flight table.
+    /// Queues at `t` the delivery of the message sent by trace event `send`.
     #[inline(always)]
-    fn push_delivery(&mut self, t: u64, env: Envelope<P::Msg>) {
-        let flight = match self.free.pop() {
-            Some(f) => {
-                self.flights[f as usize] = env;
-                f
-            }
-            None => {
-                self.flights.push(env);
-                (self.flights.len() - 1) as u32
-            }
-        };
-        self.push(t, EvKind::Deliver { flight });
+    fn push_delivery(&mut self, t: u64, send: usize) {
+        self.push(t, EvKind::Deliver { send });
+    }
+
+    /// The envelope of the message sent by trace event `send`.
+    #[inline(always)]
+    fn envelope(&self, send: usize) -> Envelope<P::Msg> {
+        let e = &self.trace[send];
+        match e.kind {
+            EventKind::Send { id, to, msg, .. } => Envelope {
+                id,
+                from: e.node,
+                to,
+                msg,
+            },
+            _ => unreachable!("a delivery names a send"),
+        }
     }
 
     #[inline(always)]
@@ -848,11 +839,9 @@ impl<P: Process> Sim<P> {
             self.events += 1;
             self.now = ev.t;
             match ev.kind {
-                EvKind::Deliver { flight } => {
+                EvKind::Deliver { send } => {
                     self.in_flight -= 1;
-                    let env = self.flights[flight as usize];
-                    self.free.push(flight);
-                    self.deliver(director, env)
+                    self.deliver(director, send)
                 }
                 EvKind::Wake { node, gen } => {
                     let slot = &mut self.slots[node as usize];
@@ -883,14 +872,15 @@ impl<P: Process> Sim<P> {
         }
     }
 
-    fn deliver<D: Director<P>>(&mut self, director: &mut D, env: Envelope<P::Msg>) {
+    fn deliver<D: Director<P>>(&mut self, director: &mut D, send: usize) {
+        let env = self.envelope(send);
         let slot = &mut self.slots[env.to as usize];
         if slot.crashed {
             self.record(env.to, EventKind::Lost { id: env.id });
             return;
         }
         if slot.paused {
-            slot.deferred.push(env);
+            slot.deferred.push(send);
             return;
         }
         let mut local = self.local(env.to);
@@ -913,7 +903,7 @@ impl<P: Process> Sim<P> {
                 return;
             }
             if slot.paused {
-                slot.deferred.push(env);
+                slot.deferred.push(send);
                 return;
             }
             local = self.local(env.to);
@@ -1056,18 +1046,19 @@ impl<P: Process> Sim<P> {
         let now = self.now;
         fate = director.on_send(&mut self.ctl, now, &env, fate);
         self.record_at(from, local, EventKind::Send { id, to, msg, fate });
+        let send = self.trace.len() - 1;
         match fate {
-            Fate::Deliver { delay_ns } => self.push_delivery(now + delay_ns, env),
+            Fate::Deliver { delay_ns } => self.push_delivery(now + delay_ns, send),
             Fate::Duplicate {
                 delay_ns,
                 dup_delay_ns,
             } => {
-                self.push_delivery(now + delay_ns, env);
-                self.push_delivery(now + dup_delay_ns, env);
+                self.push_delivery(now + delay_ns, send);
+                self.push_delivery(now + dup_delay_ns, send);
             }
             Fate::Drop { .. } => {}
             Fate::Hold => {
-                self.held.insert(id, env);
+                self.held.insert(id, send);
             }
         }
         self.apply()
@@ -1127,14 +1118,14 @@ impl<P: Process> Sim<P> {
                 return;
             }
             Command::Release { id } => {
-                let Some(env) = self.held.remove(&id) else {
+                let Some(send) = self.held.remove(&id) else {
                     return;
                 };
                 let delay_ns = self
                     .net_rng
                     .range(self.net.latency_min_ns, self.net.latency_max_ns);
-                self.record(env.from, EventKind::Release { id, delay_ns });
-                self.push_delivery(now + delay_ns, env);
+                self.record(self.trace[send].node, EventKind::Release { id, delay_ns });
+                self.push_delivery(now + delay_ns, send);
                 return;
             }
             _ => {}
@@ -1169,8 +1160,8 @@ impl<P: Process> Sim<P> {
                     slot.clock.anchor_local = reading;
                 }
                 let deferred = std::mem::take(&mut slot.deferred);
-                for env in deferred {
-                    self.push_delivery(now, env);
+                for send in deferred {
+                    self.push_delivery(now, send);
                 }
                 self.rearm(node);
                 node

@@ -6,6 +6,7 @@ use super::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::world::{Node, SIGNAL_HEAL};
 use leasesim_protocol::{Event, Msg, MsgKind};
 use leasesim_sim::{Command, Control, Director, DropCause, Envelope, Fate, NodeId};
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 /// One of the three triggers a plan may state for a fault.
@@ -228,6 +229,10 @@ pub struct PlanDirector {
     /// after every event): kept up to date where a fault's phase or its held messages change,
     /// so that the question costs one load.
     unsettled: bool,
+    /// Where the one coordinator is among the nodes, found at the first
+    /// [`Director::is_done`] of a run (a node keeps its role for the whole run): `Some(None)`
+    /// when there is not exactly one, which are then all asked.
+    coordinator: Cell<Option<Option<usize>>>,
 }
 
 impl PlanDirector {
@@ -289,6 +294,7 @@ impl PlanDirector {
         self.tool = tool;
         self.operator = operator;
         self.healed = false;
+        self.coordinator.set(None);
         self.anchor_watch = [0; 2];
         for a in &self.anchors {
             self.anchor_watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
@@ -643,6 +649,24 @@ fn kinds_bit(kind: Option<MsgKind>) -> u64 {
 }
 
 impl PlanDirector {
+    /// Finds where the coordinator is (see [`PlanDirector::coordinator`]) and whether it is
+    /// finished.
+    #[cold]
+    #[inline(never)]
+    fn find_coordinator(&self, nodes: &[Node]) -> bool {
+        let mut at = nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| matches!(n, Node::Coordinator(_)))
+            .map(|(i, _)| i);
+        let one = at.next().filter(|_| at.next().is_none());
+        self.coordinator.set(Some(one));
+        match one {
+            Some(i) => nodes[i].is_finished_coordinator(),
+            None => nodes.iter().any(Node::is_finished_coordinator),
+        }
+    }
+
     /// [`Director::on_send`] for a message something may watch.
     #[inline(never)]
     fn on_watched_send(
@@ -759,10 +783,15 @@ impl Director<Node> for PlanDirector {
     }
 
     fn is_done(&self, nodes: &[Node]) -> bool {
-        !self.unsettled
-            && self.anchored.is_empty()
-            && nodes.iter().any(Node::is_finished_coordinator)
-            && !nodes.iter().any(Node::is_busy_worker)
+        if self.unsettled || !self.anchored.is_empty() {
+            return false;
+        }
+        let finished = match self.coordinator.get() {
+            Some(Some(i)) if i < nodes.len() => nodes[i].is_finished_coordinator(),
+            Some(_) => nodes.iter().any(Node::is_finished_coordinator),
+            None => self.find_coordinator(nodes),
+        };
+        finished && !nodes.iter().any(Node::is_busy_worker)
     }
 }
 
