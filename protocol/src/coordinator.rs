@@ -2,7 +2,7 @@
 //! time (P3). It owns claim, conditional heartbeat and conditional commit; it never reads a
 //! client's clock, never extends a lease it cannot justify, and never applies a refused result.
 
-use crate::machine::Outbox;
+use crate::machine::{Outbox, KEPT_MAX};
 use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;
@@ -137,8 +137,9 @@ pub const NON_ATOMIC_WRITE_DELAY_NS: Nanos = 5 * MILLI_NS;
 pub struct Coordinator {
     classes: Vec<ClassSpec>,
     jobs: Vec<JobRow>,
-    /// Every job below this index is terminal, so the claim query and the "all terminal" check
-    /// start here: the same answers, without rescanning the finished part of a long table.
+    /// Every job below this index is terminal, so the claim query and the search for a
+    /// deferred job start here: the same answers, without rescanning the finished part of a
+    /// long table.
     /// Every write of a job's state lowers it first (`reopen`).
     first_open: usize,
     /// How many jobs of each class are running, indexed by class id: admission (P16) reads it
@@ -224,12 +225,17 @@ impl Coordinator {
         *open = rows.len();
         *first_open = 0;
         leases.clear();
+        leases.shrink_to(KEPT_MAX);
         handoffs.clear();
+        handoffs.shrink_to(KEPT_MAX);
         claims.clear();
+        claims.shrink_to(KEPT_MAX);
         accepted.clear();
+        accepted.shrink_to(KEPT_MAX);
         pending_claims.clear();
+        pending_claims.shrink_to(KEPT_MAX);
         *own_switches = switches;
-        out.clear();
+        out.clear_within_bound();
     }
 
     /// Job `i`'s row as the table starts.

@@ -96,7 +96,18 @@ impl Outbox {
         self.items.clear();
         self.taken = 0;
     }
+
+    /// Empties the outbox, keeping room for at most [`KEPT_MAX`] outputs.
+    pub(crate) fn clear_within_bound(&mut self) {
+        self.clear();
+        self.items.shrink_to(KEPT_MAX);
+    }
 }
+
+/// The most entries a machine's list keeps room for when it is rebuilt for another run
+/// (`rebuild`): storage a long run grew beyond it is given back, so that a host that keeps
+/// machines between runs does not hold one runaway run's memory for the rest of its runs.
+pub(crate) const KEPT_MAX: usize = 4_096;
 
 /// A coordinator: the job table, the only arbiter of lease time (see the module's contract).
 pub trait CoordinatorMachine: Send {

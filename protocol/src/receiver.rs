@@ -2,7 +2,7 @@
 //! effects. It remembers the highest fence admitted per entity and refuses lower ones (P9), and
 //! answers a repeated idempotency key with the first result, applying nothing (P10).
 
-use crate::machine::Outbox;
+use crate::machine::{Outbox, KEPT_MAX};
 use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;
@@ -56,8 +56,10 @@ impl Receiver {
         refused_ops.clear();
         *own_switches = switches;
         marks.clear();
+        marks.shrink_to(KEPT_MAX);
         applied.clear();
-        out.clear();
+        applied.shrink_to(KEPT_MAX);
+        out.clear_within_bound();
     }
 
     /// The same receiver, answering status queries or not.

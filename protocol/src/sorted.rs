@@ -35,6 +35,11 @@ impl<K: Ord, V> SortedMap<K, V> {
         self.entries.clear();
     }
 
+    /// Gives back storage beyond room for `capacity` entries (or the entries it holds).
+    pub fn shrink_to(&mut self, capacity: usize) {
+        self.entries.shrink_to(capacity);
+    }
+
     /// Whether the map is empty.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()

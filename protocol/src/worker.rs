@@ -7,7 +7,7 @@
 //! jeopardy (P13): it starts no effect and claims no success. "No row" means lost (P12 a).
 //! It never reads a clock: every input carries its local `now`.
 
-use crate::machine::Outbox;
+use crate::machine::{Outbox, KEPT_MAX};
 use crate::timing::holder_deadline;
 use crate::types::*;
 use crate::variant::Switches;
@@ -238,19 +238,22 @@ impl Worker {
         *start_delay_ns = cfg.start_delay_ns;
         plans.truncate(cfg.plans.len());
         for (mine, theirs) in plans.iter_mut().zip(&cfg.plans) {
-            mine.steps.clone_from(&theirs.steps);
+            let Plan { steps } = mine;
+            steps.clone_from(&theirs.steps);
         }
         let kept = plans.len();
         plans.extend_from_slice(&cfg.plans[kept..]);
         *next_req = 1;
         *state = State::Idle;
         inflight.clear();
+        inflight.shrink_to(KEPT_MAX);
         unacked.clear();
+        unacked.shrink_to(KEPT_MAX);
         *timers = [UNARMED; 6];
         *armed = 0;
         *wall = 0;
         *own_switches = switches;
-        out.clear();
+        out.clear_within_bound();
     }
 
     /// Tells the worker its wall clock's reading (call before each input).

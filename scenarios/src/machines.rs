@@ -362,7 +362,8 @@ thread_local! {
 
 /// One of leasesim's own machines that goes back to its thread's store when the run drops it,
 /// so that the next run's factory makes it new (`rebuild`) instead of building another: a
-/// sweep's run then allocates nothing for its machines. `None` only while it is dropped.
+/// sweep's run then allocates only the box each machine is handed out in (and a receiver's
+/// list of refused operations, when it has one). `None` only while it is dropped.
 struct Reused<T: Stored>(Option<T>);
 
 /// A machine kind the store keeps.

@@ -20,14 +20,17 @@ thread_local! {
     static DIRECTOR: RefCell<PlanDirector> = RefCell::new(PlanDirector::default());
     /// The node list and operation names of this thread's last run: a sweep's runs of one
     /// scenario share them, so a run's result holds them without building them again.
-    static NAMES: RefCell<Option<(Arc<[NodeInfo]>, Arc<[String]>)>> = const { RefCell::new(None) };
+    static NAMES: RefCell<Option<Names>> = const { RefCell::new(None) };
     /// The clocks the checkers read, kept per thread.
     static CLOCKS: RefCell<Vec<Clock>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A run's node list and operation names.
+type Names = (Arc<[NodeInfo]>, Arc<[String]>);
+
 /// The node list and operation names of `setup`, shared with the thread's last run when they
 /// are the same.
-fn names_of(setup: &Setup) -> (Arc<[NodeInfo]>, Arc<[String]>) {
+fn names_of(setup: &Setup) -> Names {
     NAMES.with_borrow_mut(|cached| {
         let (nodes, ops) = match cached.take() {
             Some((nodes, ops)) => (

@@ -102,3 +102,39 @@ fn every_scenario_variant_and_seed_keeps_its_trace() {
 }
 
 const GOLDEN_SEEDS: u64 = 6;
+
+/// The walk passes over routine events that no checker takes in (`leasesim_checkers`'s
+/// `quiet_send`, `quiet_delivery`, `filed_only`). Those lists repeat what each checker reads; if
+/// a checker starts to read one of those events, this test sees the judgement change: every
+/// scenario x variant x golden seed is judged with and without the shortcuts, and the whole
+/// judgement (every finding with its text and proofs, hazard counts, skipped judgements) must be
+/// the same.
+#[test]
+fn the_walks_shortcuts_change_no_judgement() {
+    let mut compared = 0;
+    for def in leasesim::scenarios::ALL {
+        for &variant in Variant::ALL {
+            for seed in 0..GOLDEN_SEEDS {
+                let fast = run(def.name, seed, variant);
+                let full = leasesim::checkers::without_shortcuts(|| run(def.name, seed, variant));
+                assert_eq!(fast.trace_hash(), full.trace_hash());
+                let what = |r: &leasesim::RunResult| {
+                    format!("{:?}\n{:?}\n{:?}", r.findings, r.hazards, r.skipped)
+                };
+                assert_eq!(
+                    what(&fast),
+                    what(&full),
+                    "{} --variant {} seed {seed}: the shortcuts changed the judgement",
+                    def.name,
+                    variant.name()
+                );
+                compared += usize::from(!full.findings.is_empty());
+            }
+        }
+    }
+    // The comparison covers runs with findings, not only clean ones.
+    assert!(
+        compared > 100,
+        "only {compared} runs with findings compared"
+    );
+}

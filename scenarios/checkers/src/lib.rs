@@ -242,6 +242,27 @@ thread_local! {
     });
 }
 
+thread_local! {
+    /// Whether this thread's walks take their shortcuts (see [`without_shortcuts`]).
+    static SHORTCUTS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Runs `f` with this thread's walks handing every event to every checker, without the
+/// shortcuts by which [`check`] passes over routine sends, deliveries and notes that nothing
+/// takes in. The judgement must be the same, only slower: a test holds the two equal over every
+/// scenario and variant, so that a checker that starts to read one of those events cannot be
+/// bypassed unnoticed.
+pub fn without_shortcuts<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SHORTCUTS.set(self.0);
+        }
+    }
+    let _restore = Restore(SHORTCUTS.replace(false));
+    f()
+}
+
 /// Room reserved for each kind of record of the per-thread history: above the usual threshold
 /// (128 KiB) at which an allocator gives a block pages of its own.
 const HISTORY_ROOM_BYTES: usize = 256 * 1024;
@@ -256,7 +277,8 @@ pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
             checkers,
             models,
         } = state;
-        judge(world, trace, history, checkers, models, &mut out);
+        let shortcuts = SHORTCUTS.get();
+        judge(world, trace, history, checkers, models, shortcuts, &mut out);
     });
     out
 }
@@ -267,6 +289,7 @@ fn judge(
     history: &mut History,
     checkers: &mut Checkers,
     models: &mut Models,
+    shortcuts: bool,
     out: &mut Judgement,
 ) {
     let coordinator = world
@@ -288,6 +311,7 @@ fn judge(
         checkers: &mut *checkers,
         models: &mut *models,
         out: &mut *out,
+        shortcuts,
     };
     let latency_max_ns = world.latency_max_ns;
     for (i, e) in trace.iter().enumerate() {
@@ -299,14 +323,14 @@ fn judge(
         match &e.kind {
             EventKind::Send { to, msg, fate, .. } => {
                 if let Fate::Deliver { delay_ns } = *fate {
-                    if delay_ns <= latency_max_ns && quiet_send(msg) {
+                    if shortcuts && delay_ns <= latency_max_ns && quiet_send(msg) {
                         continue;
                     }
                 }
                 walk.sent(i, e, *to, msg, fate);
             }
             EventKind::Deliver { msg, .. } => {
-                if walk.checkers.lost.owes_nothing() {
+                if shortcuts && walk.checkers.lost.owes_nothing() {
                     if quiet_delivery(msg) {
                         continue;
                     }
@@ -461,6 +485,8 @@ struct Walk<'a, 's> {
     checkers: &'s mut Checkers,
     models: &'s mut Models,
     out: &'s mut Judgement,
+    /// Whether notes only the history files skip the rest (see [`without_shortcuts`]).
+    shortcuts: bool,
 }
 
 /// The context of trace event `$i` for the checkers, as a closure: made only where one reads it.
@@ -487,6 +513,7 @@ impl Walk<'_, '_> {
             checkers,
             models,
             out,
+            shortcuts,
         } = self;
         let at = history::At {
             index: i,
@@ -497,7 +524,7 @@ impl Walk<'_, '_> {
         if let Some(h) = hazard::of_note(note) {
             out.hit(h);
         }
-        if filed_only(note) {
+        if *shortcuts && filed_only(note) {
             return;
         }
         checkers.note(&cx!(run, history, models, i)(), e, note, out);
@@ -513,6 +540,7 @@ impl Walk<'_, '_> {
             checkers,
             models,
             out,
+            ..
         } = self;
         if let Command::Crash { node } = *command {
             history.crashed(run.trace, node, i);
@@ -533,6 +561,7 @@ impl Walk<'_, '_> {
             checkers,
             models,
             out,
+            ..
         } = self;
         history.sent(e.node, to, msg);
         let (world, coordinator) = (run.world, run.coordinator);
@@ -561,6 +590,7 @@ impl Walk<'_, '_> {
             checkers,
             models,
             out,
+            ..
         } = self;
         checkers.delivered(cx!(run, history, models, i), e, msg, out);
     }
