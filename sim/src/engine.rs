@@ -1272,10 +1272,8 @@ mod tests {
         assert!(q.pop().is_none());
     }
 
-    /// A link to a node past the first 64 is cut and healed as one to the first 64 is, and a
-    /// link naming no node is taken without effect.
-    #[test]
-    fn cuts_reach_every_node() {
+    /// A network without latency or faults, and limits of ten events.
+    fn instant_net() -> (NetConfig, Limits) {
         let net = NetConfig {
             latency_min_ns: 0,
             latency_max_ns: 0,
@@ -1287,6 +1285,14 @@ mod tests {
             horizon_ns: u64::MAX,
             queue_max: 10,
         };
+        (net, limits)
+    }
+
+    /// A link to a node past the first 64 is cut and healed as one to the first 64 is, and a
+    /// link naming no node is taken without effect.
+    #[test]
+    fn cuts_reach_every_node() {
+        let (net, limits) = instant_net();
         let nodes = (0..70).map(|_| (Idle, Clock::new(0, 0))).collect();
         let mut sim = Sim::new(1, nodes, net, limits);
         for (from, to) in [(1, 3), (1, 65), (69, 0), (69, 69)] {
@@ -1327,17 +1333,7 @@ mod tests {
     /// reached (which only a broken engine can queue) ends the run with its own `End`.
     #[test]
     fn an_event_in_the_past_ends_the_run_as_an_engine_error() {
-        let net = NetConfig {
-            latency_min_ns: 0,
-            latency_max_ns: 0,
-            drop_ppm: 0,
-            dup_ppm: 0,
-        };
-        let limits = Limits {
-            event_budget: 10,
-            horizon_ns: u64::MAX,
-            queue_max: 10,
-        };
+        let (net, limits) = instant_net();
         let mut sim = Sim::new(1, vec![(Idle, Clock::new(0, 0))], net, limits);
         sim.now = 100;
         sim.push(50, EvKind::Signal { node: 0, tag: 0 });
