@@ -39,7 +39,7 @@ fn names_of(setup: &Setup) -> Names {
                 } else {
                     setup.node_infos().into()
                 },
-                if *ops == *setup.op_names {
+                if Arc::ptr_eq(&ops, &setup.op_names) || *ops == *setup.op_names {
                     ops
                 } else {
                     setup.op_names.clone()

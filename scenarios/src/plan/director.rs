@@ -295,9 +295,17 @@ impl PlanDirector {
         self.operator = operator;
         self.healed = false;
         self.coordinator.set(None);
+        self.rewatch();
+    }
+
+    /// Recomputes [`PlanDirector::anchor_watch`] from the anchors not matched yet, then the
+    /// rest ([`PlanDirector::refresh`]).
+    fn rewatch(&mut self) {
         self.anchor_watch = [0; 2];
         for a in &self.anchors {
-            self.anchor_watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
+            if !self.state[a.fault].matched.get(a.edge) {
+                self.anchor_watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
+            }
         }
         self.refresh();
     }
@@ -625,13 +633,7 @@ impl PlanDirector {
             }
         }
         if matched {
-            self.anchor_watch = [0; 2];
-            for a in &self.anchors {
-                if !self.state[a.fault].matched.get(a.edge) {
-                    self.anchor_watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
-                }
-            }
-            self.refresh();
+            self.rewatch();
         }
     }
 }
