@@ -94,9 +94,11 @@ impl Clock {
         // Fast path, exactly equal to the general one: read at or after the anchor, the
         // deadline ahead of the anchor, and `dl * 1e6 + rate` fitting in 64 bits, where the
         // division is one instruction rather than a 128-bit routine (both truncate a
-        // non-negative quotient alike). A deadline the reading now already meets needs no
-        // check of its own here: the quotient is then at most `now`, so the nudge starts, and
-        // stops, at `now`.
+        // non-negative quotient alike). No nudge is needed: with `q = ceil(dl * 1e6 / rate)`,
+        // `q * rate >= dl * 1e6`, so the reading `q` after the anchor is at least the deadline
+        // (or saturated), and `(q - 1) * rate < dl * 1e6`, so one nanosecond earlier it is not:
+        // `anchor + q` is the first instant the deadline is met, and a deadline the reading now
+        // already meets has it at most `now`.
         if now >= self.anchor_true && local_deadline >= self.anchor_local {
             let rate = PPM as i64 + self.drift_ppm as i64;
             if let Some(num) = i64::try_from(local_deadline - self.anchor_local)
@@ -105,14 +107,7 @@ impl Clock {
                 .and_then(|x| x.checked_add(rate - 1))
             {
                 if let Some(t) = self.anchor_true.checked_add((num / rate) as u64) {
-                    let mut t = t.max(now);
-                    for _ in 0..4 {
-                        if self.local(t) >= local_deadline {
-                            break;
-                        }
-                        t += 1;
-                    }
-                    return t;
+                    return t.max(now);
                 }
             }
         }

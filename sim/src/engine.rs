@@ -6,9 +6,10 @@
 //! scenario's fault plan) are the only places that give meaning to messages.
 
 use crate::clock::Clock;
+use crate::held::Held;
 use crate::rng::{Prng, Stream};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Debug;
 
 /// A node's index in the simulation.
@@ -535,6 +536,8 @@ pub struct Buffers<M, N> {
     out: Vec<Out<M, N>>,
     commands: Vec<Command>,
     trace: Vec<TraceEvent<M, N>>,
+    slots: Vec<Slot>,
+    held: Held,
 }
 
 impl<M, N> Default for Buffers<M, N> {
@@ -544,6 +547,8 @@ impl<M, N> Default for Buffers<M, N> {
             out: Vec::new(),
             commands: Vec::new(),
             trace: Vec::new(),
+            slots: Vec::new(),
+            held: Held::default(),
         }
     }
 }
@@ -608,7 +613,7 @@ pub struct Sim<P: Process> {
     /// Cut links that [`Slot::cut_to`] has no bit for.
     cut_far: BTreeSet<(NodeId, NodeId)>,
     /// Held messages, by id: their sends in the trace.
-    held: BTreeMap<u64, usize>,
+    held: Held,
     /// Deliveries queued (a duplicated message counts twice).
     in_flight: u64,
     net: NetConfig,
@@ -647,35 +652,44 @@ impl<P: Process> Sim<P> {
             mut out,
             mut commands,
             mut trace,
+            mut slots,
+            mut held,
         } = buffers;
         queue.clear();
         out.clear();
         commands.clear();
         trace.clear();
+        held.clear();
         assert!(
             net.latency_min_ns <= net.latency_max_ns,
             "latency range is empty"
         );
         assert!(net.drop_ppm <= 1_000_000 && net.dup_ppm <= 1_000_000);
-        let (nodes, slots) = nodes
-            .into_iter()
-            .map(|(p, clock)| {
-                (
-                    p,
-                    Slot {
-                        clock,
-                        wake: None,
-                        gen: 0,
-                        paused: false,
-                        frozen_at: None,
-                        crashed: false,
-                        extra_latency_ns: 0,
-                        cut_to: 0,
-                        deferred: Vec::new(),
-                    },
-                )
-            })
-            .unzip();
+        // A slot kept from an earlier run keeps its deferral list's storage; the processes
+        // take the place of the list they came in (collected in place, no new allocation).
+        slots.truncate(nodes.len());
+        for (i, (_, clock)) in nodes.iter().enumerate() {
+            let fresh = |deferred| Slot {
+                clock: *clock,
+                wake: None,
+                gen: 0,
+                paused: false,
+                frozen_at: None,
+                crashed: false,
+                extra_latency_ns: 0,
+                cut_to: 0,
+                deferred,
+            };
+            match slots.get_mut(i) {
+                Some(slot) => {
+                    let mut deferred = std::mem::take(&mut slot.deferred);
+                    deferred.clear();
+                    *slot = fresh(deferred);
+                }
+                None => slots.push(fresh(Vec::new())),
+            }
+        }
+        let nodes: Vec<P> = nodes.into_iter().map(|(p, _)| p).collect();
         Sim {
             nodes,
             slots,
@@ -684,7 +698,7 @@ impl<P: Process> Sim<P> {
             now: 0,
             next_msg: 0,
             cut_far: BTreeSet::new(),
-            held: BTreeMap::new(),
+            held,
             in_flight: 0,
             net,
             net_rng: Prng::new(seed, Stream::Network),
@@ -731,11 +745,24 @@ impl<P: Process> Sim<P> {
     /// Takes the trace out of the simulator, and the storage it grew for the next run
     /// ([`Sim::with_buffers`]); the processes are dropped.
     pub fn finish(self) -> (Trace<P>, Buffers<P::Msg, P::Note>) {
+        let mut slots = trimmed(self.slots);
+        for slot in &mut slots {
+            if !fits(&slot.deferred) {
+                slot.deferred = Vec::new();
+            }
+        }
+        let held = if self.held.capacity_bytes() <= BUFFER_KEPT_MAX_BYTES {
+            self.held
+        } else {
+            Held::default()
+        };
         let buffers = Buffers {
             queue: trimmed(self.queue.heap),
             out: trimmed(self.out),
             commands: trimmed(self.ctl.commands),
             trace: Vec::new(),
+            slots,
+            held,
         };
         (self.trace, buffers)
     }
@@ -1118,7 +1145,7 @@ impl<P: Process> Sim<P> {
                 return;
             }
             Command::Release { id } => {
-                let Some(send) = self.held.remove(&id) else {
+                let Some(send) = self.held.remove(id) else {
                     return;
                 };
                 let delay_ns = self

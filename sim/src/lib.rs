@@ -11,6 +11,7 @@
 pub mod clock;
 pub mod engine;
 pub mod hash;
+mod held;
 pub mod rng;
 pub mod time;
 

@@ -246,6 +246,34 @@ impl PlanDirector {
     /// Makes this director one for `faults`, as [`PlanDirector::new`] would, keeping the
     /// storage an earlier plan grew (a thread reuses one director run after run).
     pub fn reset(&mut self, faults: &[Fault], tool: NodeId, operator: NodeId) {
+        // The anchors and the lists by kind depend on the plan alone: a thread running the
+        // same plan again (a sweep of one scenario) keeps them.
+        if self.faults.as_slice() != faults || self.state.len() != faults.len() {
+            self.file(faults);
+        }
+        // Each fault armed again; a hold's list keeps its storage.
+        self.state.truncate(faults.len());
+        for st in &mut self.state {
+            let mut held = std::mem::take(&mut st.held);
+            held.clear();
+            *st = FaultState {
+                held,
+                ..FaultState::ARMED
+            };
+        }
+        self.state.resize(faults.len(), FaultState::ARMED);
+        self.anchored.clear();
+        self.anchored_node.clear();
+        self.tool = tool;
+        self.operator = operator;
+        self.healed = false;
+        self.coordinator.set(None);
+        self.rewatch();
+    }
+
+    /// Files a plan's message-anchored triggers and message faults by the kinds of message
+    /// they name.
+    fn file(&mut self, faults: &[Fault]) {
         self.faults.clear();
         self.faults.extend_from_slice(faults);
         self.anchors.clear();
@@ -278,24 +306,6 @@ impl PlanDirector {
                 FaultKind::Message { pattern, .. } => Some((i as u32, pattern.kind)),
                 _ => None,
             }));
-        // Each fault armed again; a hold's list keeps its storage.
-        self.state.truncate(faults.len());
-        for st in &mut self.state {
-            let mut held = std::mem::take(&mut st.held);
-            held.clear();
-            *st = FaultState {
-                held,
-                ..FaultState::ARMED
-            };
-        }
-        self.state.resize(faults.len(), FaultState::ARMED);
-        self.anchored.clear();
-        self.anchored_node.clear();
-        self.tool = tool;
-        self.operator = operator;
-        self.healed = false;
-        self.coordinator.set(None);
-        self.rewatch();
     }
 
     /// Recomputes [`PlanDirector::anchor_watch`] from the anchors not matched yet, then the
