@@ -353,26 +353,25 @@ impl PlanDirector {
         };
     }
 
-    /// Alarms for the faults that start or end at a fixed time, and for the heal phase.
-    pub fn initial_commands(&self, heal_at_ns: Option<u64>) -> Vec<Command> {
-        let mut out = Vec::new();
-        for (i, f) in self.faults.iter().enumerate() {
-            for edge in Edge::ALL {
-                if let Some(Trigger::At { t_ns }) = edge.of(f) {
-                    out.push(Command::Alarm {
+    /// Alarms for the faults that start or end at a fixed time, and for the heal phase, in
+    /// that order.
+    pub fn initial_commands(&self, heal_at_ns: Option<u64>) -> impl Iterator<Item = Command> + '_ {
+        let edges = self.faults.iter().enumerate().flat_map(|(i, f)| {
+            Edge::ALL
+                .into_iter()
+                .filter_map(move |edge| match edge.of(f) {
+                    Some(Trigger::At { t_ns }) => Some(Command::Alarm {
                         at: t_ns,
                         tag: Alarm::Edge { fault: i, edge }.encode(),
-                    });
-                }
-            }
-        }
-        if let Some(at) = heal_at_ns {
-            out.push(Command::Alarm {
-                at,
-                tag: Alarm::Heal.encode(),
-            });
-        }
-        out
+                    }),
+                    _ => None,
+                })
+        });
+        let heal = heal_at_ns.map(|at| Command::Alarm {
+            at,
+            tag: Alarm::Heal.encode(),
+        });
+        edges.chain(heal)
     }
 
     fn cut(ctl: &mut Control, a: NodeId, b: NodeId, one_way: bool, heal: bool) {
@@ -502,7 +501,8 @@ impl PlanDirector {
     fn release(&mut self, ctl: &mut Control, i: usize) {
         let st = &mut self.state[i];
         st.released = true;
-        for id in std::mem::take(&mut st.held) {
+        // Drained in place: the list keeps its storage for the thread's next run.
+        for id in st.held.drain(..) {
             ctl.push(Command::Release { id });
         }
         if st.phase == Phase::Active && st.matched.get(Edge::End) {
