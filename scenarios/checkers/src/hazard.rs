@@ -161,6 +161,7 @@ impl<'de> Deserialize<'de> for Hazards {
 }
 
 /// The hazard a journal event is by its kind alone, if any.
+#[inline(always)]
 pub fn of_note(note: &Event) -> Option<Hazard> {
     Some(match *note {
         Event::LeaseGranted {

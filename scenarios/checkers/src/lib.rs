@@ -504,9 +504,65 @@ macro_rules! cx {
 impl Walk<'_, '_> {
     /// A journal note: filed, counted as a hazard if it is one by its kind, judged, then taken
     /// in by the reference table. The history's and the checkers' parts are inlined here, in
-    /// one function out of the walk's loop.
+    /// one function out of the walk's loop, and matched on the note's kind once: each arm below
+    /// is the same walk (`Walk::take_note`), which the compiler specializes to that kind, so the
+    /// history, the hazards, the checkers and the table do not each dispatch on it again.
     #[inline(never)]
     fn note(&mut self, i: usize, e: &Ev, note: &Event) {
+        macro_rules! by_kind {
+            ($($kind:ident),* $(,)?) => {
+                match note {
+                    $(Event::$kind { .. } => self.take_note(i, e, note),)*
+                }
+            };
+        }
+        by_kind!(
+            LeaseGranted,
+            CheckpointSaved,
+            AdmissionDeferred,
+            RetryScheduled,
+            JobFailed,
+            RenewalCapReached,
+            LeaseRevoked,
+            LeaseRenewed,
+            HeartbeatRefused,
+            ResultAccepted,
+            ResultRejected,
+            JobClaimed,
+            HeartbeatOk,
+            HeartbeatLost,
+            JeopardyEntered,
+            JeopardyExited,
+            ToolRequestStarted,
+            ToolAnswered,
+            StageDeadlineExceeded,
+            ToolFaulted,
+            OperatorActed,
+            ToolTimedOut,
+            EffectStarted,
+            EffectReconciled,
+            ToolStatusQueried,
+            HumanReviewRequested,
+            EffectAnswered,
+            CommitSent,
+            SuccessClaimed,
+            FailureAcknowledged,
+            CommitRefused,
+            CommitAbandoned,
+            EffectApplied,
+            EffectDuplicate,
+            EffectUnauthorized,
+            EffectFenced,
+            StatementRan,
+            StatementWaited,
+            StatementFailed,
+            StepRan,
+        )
+    }
+
+    /// The walk of one journal note, inlined into each arm of `Walk::note`.
+    #[inline(always)]
+    fn take_note(&mut self, i: usize, e: &Ev, note: &Event) {
         let Walk {
             run,
             history,

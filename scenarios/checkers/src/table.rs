@@ -140,6 +140,7 @@ impl Table {
 
     /// Advances the table past one of the coordinator's journal events (the others leave it
     /// as it is).
+    #[inline(always)]
     pub fn note(&mut self, e: &Ev, note: &Event, hazards: &mut Hazards) {
         match *note {
             Event::LeaseGranted {
