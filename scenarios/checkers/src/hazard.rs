@@ -298,7 +298,7 @@ impl Counter {
     }
 
     /// A delivery: claims close together, or a tool's answer after the holder's lease ended.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn delivered<'a>(
         &mut self,
         cx: &impl Fn() -> Cx<'a>,

@@ -489,6 +489,35 @@ struct Walk<'a, 's> {
     shortcuts: bool,
 }
 
+/// `$walk` in one arm per kind of the message `$msg`: the same code in each, which the compiler
+/// specializes to the kind the arm matched, so that what `$walk` inlines does not match it again.
+macro_rules! by_msg_kind {
+    ($msg:expr, $walk:expr) => {
+        match $msg {
+            Msg::Claim { .. } => $walk,
+            Msg::ClaimGranted { .. } => $walk,
+            Msg::ClaimEmpty { .. } => $walk,
+            Msg::Heartbeat { .. } => $walk,
+            Msg::HeartbeatOk { .. } => $walk,
+            Msg::HeartbeatRejected { .. } => $walk,
+            Msg::Commit { .. } => $walk,
+            Msg::CommitAccepted { .. } => $walk,
+            Msg::CommitRejected { .. } => $walk,
+            Msg::ToolRequest { .. } => $walk,
+            Msg::ToolResponse { .. } => $walk,
+            Msg::Effect { .. } => $walk,
+            Msg::Checkpoint { .. } => $walk,
+            Msg::CheckpointAck { .. } => $walk,
+            Msg::EffectStatus { .. } => $walk,
+            Msg::EffectStatusReply { .. } => $walk,
+            Msg::ToolStatus { .. } => $walk,
+            Msg::Operator { .. } => $walk,
+            Msg::OperatorDone { .. } => $walk,
+            Msg::EffectAck { .. } => $walk,
+        }
+    };
+}
+
 /// The context of trace event `$i` for the checkers, as a closure: made only where one reads it.
 macro_rules! cx {
     ($run:expr, $history:expr, $models:expr, $i:expr) => {
@@ -637,9 +666,16 @@ impl Walk<'_, '_> {
         }
     }
 
-    /// A message delivered: judged.
+    /// A message delivered: judged. Matched on the message's kind once, as `Walk::note` matches
+    /// a note's: each arm is `Walk::take_delivered`, specialized.
     #[inline(never)]
     fn delivered(&mut self, i: usize, e: &Ev, msg: &Msg) {
+        by_msg_kind!(msg, self.take_delivered(i, e, msg))
+    }
+
+    /// The walk of one delivery, inlined into each arm of `Walk::delivered`.
+    #[inline(always)]
+    fn take_delivered(&mut self, i: usize, e: &Ev, msg: &Msg) {
         let Walk {
             run,
             history,

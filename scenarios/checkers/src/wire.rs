@@ -253,6 +253,7 @@ impl Wire {
         }
     }
 
+    #[inline(always)]
     fn delivered_lease<'a>(
         &mut self,
         cx: &impl Fn() -> Cx<'a>,
