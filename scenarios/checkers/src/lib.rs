@@ -263,6 +263,11 @@ pub fn without_shortcuts<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Most jobs whose per-job facts (the reference table's rows, the wire's) are laid out when a
+/// run starts, by position, with what an unnamed job has: a job the run names then finds its
+/// place without a call. A run with more jobs lays out the rest as it names them.
+pub(crate) const JOBS_LAID_OUT: usize = 512;
+
 /// Room reserved for each kind of record of the per-thread history: above the usual threshold
 /// (128 KiB) at which an allocator gives a block pages of its own.
 const HISTORY_ROOM_BYTES: usize = 256 * 1024;
@@ -298,8 +303,8 @@ fn judge(
         .position(|n| n.role == Role::Coordinator)
         .unwrap_or(0) as NodeId;
     history.clear();
-    checkers.clear(world.nodes.len());
-    models.table.clear();
+    checkers.clear(world.nodes.len(), world.jobs);
+    models.table.clear(world.jobs);
     models.faults.start(world, out);
     let mut walk = Walk {
         run: Run {
@@ -689,12 +694,12 @@ impl Walk<'_, '_> {
 }
 
 impl Checkers {
-    /// Starts over for a run with `nodes` nodes, keeping the storage.
-    fn clear(&mut self, nodes: usize) {
+    /// Starts over for a run with `nodes` nodes and `jobs` jobs, keeping the storage.
+    fn clear(&mut self, nodes: usize, jobs: usize) {
         self.effects.clear();
         self.lost.clear();
         self.counter.clear();
-        self.wire.clear(nodes);
+        self.wire.clear(nodes, jobs);
     }
 
     /// A fault plan's command, judged against the history and the models as they stood before
