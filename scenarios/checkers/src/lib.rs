@@ -328,8 +328,16 @@ fn judge(
         match &e.kind {
             EventKind::Send { to, msg, fate, .. } => {
                 if let Fate::Deliver { delay_ns } = *fate {
-                    if shortcuts && delay_ns <= latency_max_ns && quiet_send(msg) {
-                        continue;
+                    if shortcuts && delay_ns <= latency_max_ns {
+                        if quiet_send(msg) {
+                            continue;
+                        }
+                        // A tool request on time is only filed: the history keeps which node
+                        // serves it; nothing judges or counts it.
+                        if let Msg::ToolRequest { .. } = msg {
+                            walk.history.sent(e.node, *to, msg);
+                            continue;
+                        }
                     }
                 }
                 walk.sent(i, e, *to, msg, fate);
