@@ -338,9 +338,12 @@ fn judge(
                             walk.history.sent(e.node, *to, msg);
                             continue;
                         }
+                        // Delivered on time: the fault model takes nothing in.
+                        walk.sent::<true>(i, e, *to, msg, fate);
+                        continue;
                     }
                 }
-                walk.sent(i, e, *to, msg, fate);
+                walk.sent::<false>(i, e, *to, msg, fate);
             }
             EventKind::Deliver { msg, .. } => {
                 if shortcuts && walk.checkers.lost.owes_nothing() {
@@ -650,9 +653,11 @@ impl Walk<'_, '_> {
     }
 
     /// A message sent: filed, judged as the decision it announced if its handler journaled
-    /// none, then taken in by the fault model and the reference table.
+    /// none, then taken in by the fault model and the reference table. `ON_TIME`: the walk
+    /// knows its fate is a delivery within the network's longest ordinary flight time, which
+    /// the fault model takes nothing from.
     #[inline(never)]
-    fn sent(&mut self, i: usize, e: &Ev, to: NodeId, msg: &Msg, fate: &Fate) {
+    fn sent<const ON_TIME: bool>(&mut self, i: usize, e: &Ev, to: NodeId, msg: &Msg, fate: &Fate) {
         let Walk {
             run,
             history,
@@ -673,7 +678,9 @@ impl Walk<'_, '_> {
             out,
         );
         let hazards = &mut out.hazards;
-        models.faults.sent(world, coordinator, e, to, fate, hazards);
+        if !ON_TIME {
+            models.faults.sent(world, coordinator, e, to, fate, hazards);
+        }
         if let Some(said) = said {
             models.table.said(e, &said, hazards);
         }
