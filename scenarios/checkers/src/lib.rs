@@ -343,6 +343,12 @@ fn judge(
                         continue;
                     }
                 }
+                // A request or routine answer lost, held, duplicated or delayed: only the
+                // fault model takes it in, through its fate.
+                if shortcuts && quiet_send(msg) {
+                    walk.disturbed(e, *to, fate);
+                    continue;
+                }
                 walk.sent::<false>(i, e, *to, msg, fate);
             }
             EventKind::Deliver { msg, .. } => {
@@ -684,6 +690,16 @@ impl Walk<'_, '_> {
         if let Some(said) = said {
             models.table.said(e, &said, hazards);
         }
+    }
+
+    /// A message sent that only the fault model takes in, through its fate.
+    #[inline(never)]
+    fn disturbed(&mut self, e: &Ev, to: NodeId, fate: &Fate) {
+        let (world, coordinator) = (self.run.world, self.run.coordinator);
+        let hazards = &mut self.out.hazards;
+        self.models
+            .faults
+            .sent(world, coordinator, e, to, fate, hazards);
     }
 
     /// A message delivered: judged. Matched on the message's kind once, as `Walk::note` matches
