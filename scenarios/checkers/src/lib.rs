@@ -353,15 +353,16 @@ fn judge(
             }
             EventKind::Deliver { msg, .. } => {
                 if shortcuts && walk.checkers.lost.owes_nothing() {
-                    if quiet_delivery(msg) {
-                        continue;
-                    }
                     // Of a claim's arrival only the claims close together are counted; the
-                    // coordinator receives a claim from every idle worker at every poll.
+                    // coordinator receives a claim from every idle worker at every poll, so
+                    // claims are told apart first.
                     if let Msg::Claim { .. } = msg {
                         walk.checkers
                             .counter
                             .claim_arrived(e.t, &mut walk.out.hazards);
+                        continue;
+                    }
+                    if quiet_delivery(msg) {
                         continue;
                     }
                 }
