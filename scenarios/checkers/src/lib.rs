@@ -263,9 +263,10 @@ pub fn without_shortcuts<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Most jobs whose per-job facts (the reference table's rows, the wire's) are laid out when a
-/// run starts, by position, with what an unnamed job has: a job the run names then finds its
-/// place without a call. A run with more jobs lays out the rest as it names them.
+/// Most jobs whose per-job facts (the reference table's rows, the wire's, the heads of the
+/// records filed by job) are laid out when a run starts, by position, with what an unnamed job
+/// has: a job the run names then finds its place without a call. A run with more jobs lays out
+/// the rest as it names them.
 pub(crate) const JOBS_LAID_OUT: usize = 512;
 
 /// Room reserved for each kind of record of the per-thread history: above the usual threshold
@@ -728,9 +729,9 @@ impl Walk<'_, '_> {
 impl Checkers {
     /// Starts over for a run with `nodes` nodes and `jobs` jobs, keeping the storage.
     fn clear(&mut self, nodes: usize, jobs: usize) {
-        self.effects.clear();
+        self.effects.clear(jobs);
         self.lost.clear();
-        self.counter.clear();
+        self.counter.clear(jobs);
         self.wire.clear(nodes, jobs);
     }
 

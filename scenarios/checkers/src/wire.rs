@@ -140,6 +140,7 @@ impl Wire {
             self.far.clear();
         }
         self.accepted.clear();
+        self.accepted.lay_out(jobs);
         self.refused.clear();
         self.nodes.clear();
         self.nodes.resize(nodes, NodeWire::default());
