@@ -12,7 +12,9 @@
 //! (`table`) and what the faults did so far (`faults`), both advanced after the checkers saw
 //! the event. Findings come out in trace order, and within one event in the order of that list.
 //! The events that nothing files, judges or counts (most of a trace: requests and routine
-//! answers the network delivered on time) are passed by in the walk's loop, without a call.
+//! answers the network delivered on time) are passed by in the walk's loop, without a call; a
+//! tool request on time is filed there, a request or routine answer the network did not deliver
+//! on time goes to the fault model alone, and a send delivered on time is walked without it.
 //!
 //! Behaviour is judged, not self-report: a decision that crossed the network (an effect a
 //! worker sent, a grant, renewal or acceptance the coordinator answered, an effect a receiver
@@ -247,11 +249,11 @@ thread_local! {
     static SHORTCUTS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 
-/// Runs `f` with this thread's walks handing every event to every checker, without the
-/// shortcuts by which [`check`] passes over routine sends, deliveries and notes that nothing
-/// takes in. The judgement must be the same, only slower: a test holds the two equal over every
-/// scenario and variant, so that a checker that starts to read one of those events cannot be
-/// bypassed unnoticed.
+/// Runs `f` with this thread's walks handing every event to every checker and model, without
+/// the shortcuts by which [`check`] passes over routine sends, deliveries and notes that nothing
+/// takes in, or hands them only to the part of the walk that does. The judgement must be the
+/// same, only slower: a test holds the two equal over every scenario and variant, so that a
+/// checker that starts to read one of those events cannot be bypassed unnoticed.
 pub fn without_shortcuts<R>(f: impl FnOnce() -> R) -> R {
     struct Restore(bool);
     impl Drop for Restore {
