@@ -247,7 +247,8 @@ impl Counter {
             return;
         };
         let claimants = cx.history.claimants();
-        let new_here = claimants.iter().any(|&(n, at)| n == e.node && at == cx.i);
+        // A node's first claim files it last among the claimants, at this very event.
+        let new_here = claimants.last() == Some(&(e.node, cx.i));
         if new_here
             && claimants
                 .iter()
