@@ -21,10 +21,11 @@ pub(crate) struct Effects {
 }
 
 impl Effects {
-    /// Forgets every effect admitted, keeping the storage for the next run.
-    pub(crate) fn clear(&mut self) {
+    /// Forgets every effect admitted, keeping the storage for the next run of `jobs` jobs.
+    pub(crate) fn clear(&mut self, jobs: usize) {
         self.marks.clear();
         self.applied.clear();
+        self.applied.lay_out(jobs);
     }
 
     /// I2 at a receiver that admitted an effect: `applied` it, or answered a repeated key.

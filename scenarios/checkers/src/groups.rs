@@ -4,6 +4,7 @@
 //! keeps their storage for the next run. The order of the records is never read, only whether
 //! one is there.
 
+use crate::JOBS_LAID_OUT;
 use std::collections::BTreeMap;
 
 /// Ids below this find their records by position; the rest through a map.
@@ -40,6 +41,15 @@ impl<T> Groups<T> {
             self.far.clear();
         }
         self.items.clear();
+    }
+
+    /// Lays out the heads of the ids below `ids` (up to `JOBS_LAID_OUT`), empty, so that filing
+    /// under one of them finds its place without growing the storage.
+    pub(crate) fn lay_out(&mut self, ids: usize) {
+        let n = ids.min(JOBS_LAID_OUT).min(NEAR as usize);
+        if self.near.len() < n {
+            self.near.resize(n, 0);
+        }
     }
 
     /// The latest record of `id` + 1, or 0.

@@ -11,7 +11,7 @@
 
 use crate::groups::Groups;
 use crate::{Cx, Ev, Judgement};
-use leasesim_protocol::{Event, GrantReason, Msg, Token};
+use leasesim_protocol::{Event, GrantReason, JobId, Msg, Token};
 use leasesim_sim::Command;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -161,6 +161,7 @@ impl<'de> Deserialize<'de> for Hazards {
 }
 
 /// The hazard a journal event is by its kind alone, if any.
+#[inline(always)]
 pub fn of_note(note: &Event) -> Option<Hazard> {
     Some(match *note {
         Event::LeaseGranted {
@@ -222,10 +223,11 @@ pub(crate) struct Counter {
 }
 
 impl Counter {
-    /// Forgets the run so far, keeping the storage for the next run.
-    pub(crate) fn clear(&mut self) {
+    /// Forgets the run so far, keeping the storage for the next run of `jobs` jobs.
+    pub(crate) fn clear(&mut self, jobs: usize) {
         self.last_claim_t = None;
         self.answered.clear();
+        self.answered.lay_out(jobs);
     }
 
     /// A fault: a holder resumed from a pause after its lease had ended.
@@ -245,7 +247,8 @@ impl Counter {
             return;
         };
         let claimants = cx.history.claimants();
-        let new_here = claimants.iter().any(|&(n, at)| n == e.node && at == cx.i);
+        // A node's first claim files it last among the claimants, at this very event.
+        let new_here = claimants.last() == Some(&(e.node, cx.i));
         if new_here
             && claimants
                 .iter()
@@ -255,8 +258,9 @@ impl Counter {
         }
     }
 
-    /// A message the coordinator sent: a grant or an acceptance it had given before.
-    #[inline]
+    /// A message the coordinator sent: a grant or an acceptance it had given before. The kind
+    /// is told inline, where the walk has the message at hand; only an answer pays for a call.
+    #[inline(always)]
     pub(crate) fn answered(&mut self, msg: &Msg, out: &mut Judgement) {
         let (job, answer) = match *msg {
             Msg::ClaimGranted { job, token, .. } => (job, (token, false)),
@@ -280,6 +284,12 @@ impl Counter {
             | Msg::OperatorDone { .. }
             | Msg::EffectAck { .. } => return,
         };
+        self.answer(job, answer, out);
+    }
+
+    /// The coordinator answered `job` with a grant (`false`) or an acceptance (`true`) of a token.
+    #[inline(never)]
+    fn answer(&mut self, job: JobId, answer: (Token, bool), out: &mut Judgement) {
         if self.answered.find(job.0, |&a| a == answer).is_some() {
             out.hit(Hazard::RequestReplayed);
         } else {
@@ -297,7 +307,7 @@ impl Counter {
     }
 
     /// A delivery: claims close together, or a tool's answer after the holder's lease ended.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn delivered<'a>(
         &mut self,
         cx: &impl Fn() -> Cx<'a>,

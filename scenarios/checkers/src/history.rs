@@ -1414,7 +1414,12 @@ impl History {
         };
         self.stated.push(&mut self.attempts.get_mut(a).stated, s);
         if claim {
-            if !self.claimants.iter().any(|&(n, _)| n == node) {
+            // A node is a claimant once it has claims of its own: its first claim is filed here.
+            if self
+                .node_claims
+                .get(node as usize)
+                .is_none_or(|mine| mine.is_empty())
+            {
                 self.claimants.push((node, at.index));
             }
             if self.node_claims.len() <= node as usize {

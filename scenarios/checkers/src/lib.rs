@@ -12,7 +12,9 @@
 //! (`table`) and what the faults did so far (`faults`), both advanced after the checkers saw
 //! the event. Findings come out in trace order, and within one event in the order of that list.
 //! The events that nothing files, judges or counts (most of a trace: requests and routine
-//! answers the network delivered on time) are passed by in the walk's loop, without a call.
+//! answers the network delivered on time) are passed by in the walk's loop, without a call; a
+//! tool request on time is filed there, a request or routine answer the network did not deliver
+//! on time goes to the fault model alone, and a send delivered on time is walked without it.
 //!
 //! Behaviour is judged, not self-report: a decision that crossed the network (an effect a
 //! worker sent, a grant, renewal or acceptance the coordinator answered, an effect a receiver
@@ -247,11 +249,11 @@ thread_local! {
     static SHORTCUTS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 
-/// Runs `f` with this thread's walks handing every event to every checker, without the
-/// shortcuts by which [`check`] passes over routine sends, deliveries and notes that nothing
-/// takes in. The judgement must be the same, only slower: a test holds the two equal over every
-/// scenario and variant, so that a checker that starts to read one of those events cannot be
-/// bypassed unnoticed.
+/// Runs `f` with this thread's walks handing every event to every checker and model, without
+/// the shortcuts by which [`check`] passes over routine sends, deliveries and notes that nothing
+/// takes in, or hands them only to the part of the walk that does. The judgement must be the
+/// same, only slower: a test holds the two equal over every scenario and variant, so that a
+/// checker that starts to read one of those events cannot be bypassed unnoticed.
 pub fn without_shortcuts<R>(f: impl FnOnce() -> R) -> R {
     struct Restore(bool);
     impl Drop for Restore {
@@ -262,6 +264,12 @@ pub fn without_shortcuts<R>(f: impl FnOnce() -> R) -> R {
     let _restore = Restore(SHORTCUTS.replace(false));
     f()
 }
+
+/// Most jobs whose per-job facts (the reference table's rows, the wire's, the heads of the
+/// records filed by job) are laid out when a run starts, by position, with what an unnamed job
+/// has: a job the run names then finds its place without a call. A run with more jobs lays out
+/// the rest as it names them.
+pub(crate) const JOBS_LAID_OUT: usize = 512;
 
 /// Room reserved for each kind of record of the per-thread history: above the usual threshold
 /// (128 KiB) at which an allocator gives a block pages of its own.
@@ -298,8 +306,8 @@ fn judge(
         .position(|n| n.role == Role::Coordinator)
         .unwrap_or(0) as NodeId;
     history.clear();
-    checkers.clear(world.nodes.len());
-    models.table.clear();
+    checkers.clear(world.nodes.len(), world.jobs);
+    models.table.clear(world.jobs);
     models.faults.start(world, out);
     let mut walk = Walk {
         run: Run {
@@ -323,23 +331,45 @@ fn judge(
         match &e.kind {
             EventKind::Send { to, msg, fate, .. } => {
                 if let Fate::Deliver { delay_ns } = *fate {
-                    if shortcuts && delay_ns <= latency_max_ns && quiet_send(msg) {
+                    if shortcuts && delay_ns <= latency_max_ns {
+                        // Claims first: every idle worker sends one at every poll.
+                        if let Msg::Claim { .. } = msg {
+                            continue;
+                        }
+                        if quiet_send(msg) {
+                            continue;
+                        }
+                        // A tool request on time is only filed: the history keeps which node
+                        // serves it; nothing judges or counts it.
+                        if let Msg::ToolRequest { .. } = msg {
+                            walk.history.sent(e.node, *to, msg);
+                            continue;
+                        }
+                        // Delivered on time: the fault model takes nothing in.
+                        walk.sent::<true>(i, e, *to, msg, fate);
                         continue;
                     }
                 }
-                walk.sent(i, e, *to, msg, fate);
+                // A request or routine answer lost, held, duplicated or delayed: only the
+                // fault model takes it in, through its fate.
+                if shortcuts && quiet_send(msg) {
+                    walk.disturbed(e, *to, fate);
+                    continue;
+                }
+                walk.sent::<false>(i, e, *to, msg, fate);
             }
             EventKind::Deliver { msg, .. } => {
                 if shortcuts && walk.checkers.lost.owes_nothing() {
-                    if quiet_delivery(msg) {
-                        continue;
-                    }
                     // Of a claim's arrival only the claims close together are counted; the
-                    // coordinator receives a claim from every idle worker at every poll.
+                    // coordinator receives a claim from every idle worker at every poll, so
+                    // claims are told apart first.
                     if let Msg::Claim { .. } = msg {
                         walk.checkers
                             .counter
                             .claim_arrived(e.t, &mut walk.out.hazards);
+                        continue;
+                    }
+                    if quiet_delivery(msg) {
                         continue;
                     }
                 }
@@ -489,6 +519,35 @@ struct Walk<'a, 's> {
     shortcuts: bool,
 }
 
+/// `$walk` in one arm per kind of the message `$msg`: the same code in each, which the compiler
+/// specializes to the kind the arm matched, so that what `$walk` inlines does not match it again.
+macro_rules! by_msg_kind {
+    ($msg:expr, $walk:expr) => {
+        match $msg {
+            Msg::Claim { .. } => $walk,
+            Msg::ClaimGranted { .. } => $walk,
+            Msg::ClaimEmpty { .. } => $walk,
+            Msg::Heartbeat { .. } => $walk,
+            Msg::HeartbeatOk { .. } => $walk,
+            Msg::HeartbeatRejected { .. } => $walk,
+            Msg::Commit { .. } => $walk,
+            Msg::CommitAccepted { .. } => $walk,
+            Msg::CommitRejected { .. } => $walk,
+            Msg::ToolRequest { .. } => $walk,
+            Msg::ToolResponse { .. } => $walk,
+            Msg::Effect { .. } => $walk,
+            Msg::Checkpoint { .. } => $walk,
+            Msg::CheckpointAck { .. } => $walk,
+            Msg::EffectStatus { .. } => $walk,
+            Msg::EffectStatusReply { .. } => $walk,
+            Msg::ToolStatus { .. } => $walk,
+            Msg::Operator { .. } => $walk,
+            Msg::OperatorDone { .. } => $walk,
+            Msg::EffectAck { .. } => $walk,
+        }
+    };
+}
+
 /// The context of trace event `$i` for the checkers, as a closure: made only where one reads it.
 macro_rules! cx {
     ($run:expr, $history:expr, $models:expr, $i:expr) => {
@@ -504,9 +563,65 @@ macro_rules! cx {
 impl Walk<'_, '_> {
     /// A journal note: filed, counted as a hazard if it is one by its kind, judged, then taken
     /// in by the reference table. The history's and the checkers' parts are inlined here, in
-    /// one function out of the walk's loop.
+    /// one function out of the walk's loop, and matched on the note's kind once: each arm below
+    /// is the same walk (`Walk::take_note`), which the compiler specializes to that kind, so the
+    /// history, the hazards, the checkers and the table do not each dispatch on it again.
     #[inline(never)]
     fn note(&mut self, i: usize, e: &Ev, note: &Event) {
+        macro_rules! by_kind {
+            ($($kind:ident),* $(,)?) => {
+                match note {
+                    $(Event::$kind { .. } => self.take_note(i, e, note),)*
+                }
+            };
+        }
+        by_kind!(
+            LeaseGranted,
+            CheckpointSaved,
+            AdmissionDeferred,
+            RetryScheduled,
+            JobFailed,
+            RenewalCapReached,
+            LeaseRevoked,
+            LeaseRenewed,
+            HeartbeatRefused,
+            ResultAccepted,
+            ResultRejected,
+            JobClaimed,
+            HeartbeatOk,
+            HeartbeatLost,
+            JeopardyEntered,
+            JeopardyExited,
+            ToolRequestStarted,
+            ToolAnswered,
+            StageDeadlineExceeded,
+            ToolFaulted,
+            OperatorActed,
+            ToolTimedOut,
+            EffectStarted,
+            EffectReconciled,
+            ToolStatusQueried,
+            HumanReviewRequested,
+            EffectAnswered,
+            CommitSent,
+            SuccessClaimed,
+            FailureAcknowledged,
+            CommitRefused,
+            CommitAbandoned,
+            EffectApplied,
+            EffectDuplicate,
+            EffectUnauthorized,
+            EffectFenced,
+            StatementRan,
+            StatementWaited,
+            StatementFailed,
+            StepRan,
+        )
+    }
+
+    /// The walk of one journal note, inlined into each arm of `Walk::note`.
+    #[inline(always)]
+    fn take_note(&mut self, i: usize, e: &Ev, note: &Event) {
         let Walk {
             run,
             history,
@@ -552,9 +667,11 @@ impl Walk<'_, '_> {
     }
 
     /// A message sent: filed, judged as the decision it announced if its handler journaled
-    /// none, then taken in by the fault model and the reference table.
+    /// none, then taken in by the fault model and the reference table. `ON_TIME`: the walk
+    /// knows its fate is a delivery within the network's longest ordinary flight time, which
+    /// the fault model takes nothing from.
     #[inline(never)]
-    fn sent(&mut self, i: usize, e: &Ev, to: NodeId, msg: &Msg, fate: &Fate) {
+    fn sent<const ON_TIME: bool>(&mut self, i: usize, e: &Ev, to: NodeId, msg: &Msg, fate: &Fate) {
         let Walk {
             run,
             history,
@@ -575,15 +692,34 @@ impl Walk<'_, '_> {
             out,
         );
         let hazards = &mut out.hazards;
-        models.faults.sent(world, coordinator, e, to, fate, hazards);
+        if !ON_TIME {
+            models.faults.sent(world, coordinator, e, to, fate, hazards);
+        }
         if let Some(said) = said {
             models.table.said(e, &said, hazards);
         }
     }
 
-    /// A message delivered: judged.
+    /// A message sent that only the fault model takes in, through its fate.
+    #[inline(never)]
+    fn disturbed(&mut self, e: &Ev, to: NodeId, fate: &Fate) {
+        let (world, coordinator) = (self.run.world, self.run.coordinator);
+        let hazards = &mut self.out.hazards;
+        self.models
+            .faults
+            .sent(world, coordinator, e, to, fate, hazards);
+    }
+
+    /// A message delivered: judged. Matched on the message's kind once, as `Walk::note` matches
+    /// a note's: each arm is `Walk::take_delivered`, specialized.
     #[inline(never)]
     fn delivered(&mut self, i: usize, e: &Ev, msg: &Msg) {
+        by_msg_kind!(msg, self.take_delivered(i, e, msg))
+    }
+
+    /// The walk of one delivery, inlined into each arm of `Walk::delivered`.
+    #[inline(always)]
+    fn take_delivered(&mut self, i: usize, e: &Ev, msg: &Msg) {
         let Walk {
             run,
             history,
@@ -597,12 +733,12 @@ impl Walk<'_, '_> {
 }
 
 impl Checkers {
-    /// Starts over for a run with `nodes` nodes, keeping the storage.
-    fn clear(&mut self, nodes: usize) {
-        self.effects.clear();
+    /// Starts over for a run with `nodes` nodes and `jobs` jobs, keeping the storage.
+    fn clear(&mut self, nodes: usize, jobs: usize) {
+        self.effects.clear(jobs);
         self.lost.clear();
-        self.counter.clear();
-        self.wire.clear(nodes);
+        self.counter.clear(jobs);
+        self.wire.clear(nodes, jobs);
     }
 
     /// A fault plan's command, judged against the history and the models as they stood before

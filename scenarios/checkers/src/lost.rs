@@ -32,7 +32,7 @@ impl Lost {
 
     /// A message reached `e.node`: a debt it still owes is a finding; a refusal of the attempt
     /// it runs is a new debt.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn delivered<'a>(
         &mut self,
         cx: &impl Fn() -> Cx<'a>,

@@ -14,7 +14,7 @@
 
 use crate::hazard::{Hazard, Hazards};
 use crate::wire::Said;
-use crate::Ev;
+use crate::{Ev, JOBS_LAID_OUT};
 use leasesim_protocol::{Event, JobId, JobState, OperatorAction, Token, WorkerName};
 use leasesim_sim::Clock;
 use std::collections::BTreeMap;
@@ -69,9 +69,13 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// Empties the table, keeping its storage for the next run.
-    pub fn clear(&mut self) {
+    /// Empties the table for a run of `jobs` jobs, keeping its storage for the next run. The
+    /// rows of the first jobs are laid out at once (see `JOBS_LAID_OUT`), each the default row
+    /// an unnamed job has.
+    pub fn clear(&mut self, jobs: usize) {
         self.near.clear();
+        self.near
+            .resize(jobs.min(JOBS_LAID_OUT).min(NEAR as usize), Row::default());
         if !self.far.is_empty() {
             self.far.clear();
         }
@@ -140,6 +144,7 @@ impl Table {
 
     /// Advances the table past one of the coordinator's journal events (the others leave it
     /// as it is).
+    #[inline(always)]
     pub fn note(&mut self, e: &Ev, note: &Event, hazards: &mut Hazards) {
         match *note {
             Event::LeaseGranted {

@@ -31,7 +31,7 @@
 use crate::groups::Groups;
 use crate::hazard::Hazard;
 use crate::history::History;
-use crate::{Cx, Ev, Judgement, Role, Trace};
+use crate::{Cx, Ev, Judgement, Role, Trace, JOBS_LAID_OUT};
 use leasesim_protocol::sorted::SortedSet;
 use leasesim_protocol::{
     EffectOutcome, EntityId, Event, IdemKey, JobId, Msg, OperatorAction, Outcome, Token, WorkerName,
@@ -128,13 +128,19 @@ pub(crate) struct Wire {
 }
 
 impl Wire {
-    /// Empties the wire for a run with `nodes` nodes, keeping its storage.
-    pub(crate) fn clear(&mut self, nodes: usize) {
+    /// Empties the wire for a run with `nodes` nodes and `jobs` jobs, keeping its storage; the
+    /// facts of the first jobs are laid out at once (see `JOBS_LAID_OUT`).
+    pub(crate) fn clear(&mut self, nodes: usize, jobs: usize) {
         self.near.clear();
+        self.near.resize(
+            jobs.min(JOBS_LAID_OUT).min(NEAR as usize),
+            JobWire::default(),
+        );
         if !self.far.is_empty() {
             self.far.clear();
         }
         self.accepted.clear();
+        self.accepted.lay_out(jobs);
         self.refused.clear();
         self.nodes.clear();
         self.nodes.resize(nodes, NodeWire::default());
@@ -253,6 +259,7 @@ impl Wire {
         }
     }
 
+    #[inline(always)]
     fn delivered_lease<'a>(
         &mut self,
         cx: &impl Fn() -> Cx<'a>,
