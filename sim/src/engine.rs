@@ -53,7 +53,8 @@ pub struct Cx<'a, M, N> {
     node: NodeId,
     out: &'a mut Vec<Out<M, N>>,
     wake: Option<u64>,
-    fault: Option<String>,
+    /// The first rule of its host the process broke in this call, with its node.
+    fault: &'a mut Option<(NodeId, String)>,
 }
 
 impl<M, N> Cx<'_, M, N> {
@@ -87,7 +88,7 @@ impl<M, N> Cx<'_, M, N> {
     /// [`End::ProcessFault`] after this call, naming the node and the first reason; never a
     /// panic.
     pub fn fault(&mut self, reason: String) {
-        self.fault.get_or_insert(reason);
+        self.fault.get_or_insert((self.node, reason));
     }
 }
 
@@ -103,16 +104,17 @@ pub fn drive<P: Process>(
     out: &mut Vec<Out<P::Msg, P::Note>>,
     f: impl FnOnce(&mut P, &mut Cx<'_, P::Msg, P::Note>),
 ) -> (Option<u64>, Option<String>) {
+    let mut fault = None;
     let mut cx = Cx {
         now,
         wall,
         node,
         out,
         wake,
-        fault: None,
+        fault: &mut fault,
     };
     f(p, &mut cx);
-    (cx.wake, cx.fault)
+    (cx.wake, fault.map(|(_, reason)| reason))
 }
 
 /// Why a message was dropped.
@@ -625,6 +627,8 @@ pub struct Sim<P: Process> {
     trace: Vec<TraceEvent<P::Msg, P::Note>>,
     /// The first rule of the host a process broke, which ends the run.
     fault: Option<(NodeId, String)>,
+    /// The rule the process being called broke, if it did, until its outputs are handled.
+    call_fault: Option<(NodeId, String)>,
     /// The node whose process is being called (for a panic inside it).
     calling: Option<NodeId>,
 }
@@ -708,6 +712,7 @@ impl<P: Process> Sim<P> {
             ctl: Control { commands },
             trace,
             fault: None,
+            call_fault: None,
             calling: None,
         }
     }
@@ -971,12 +976,12 @@ impl<P: Process> Sim<P> {
             node,
             out: &mut self.out,
             wake: before,
-            fault: None,
+            fault: &mut self.call_fault,
         };
         self.calling = Some(node);
         f(&mut self.nodes[node as usize], &mut cx);
         self.calling = None;
-        let Cx { wake, fault, .. } = cx;
+        let wake = cx.wake;
         // The outputs are read in place: handling one calls no process, so none is added
         // meanwhile. The node's reading stays `local` until a command is applied (one may move
         // its clock).
@@ -997,8 +1002,9 @@ impl<P: Process> Sim<P> {
             }
         }
         self.out.clear();
-        if let Some(reason) = fault {
-            self.fault.get_or_insert((node, reason));
+        // After the outputs: a rule broken by one of them (a send to no node) came first.
+        if let Some(fault) = self.call_fault.take() {
+            self.fault.get_or_insert(fault);
         }
         let slot = &mut self.slots[node as usize];
         if wake != before && !slot.crashed {
