@@ -550,3 +550,107 @@ impl Setup {
         nodes
     }
 }
+
+/// Most elements a kept vector of a dropped setup may hold (see [`Spare`]): a sweep's setups
+/// are small, and a thread that once built a large one does not keep its storage.
+const SPARE_MAX: usize = 256;
+/// Most plans of one kept worker, and most steps of one kept plan.
+const SPARE_PLANS_MAX: usize = 8;
+
+/// The storage of a setup this thread dropped, kept for the next setup it builds: a sweep
+/// builds and drops one setup per seed, and the next one reuses these vectors (and each kept
+/// worker's plans) instead of allocating its own. What they hold is stale: a builder that takes
+/// them clears each one or overwrites every element it keeps ([`copy_plans`]), so the setup it
+/// builds is the same as one built from new vectors (a test holds every named scenario to it).
+#[derive(Default)]
+pub(crate) struct Spare {
+    pub scenario: String,
+    pub classes: Vec<ClassSpec>,
+    pub plans: Vec<Plan>,
+    pub jobs: Vec<JobSpec>,
+    pub workers: Vec<WorkerSetup>,
+    pub receivers: Vec<ReceiverSetup>,
+    pub tool_steps: Vec<crate::world::ToolStep>,
+    pub faults: Vec<Fault>,
+}
+
+thread_local! {
+    /// The storage of the last setup this thread dropped, if not taken since.
+    static SPARE: std::cell::RefCell<Option<Spare>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Spare {
+    /// What this thread kept, or empty vectors.
+    pub(crate) fn take() -> Spare {
+        SPARE
+            .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.take()))
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+}
+
+/// `v`'s storage when it is small enough to keep, else an empty vector (`v` is then dropped
+/// with its setup).
+fn keep<T>(v: &mut Vec<T>) -> Vec<T> {
+    if v.capacity() <= SPARE_MAX {
+        std::mem::take(v)
+    } else {
+        Vec::new()
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        // A setup dropped while its thread exits finds the store gone: it is simply dropped.
+        let _ = SPARE.try_with(|s| {
+            let Ok(mut s) = s.try_borrow_mut() else {
+                return;
+            };
+            if s.is_some() {
+                return;
+            }
+            let mut workers = keep(&mut self.workers);
+            for w in &mut workers {
+                let plans = &w.config.plans;
+                if plans.capacity() > SPARE_PLANS_MAX
+                    || plans.iter().any(|p| p.steps.capacity() > SPARE_MAX)
+                {
+                    w.config.plans = Vec::new();
+                }
+            }
+            let mut plans = keep(&mut self.plans);
+            if plans.len() > SPARE_PLANS_MAX || plans.iter().any(|p| p.steps.capacity() > SPARE_MAX)
+            {
+                plans = Vec::new();
+            }
+            let scenario = if self.scenario.capacity() <= SPARE_MAX {
+                std::mem::take(&mut self.scenario)
+            } else {
+                String::new()
+            };
+            *s = Some(Spare {
+                scenario,
+                classes: keep(&mut self.classes),
+                plans,
+                jobs: keep(&mut self.jobs),
+                workers,
+                receivers: keep(&mut self.receivers),
+                tool_steps: keep(&mut self.tool.steps),
+                faults: keep(&mut self.faults),
+            });
+        });
+    }
+}
+
+/// Makes `into` a copy of `plans`, reusing the storage of the (stale) plans it holds.
+pub(crate) fn copy_plans(into: &mut Vec<Plan>, plans: &[Plan]) {
+    into.truncate(plans.len());
+    for (kept, plan) in into.iter_mut().zip(plans) {
+        // Every field, so that a field added to `Plan` cannot be left stale here.
+        let Plan { steps } = kept;
+        steps.clone_from(&plan.steps);
+    }
+    let n = into.len();
+    into.extend_from_slice(&plans[n..]);
+}

@@ -27,7 +27,7 @@ pub const FETCH_STEP: u8 = 3;
 /// the story.
 pub fn build(seed: u64, variant: Variant) -> Setup {
     let effect = |op| Step::Effect { op, receiver: 0 };
-    let steps = vec![
+    let steps = [
         effect(CREATE_CASE),
         Step::Tool,
         effect(UPDATE_CASE),
@@ -51,7 +51,8 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
     let (w1_node, w2_node) = (setup.worker_node(0), setup.worker_node(1));
     let (recv, tool) = (setup.receiver_node(0), setup.tool_node());
     let coord = Setup::COORDINATOR;
-    setup.faults = vec![
+    // The story's fault list is empty: its storage is reused when it has some.
+    setup.faults.extend([
         // W1 loses the coordinator, and only it, as it starts the long external request.
         Fault::new(
             Trigger::sent(MsgPattern {
@@ -122,6 +123,6 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
                 },
             },
         ),
-    ];
+    ]);
     setup
 }
