@@ -473,6 +473,9 @@ impl Setup {
             })),
             self.coordinator_clock.clock(),
         ));
+        // Each worker has its own addresses; the last takes these instead of a copy.
+        let mut addrs = Some(addrs);
+        let last = self.workers.len().saturating_sub(1);
         for (index, w) in self.workers.iter().enumerate() {
             let mut config = std::borrow::Cow::Borrowed(&w.config);
             if switches.unsafe_timing {
@@ -489,7 +492,11 @@ impl Setup {
                 index,
                 config: &config,
             });
-            nodes.push((Node::Worker(worker, addrs.clone()), w.clock.clock()));
+            let addrs = match &mut addrs {
+                Some(a) if index < last => a.clone(),
+                a => a.take().expect("only the last worker takes the addresses"),
+            };
+            nodes.push((Node::Worker(worker, addrs), w.clock.clock()));
         }
         for (index, r) in self.receivers.iter().enumerate() {
             let receiver = machines.receiver(&ReceiverSpec {
@@ -531,14 +538,17 @@ impl Setup {
             })),
             self.tool_clock.clock(),
         ));
-        let actions = self
-            .faults
-            .iter()
-            .map(|f| match f.kind {
-                FaultKind::Operator { job, action } => Some((job, action)),
-                _ => None,
-            })
-            .collect();
+        // By fault index; a plan without an operator's action leaves the list empty, which
+        // the operator reads the same way (no action at any index).
+        let operator = |f: &Fault| match f.kind {
+            FaultKind::Operator { job, action } => Some((job, action)),
+            _ => None,
+        };
+        let actions = if self.faults.iter().any(|f| operator(f).is_some()) {
+            self.faults.iter().map(operator).collect()
+        } else {
+            Vec::new()
+        };
         nodes.push((
             Node::Operator(actions, Self::COORDINATOR),
             ClockSpec {

@@ -145,10 +145,12 @@ impl Story {
             retry_backoff_ns: SECOND_NS,
         });
         jobs.clear();
+        // What a model put in each payload as its lease length: the reference ignores it (P7),
+        // the known-bad variant V13 obeys it. Drawn last so the draws above keep their values.
         jobs.extend((0..jobs_n).map(|i| JobSpec {
             class: ClassId(0),
             payload_hash: 0x8f1b_7c3d ^ i as u64,
-            payload_lease_ns: None,
+            payload_lease_ns: Some(r.range(lease_ns / 20, lease_ns / 4)),
         }));
         receivers.clear();
         receivers.push(ReceiverSetup {
@@ -159,44 +161,40 @@ impl Story {
         });
         tool_steps.clear();
         faults.clear();
-        let setup = Setup {
-            scenario,
-            variant,
-            classes,
-            plans,
-            jobs,
-            op_names: op_names(),
-            coordinator_clock,
-            workers,
-            receivers,
-            tool: ToolSetup {
-                steps: tool_steps,
-                default_min_ns: 100 * MILLI_NS,
-                default_max_ns: 2 * SECOND_NS,
+        // Built in place: a story is returned without moving its setup once more.
+        Story {
+            setup: Setup {
+                scenario,
+                variant,
+                classes,
+                plans,
+                jobs,
+                op_names: op_names(),
+                coordinator_clock,
+                workers,
+                receivers,
+                tool: ToolSetup {
+                    steps: tool_steps,
+                    default_min_ns: 100 * MILLI_NS,
+                    default_max_ns: 2 * SECOND_NS,
+                },
+                tool_clock,
+                net,
+                limits: Limits {
+                    event_budget: 200_000,
+                    horizon_ns: 3_600 * SECOND_NS,
+                    queue_max: 10_000,
+                },
+                faults,
+                heal_at_ns: None,
+                liveness_bound_ns: Some(1_800 * SECOND_NS),
+                timing: TimingPolicy {
+                    heartbeats_per_window: 2,
+                    jitter_ns: 2 * SECOND_NS,
+                },
             },
-            tool_clock,
-            net,
-            limits: Limits {
-                event_budget: 200_000,
-                horizon_ns: 3_600 * SECOND_NS,
-                queue_max: 10_000,
-            },
-            faults,
-            heal_at_ns: None,
-            liveness_bound_ns: Some(1_800 * SECOND_NS),
-            timing: TimingPolicy {
-                heartbeats_per_window: 2,
-                jitter_ns: 2 * SECOND_NS,
-            },
-        };
-        let mut story = Story { setup, r };
-        // What a model put in each payload as its lease length: the reference ignores it (P7),
-        // the known-bad variant V13 obeys it. Drawn last so the draws above keep their values.
-        for i in 0..jobs_n {
-            let asked = story.r.range(lease_ns / 20, lease_ns / 4);
-            story.setup.jobs[i].payload_lease_ns = Some(asked);
+            r,
         }
-        story
     }
 
     /// A duration drawn uniformly in `lo_ms..=hi_ms` milliseconds.
