@@ -47,12 +47,10 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
     // W2's first effect keeps that order for every latency the story draws (at most 22 ms).
     let fence_release_ns = s.ms(0, 10);
     let answer_release_ns = s.ms(10, 1_000);
-    let mut setup = s.finish();
-    let (w1_node, w2_node) = (setup.worker_node(0), setup.worker_node(1));
-    let (recv, tool) = (setup.receiver_node(0), setup.tool_node());
-    let coord = Setup::COORDINATOR;
+    let (w1_node, w2_node) = (s.worker(0), s.worker(1));
+    let (recv, tool, coord) = (s.receiver(0), s.tool(), s.coordinator());
     // The story's fault list is empty: its storage is reused when it has some.
-    setup.faults.extend([
+    s.setup.faults.extend([
         // W1 loses the coordinator, and only it, as it starts the long external request.
         Fault::new(
             Trigger::sent(MsgPattern {
@@ -124,5 +122,5 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
             },
         ),
     ]);
-    setup
+    s.finish()
 }
