@@ -381,8 +381,11 @@ impl Setup {
             .iter()
             .filter(|w| w.config.name == name)
             .count();
-        let mut display = String::with_capacity(4 + earlier);
-        let _ = std::fmt::Write::write_fmt(&mut display, format_args!("{name}"));
+        // `W` and the number, as `WorkerName` displays itself (a test holds them together),
+        // without the formatting machinery: a run of a new layout names every worker.
+        let mut display = String::with_capacity(11 + earlier);
+        display.push('W');
+        push_decimal(&mut display, name.0);
         display.extend(std::iter::repeat_n('\'', earlier));
         display
     }
@@ -437,7 +440,10 @@ impl Setup {
                 name: if self.receivers.len() == 1 {
                     "recv".into()
                 } else {
-                    format!("recv{}", i + 1)
+                    let mut name = String::with_capacity(7);
+                    name.push_str("recv");
+                    push_decimal(&mut name, i as u32 + 1);
+                    name
                 },
                 role: Role::Receiver {
                     index: i as u8,
@@ -567,6 +573,21 @@ impl Setup {
     }
 }
 
+/// Appends `n` in decimal, as `{}` formats it.
+fn push_decimal(s: &mut String, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    s.extend(digits[i..].iter().map(|&d| d as char));
+}
+
 /// Most elements a kept vector of a dropped setup may hold (see [`Spare`]): a sweep's setups
 /// are small, and a thread that once built a large one does not keep its storage.
 const SPARE_MAX: usize = 256;
@@ -669,4 +690,31 @@ pub(crate) fn copy_plans(into: &mut Vec<Plan>, plans: &[Plan]) {
     }
     let n = into.len();
     into.extend_from_slice(&plans[n..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Node names are what formatting their parts gives.
+    #[test]
+    fn node_names_are_their_formatted_parts() {
+        let w1_w2 = crate::scenarios::find("w1-w2").unwrap();
+        let mut setup = (w1_w2.build)(1, Variant::Reference);
+        let numbers = (0..1_100).chain([65_535, 1 << 20, u32::MAX - 1, u32::MAX]);
+        for n in numbers {
+            let mut s = String::new();
+            push_decimal(&mut s, n);
+            assert_eq!(s, n.to_string());
+            setup.workers[0].config.name = leasesim_protocol::WorkerName(n);
+            setup.workers[1].config.name = leasesim_protocol::WorkerName(n);
+            let name = setup.workers[0].config.name;
+            assert_eq!(setup.worker_display(0), format!("{name}"));
+            assert_eq!(setup.worker_display(1), format!("{name}'"));
+        }
+        let r = setup.receivers[0].clone();
+        setup.receivers.extend([r.clone(), r]);
+        let names: Vec<String> = setup.node_infos().into_iter().map(|n| n.name).collect();
+        assert_eq!(names[3..6], ["recv1", "recv2", "recv3"]);
+    }
 }
