@@ -52,6 +52,9 @@ pub struct ReceiverSetup {
 }
 
 /// Everything a run needs besides the seed.
+///
+/// A dropped setup leaves its storage to the next setup its thread builds (see `Spare`), so
+/// its fields are taken out by `std::mem::take`, not moved out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setup {
     /// Scenario name.
@@ -591,7 +594,8 @@ fn push_decimal(s: &mut String, mut n: u32) {
 /// Most elements a kept vector of a dropped setup may hold (see [`Spare`]): a sweep's setups
 /// are small, and a thread that once built a large one does not keep its storage.
 const SPARE_MAX: usize = 256;
-/// Most plans of one kept worker, and most steps of one kept plan.
+/// Most plans of a kept worker or of a kept setup's own list (each plan's steps are bounded
+/// by [`SPARE_MAX`]).
 const SPARE_PLANS_MAX: usize = 8;
 
 /// The storage of a setup this thread dropped, kept for the next setup it builds: a sweep
@@ -657,7 +661,8 @@ impl Drop for Setup {
                 }
             }
             let mut plans = keep(&mut self.plans);
-            if plans.len() > SPARE_PLANS_MAX || plans.iter().any(|p| p.steps.capacity() > SPARE_MAX)
+            if plans.capacity() > SPARE_PLANS_MAX
+                || plans.iter().any(|p| p.steps.capacity() > SPARE_MAX)
             {
                 plans = Vec::new();
             }
