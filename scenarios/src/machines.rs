@@ -143,7 +143,7 @@ impl Machines {
                         c.rebuild(s.classes, s.jobs, switches);
                         c
                     }
-                    None => Coordinator::new(s.classes.to_vec(), s.jobs, switches),
+                    None => Box::new(Coordinator::new(s.classes.to_vec(), s.jobs, switches)),
                 };
                 Box::new(Reused(Some(coordinator))) as Box<dyn CoordinatorMachine>
             }),
@@ -153,7 +153,7 @@ impl Machines {
                         w.rebuild(s.config, switches);
                         w
                     }
-                    None => Worker::new(s.config.clone(), switches),
+                    None => Box::new(Worker::new(s.config.clone(), switches)),
                 };
                 Box::new(Reused(Some(worker))) as Box<dyn WorkerMachine>
             }),
@@ -163,10 +163,19 @@ impl Machines {
                         r.rebuild(s.supports_fence, switches);
                         r
                     }
-                    None => Receiver::new(s.supports_fence, switches),
-                }
-                .with_status(s.supports_status)
-                .with_refused_ops(s.refused_ops.to_vec());
+                    None => Box::new(Receiver::new(s.supports_fence, switches)),
+                };
+                // A new or rebuilt receiver answers status queries and refuses nothing: only
+                // one that must differ is moved through its builder methods.
+                let receiver = if s.supports_status && s.refused_ops.is_empty() {
+                    receiver
+                } else {
+                    Box::new(
+                        (*receiver)
+                            .with_status(s.supports_status)
+                            .with_refused_ops(s.refused_ops.to_vec()),
+                    )
+                };
                 Box::new(Reused(Some(receiver))) as Box<dyn ReceiverMachine>
             }),
             scope: None,
@@ -348,12 +357,13 @@ impl Machines {
 /// and a thread that once ran a large setup does not keep hundreds.
 const REUSED_MAX: usize = 16;
 
-/// The machines a thread's runs dropped, by role.
+/// The machines a thread's runs dropped, by role, each in the box it is handed out in again.
 #[derive(Default)]
+#[allow(clippy::vec_box)] // the boxes are the point: a kept machine is never moved
 struct Store {
-    coordinators: Vec<Coordinator>,
-    workers: Vec<Worker>,
-    receivers: Vec<Receiver>,
+    coordinators: Vec<Box<Coordinator>>,
+    workers: Vec<Box<Worker>>,
+    receivers: Vec<Box<Receiver>>,
 }
 
 thread_local! {
@@ -362,36 +372,38 @@ thread_local! {
 
 /// One of leasesim's own machines that goes back to its thread's store when the run drops it,
 /// so that the next run's factory makes it new (`rebuild`) instead of building another: a
-/// sweep's run then allocates only the box each machine is handed out in (and a receiver's
-/// list of refused operations, when it has one). `None` only while it is dropped.
-struct Reused<T: Stored>(Option<T>);
+/// sweep's run then allocates only the small box each machine is handed out in (and a
+/// receiver's list of refused operations, when it has one). The machine itself stays in its own
+/// box from run to run, so that handing it out and taking it back moves a pointer, not the
+/// machine. `None` only while it is dropped.
+struct Reused<T: Stored>(Option<Box<T>>);
 
 /// A machine kind the store keeps.
 trait Stored: Sized {
-    fn shelf(store: &mut Store) -> &mut Vec<Self>;
+    fn shelf(store: &mut Store) -> &mut Vec<Box<Self>>;
 }
 
 impl Stored for Coordinator {
-    fn shelf(store: &mut Store) -> &mut Vec<Self> {
+    fn shelf(store: &mut Store) -> &mut Vec<Box<Self>> {
         &mut store.coordinators
     }
 }
 
 impl Stored for Worker {
-    fn shelf(store: &mut Store) -> &mut Vec<Self> {
+    fn shelf(store: &mut Store) -> &mut Vec<Box<Self>> {
         &mut store.workers
     }
 }
 
 impl Stored for Receiver {
-    fn shelf(store: &mut Store) -> &mut Vec<Self> {
+    fn shelf(store: &mut Store) -> &mut Vec<Box<Self>> {
         &mut store.receivers
     }
 }
 
 impl<T: Stored> Reused<T> {
     /// A machine this thread kept, if it kept one.
-    fn take() -> Option<T> {
+    fn take() -> Option<Box<T>> {
         STORE.with_borrow_mut(|s| T::shelf(s).pop())
     }
 
@@ -528,5 +540,49 @@ mod tests {
         assert!(!mixed.is_stock());
         assert_eq!(mixed.setup_variant(), Variant::Reference);
         assert_eq!(mixed.parts().worker, "leasesim:unconditional-commit");
+    }
+
+    /// What a factory hands out after a run used and gave back this thread's machines is what
+    /// each machine's constructor makes for the same spec.
+    #[test]
+    fn a_handed_out_machine_is_a_new_one() {
+        let v = Variant::UnconditionalCommit;
+        let (machines, switches) = (Machines::variant(v), v.switches());
+        let setups = ["w1-w2", "swarm", "admission-and-authorization"]
+            .map(|name| (crate::scenarios::find(name).unwrap().build)(5, v));
+        for setup in &setups {
+            let _ = crate::run(setup, 5, &machines);
+            let seed = 11;
+            drop(machines.coordinator(&CoordinatorSpec {
+                classes: &setup.classes,
+                jobs: &setup.jobs,
+                seed,
+            }));
+            let kept = Reused::<Coordinator>::take().unwrap();
+            let new = Coordinator::new(setup.classes.clone(), &setup.jobs, switches);
+            assert_eq!(format!("{kept:?}"), format!("{new:?}"));
+            for (index, w) in setup.workers.iter().enumerate() {
+                drop(machines.worker(&WorkerSpec {
+                    index,
+                    config: &w.config,
+                }));
+                let kept = Reused::<Worker>::take().unwrap();
+                let new = Worker::new(w.config.clone(), switches);
+                assert_eq!(format!("{kept:?}"), format!("{new:?}"));
+            }
+            for (status, refused) in [(true, vec![]), (false, vec![OpId(2)]), (true, vec![])] {
+                drop(machines.receiver(&ReceiverSpec {
+                    index: 0,
+                    supports_fence: !status,
+                    supports_status: status,
+                    refused_ops: &refused,
+                }));
+                let kept = Reused::<Receiver>::take().unwrap();
+                let new = Receiver::new(!status, switches)
+                    .with_status(status)
+                    .with_refused_ops(refused.clone());
+                assert_eq!(format!("{kept:?}"), format!("{new:?}"));
+            }
+        }
     }
 }

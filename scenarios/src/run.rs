@@ -16,8 +16,9 @@ thread_local! {
     /// The simulator's storage, kept per thread from one run to the next: once the first runs
     /// grew it, a run allocates nothing for its queue, its messages or its trace.
     static BUFFERS: RefCell<Buffers<Msg, Event>> = RefCell::new(Buffers::default());
-    /// The fault plan's director, kept per thread and reset for each run, for the same reason.
-    static DIRECTOR: RefCell<PlanDirector> = RefCell::new(PlanDirector::default());
+    /// The fault plan's director, kept per thread and reset for each run, for the same reason
+    /// (`None` while a run uses it: a run started from inside another gets a new one).
+    static DIRECTOR: RefCell<Option<PlanDirector>> = const { RefCell::new(None) };
     /// The node list and operation names of this thread's last run: a sweep's runs of one
     /// scenario share them, so a run's result holds them without building them again.
     static NAMES: RefCell<Option<Names>> = const { RefCell::new(None) };
@@ -182,7 +183,7 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
     };
     let buffers = BUFFERS.with_borrow_mut(std::mem::take);
     let mut sim = Sim::with_buffers(seed, nodes, setup.net, setup.limits, buffers);
-    let mut director = DIRECTOR.with_borrow_mut(std::mem::take);
+    let mut director = DIRECTOR.with_borrow_mut(Option::take).unwrap_or_default();
     director.reset(&setup.faults, setup.tool_node(), setup.operator_node());
     for c in director.initial_commands(setup.heal_at_ns) {
         sim.command(c);
@@ -201,7 +202,7 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
     let (end_ns, events) = (sim.now(), sim.events());
     let (trace, buffers) = sim.finish();
     BUFFERS.with_borrow_mut(|b| *b = buffers);
-    DIRECTOR.with_borrow_mut(|d| *d = director);
+    DIRECTOR.with_borrow_mut(|d| *d = Some(director));
     let mut r = judge(setup, seed, trace, end, end_ns, events);
     r.statements = machines.statements_shared();
     r.machine_fault = fault.map(|(node, reason)| {

@@ -52,6 +52,9 @@ pub struct ReceiverSetup {
 }
 
 /// Everything a run needs besides the seed.
+///
+/// A dropped setup leaves its storage to the next setup its thread builds (see `Spare`), so
+/// its fields are taken out by `std::mem::take`, not moved out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setup {
     /// Scenario name.
@@ -314,11 +317,16 @@ impl Setup {
     pub fn validate_timing(&self) -> Result<(), String> {
         let switches = self.variant.switches();
         let lease_min = self.classes.iter().map(|c| c.lease_ns).min();
+        // A worker timed like the one before it passes as that one did.
+        let mut passed = None;
         for (i, w) in self.workers.iter().enumerate() {
             let h = match (switches.unsafe_timing, lease_min) {
                 (true, Some(l)) => l,
                 _ => w.config.heartbeat_ns,
             };
+            if passed == Some((h, w.config.drift_ppm_max)) {
+                continue;
+            }
             for (c, class) in self.classes.iter().enumerate() {
                 let (r, j, rho) = (
                     self.timing.heartbeats_per_window,
@@ -338,6 +346,7 @@ impl Setup {
                     ));
                 }
             }
+            passed = Some((h, w.config.drift_ppm_max));
         }
         Ok(())
     }
@@ -375,8 +384,11 @@ impl Setup {
             .iter()
             .filter(|w| w.config.name == name)
             .count();
-        let mut display = String::with_capacity(4 + earlier);
-        let _ = std::fmt::Write::write_fmt(&mut display, format_args!("{name}"));
+        // `W` and the number, as `WorkerName` displays itself (a test holds them together),
+        // without the formatting machinery: a run of a new layout names every worker.
+        let mut display = String::with_capacity(11 + earlier);
+        display.push('W');
+        push_decimal(&mut display, name.0);
         display.extend(std::iter::repeat_n('\'', earlier));
         display
     }
@@ -431,7 +443,10 @@ impl Setup {
                 name: if self.receivers.len() == 1 {
                     "recv".into()
                 } else {
-                    format!("recv{}", i + 1)
+                    let mut name = String::with_capacity(7);
+                    name.push_str("recv");
+                    push_decimal(&mut name, i as u32 + 1);
+                    name
                 },
                 role: Role::Receiver {
                     index: i as u8,
@@ -473,6 +488,9 @@ impl Setup {
             })),
             self.coordinator_clock.clock(),
         ));
+        // Each worker has its own addresses; the last takes these instead of a copy.
+        let mut addrs = Some(addrs);
+        let last = self.workers.len().saturating_sub(1);
         for (index, w) in self.workers.iter().enumerate() {
             let mut config = std::borrow::Cow::Borrowed(&w.config);
             if switches.unsafe_timing {
@@ -489,7 +507,11 @@ impl Setup {
                 index,
                 config: &config,
             });
-            nodes.push((Node::Worker(worker, addrs.clone()), w.clock.clock()));
+            let addrs = match &mut addrs {
+                Some(a) if index < last => a.clone(),
+                a => a.take().expect("only the last worker takes the addresses"),
+            };
+            nodes.push((Node::Worker(worker, addrs), w.clock.clock()));
         }
         for (index, r) in self.receivers.iter().enumerate() {
             let receiver = machines.receiver(&ReceiverSpec {
@@ -531,14 +553,17 @@ impl Setup {
             })),
             self.tool_clock.clock(),
         ));
-        let actions = self
-            .faults
-            .iter()
-            .map(|f| match f.kind {
-                FaultKind::Operator { job, action } => Some((job, action)),
-                _ => None,
-            })
-            .collect();
+        // By fault index; a plan without an operator's action leaves the list empty, which
+        // the operator reads the same way (no action at any index).
+        let operator = |f: &Fault| match f.kind {
+            FaultKind::Operator { job, action } => Some((job, action)),
+            _ => None,
+        };
+        let actions = if self.faults.iter().any(|f| operator(f).is_some()) {
+            self.faults.iter().map(operator).collect()
+        } else {
+            Vec::new()
+        };
         nodes.push((
             Node::Operator(actions, Self::COORDINATOR),
             ClockSpec {
@@ -548,5 +573,153 @@ impl Setup {
             .clock(),
         ));
         nodes
+    }
+}
+
+/// Appends `n` in decimal, as `{}` formats it.
+fn push_decimal(s: &mut String, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    s.extend(digits[i..].iter().map(|&d| d as char));
+}
+
+/// Most elements a kept vector of a dropped setup may hold (see [`Spare`]): a sweep's setups
+/// are small, and a thread that once built a large one does not keep its storage.
+const SPARE_MAX: usize = 256;
+/// Most plans of a kept worker or of a kept setup's own list (each plan's steps are bounded
+/// by [`SPARE_MAX`]).
+const SPARE_PLANS_MAX: usize = 8;
+
+/// The storage of a setup this thread dropped, kept for the next setup it builds: a sweep
+/// builds and drops one setup per seed, and the next one reuses these vectors (and each kept
+/// worker's plans) instead of allocating its own. What they hold is stale: a builder that takes
+/// them clears each one or overwrites every element it keeps ([`copy_plans`]), so the setup it
+/// builds is the same as one built from new vectors (a test holds every named scenario to it).
+#[derive(Default)]
+pub(crate) struct Spare {
+    pub scenario: String,
+    pub classes: Vec<ClassSpec>,
+    pub plans: Vec<Plan>,
+    pub jobs: Vec<JobSpec>,
+    pub workers: Vec<WorkerSetup>,
+    pub receivers: Vec<ReceiverSetup>,
+    pub tool_steps: Vec<crate::world::ToolStep>,
+    pub faults: Vec<Fault>,
+}
+
+thread_local! {
+    /// The storage of the last setup this thread dropped, if not taken since.
+    static SPARE: std::cell::RefCell<Option<Spare>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Spare {
+    /// What this thread kept, or empty vectors.
+    pub(crate) fn take() -> Spare {
+        SPARE
+            .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.take()))
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+}
+
+/// `v`'s storage when it is small enough to keep, else an empty vector (`v` is then dropped
+/// with its setup).
+fn keep<T>(v: &mut Vec<T>) -> Vec<T> {
+    if v.capacity() <= SPARE_MAX {
+        std::mem::take(v)
+    } else {
+        Vec::new()
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        // A setup dropped while its thread exits finds the store gone: it is simply dropped.
+        let _ = SPARE.try_with(|s| {
+            let Ok(mut s) = s.try_borrow_mut() else {
+                return;
+            };
+            if s.is_some() {
+                return;
+            }
+            let mut workers = keep(&mut self.workers);
+            for w in &mut workers {
+                let plans = &w.config.plans;
+                if plans.capacity() > SPARE_PLANS_MAX
+                    || plans.iter().any(|p| p.steps.capacity() > SPARE_MAX)
+                {
+                    w.config.plans = Vec::new();
+                }
+            }
+            let mut plans = keep(&mut self.plans);
+            if plans.capacity() > SPARE_PLANS_MAX
+                || plans.iter().any(|p| p.steps.capacity() > SPARE_MAX)
+            {
+                plans = Vec::new();
+            }
+            let scenario = if self.scenario.capacity() <= SPARE_MAX {
+                std::mem::take(&mut self.scenario)
+            } else {
+                String::new()
+            };
+            *s = Some(Spare {
+                scenario,
+                classes: keep(&mut self.classes),
+                plans,
+                jobs: keep(&mut self.jobs),
+                workers,
+                receivers: keep(&mut self.receivers),
+                tool_steps: keep(&mut self.tool.steps),
+                faults: keep(&mut self.faults),
+            });
+        });
+    }
+}
+
+/// Makes `into` a copy of `plans`, reusing the storage of the (stale) plans it holds.
+pub(crate) fn copy_plans(into: &mut Vec<Plan>, plans: &[Plan]) {
+    into.truncate(plans.len());
+    for (kept, plan) in into.iter_mut().zip(plans) {
+        // Every field, so that a field added to `Plan` cannot be left stale here.
+        let Plan { steps } = kept;
+        steps.clone_from(&plan.steps);
+    }
+    let n = into.len();
+    into.extend_from_slice(&plans[n..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Node names are what formatting their parts gives.
+    #[test]
+    fn node_names_are_their_formatted_parts() {
+        let w1_w2 = crate::scenarios::find("w1-w2").unwrap();
+        let mut setup = (w1_w2.build)(1, Variant::Reference);
+        let numbers = (0..1_100).chain([65_535, 1 << 20, u32::MAX - 1, u32::MAX]);
+        for n in numbers {
+            let mut s = String::new();
+            push_decimal(&mut s, n);
+            assert_eq!(s, n.to_string());
+            setup.workers[0].config.name = leasesim_protocol::WorkerName(n);
+            setup.workers[1].config.name = leasesim_protocol::WorkerName(n);
+            let name = setup.workers[0].config.name;
+            assert_eq!(setup.worker_display(0), format!("{name}"));
+            assert_eq!(setup.worker_display(1), format!("{name}'"));
+        }
+        let r = setup.receivers[0].clone();
+        setup.receivers.extend([r.clone(), r]);
+        let names: Vec<String> = setup.node_infos().into_iter().map(|n| n.name).collect();
+        assert_eq!(names[3..6], ["recv1", "recv2", "recv3"]);
     }
 }

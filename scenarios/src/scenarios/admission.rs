@@ -36,7 +36,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         receiver,
     };
     // Class 0 (`report`, capacity 1): create, work, notify at receiver 0.
-    let steps = vec![effect(1, 0), Step::Tool, effect(4, 0)];
+    let steps = [effect(1, 0), Step::Tool, effect(4, 0)];
     let mut s = Story::new(
         "admission-and-authorization",
         seed,

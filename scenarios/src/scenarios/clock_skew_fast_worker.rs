@@ -49,7 +49,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         seed,
         variant,
         &[1, 2],
-        vec![
+        [
             effect(1),
             Step::Tool,
             effect(2),

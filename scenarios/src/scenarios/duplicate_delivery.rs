@@ -35,7 +35,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         op: OpId(op),
         receiver: 0,
     };
-    let steps = vec![effect(1), Step::Tool, effect(3), Step::Tool, effect(4)];
+    let steps = [effect(1), Step::Tool, effect(3), Step::Tool, effect(4)];
     let mut s = Story::new("duplicate-delivery", seed, variant, &[1, 2], steps, 3);
     // A fourth and fifth job in some seeds.
     let extra = s.r.range(0, 2) as usize;

@@ -45,7 +45,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         seed,
         variant,
         &[1, 2],
-        vec![
+        [
             Step::Tool,
             Step::Effect {
                 op: WRITE,

@@ -48,7 +48,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         seed,
         variant,
         &[1, 2],
-        vec![
+        [
             Step::Tool,
             Step::Effect {
                 op: CREATE_CASE,

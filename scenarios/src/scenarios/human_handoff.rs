@@ -25,7 +25,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         op: OpId(op),
         receiver: 0,
     };
-    let steps = vec![effect(1), Step::Tool, effect(2)];
+    let steps = [effect(1), Step::Tool, effect(2)];
     let mut s = Story::new("human-handoff", seed, variant, &[1, 2], steps, 1);
     s.start_worker(0, 0, 100);
     s.start_worker(1, 500, 2_000);

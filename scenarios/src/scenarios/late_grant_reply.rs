@@ -62,7 +62,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         seed,
         variant,
         &[1, 2],
-        vec![
+        [
             Step::Tool,
             effect(CREATE_CASE),
             Step::Tool,

@@ -49,7 +49,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         seed,
         variant,
         &[1, 2],
-        vec![
+        [
             Step::Effect {
                 op: CREATE_CASE,
                 receiver: 0,

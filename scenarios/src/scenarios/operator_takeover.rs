@@ -47,7 +47,7 @@ const SHORT_STEP: u8 = 3;
 
 fn build(seed: u64, variant: Variant) -> Setup {
     let effect = |op| Step::Effect { op, receiver: 0 };
-    let steps = vec![
+    let steps = [
         effect(CREATE_CASE),
         Step::Tool,
         effect(UPDATE_CASE),

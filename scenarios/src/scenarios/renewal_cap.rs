@@ -32,7 +32,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
 };
 
 fn build(seed: u64, variant: Variant) -> Setup {
-    let steps = vec![
+    let steps = [
         Step::Effect {
             op: OpId(1),
             receiver: 0,

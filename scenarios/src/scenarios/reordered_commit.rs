@@ -41,7 +41,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         op: OpId(op),
         receiver: 0,
     };
-    let steps = vec![effect(1), Step::Tool, effect(3), Step::Tool];
+    let steps = [effect(1), Step::Tool, effect(3), Step::Tool];
     let mut s = Story::new("reordered-commit", seed, variant, &[1, 2], steps, 2);
     let (l, h) = (s.lease_ns(), s.heartbeat_ns());
     let l_ms = l / MILLI_NS;

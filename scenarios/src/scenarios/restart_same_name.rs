@@ -44,7 +44,7 @@ const LOOKUP_STEP: u8 = 1;
 const FETCH_STEP: u8 = 3;
 
 fn build(seed: u64, variant: Variant) -> Setup {
-    let steps = vec![
+    let steps = [
         Step::Effect {
             op: CREATE_CASE,
             receiver: 0,

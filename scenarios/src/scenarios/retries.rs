@@ -38,7 +38,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         op: OpId(op),
         receiver: 0,
     };
-    let steps = vec![effect(1), Step::Tool, effect(2)];
+    let steps = [effect(1), Step::Tool, effect(2)];
     let mut s = Story::new("retries", seed, variant, &[1, 2], steps, 3);
     s.start_worker(0, 0, 100);
     s.start_worker(1, 0, 100);

@@ -33,7 +33,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         op: OpId(op),
         receiver: 0,
     };
-    let steps = vec![effect(1), Step::Tool, effect(3)];
+    let steps = [effect(1), Step::Tool, effect(3)];
     let mut s = Story::new("slow-but-healthy", seed, variant, &[1, 2], steps, 1);
     // About ten minutes: the shortest call 8 to 10 minutes, the longest up to 3 minutes more.
     let call_min = s.ms(480_000, 600_000);

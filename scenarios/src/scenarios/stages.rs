@@ -41,7 +41,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         op: OpId(op),
         receiver: 0,
     };
-    let steps = vec![
+    let steps = [
         effect(1),
         Step::Tool,
         Step::Checkpoint,

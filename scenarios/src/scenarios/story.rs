@@ -3,7 +3,7 @@
 //! scenario adds its workers, plan and faults on top.
 
 use crate::plan::{Fault, MsgPattern};
-use crate::setup::{ClockSpec, ReceiverSetup, Setup, TimingPolicy, WorkerSetup};
+use crate::setup::{copy_plans, ClockSpec, ReceiverSetup, Setup, Spare, TimingPolicy, WorkerSetup};
 use crate::world::{ToolSetup, ToolStep};
 use leasesim_protocol::{
     ClassId, ClassSpec, JobSpec, MsgKind, Nanos, Plan, Step, ToolAnswer, Variant, WorkerConfig,
@@ -44,17 +44,54 @@ impl Story {
         seed: u64,
         variant: Variant,
         workers: &[u32],
-        steps: Vec<Step>,
+        steps: impl AsRef<[Step]>,
         jobs: usize,
     ) -> Story {
+        Story::build(name, seed, variant, workers, steps.as_ref(), jobs)
+    }
+
+    fn build(
+        name: &str,
+        seed: u64,
+        variant: Variant,
+        names: &[u32],
+        steps: &[Step],
+        jobs_n: usize,
+    ) -> Story {
+        // The storage of the setup this thread dropped last, if any: every vector below is
+        // cleared or overwritten in full, so the setup is the same as one built from new ones.
+        let Spare {
+            mut scenario,
+            mut classes,
+            mut plans,
+            mut jobs,
+            mut workers,
+            mut receivers,
+            mut tool_steps,
+            mut faults,
+        } = Spare::take();
         let mut r = Prng::new(seed, Stream::Config);
         let lease_ns = ms(&mut r, 20_000, 40_000);
         // H between L/5 and L/3 keeps L > R*H + J with R = 2 and a jitter reserve of L/3 (P6).
         let heartbeat_ns = lease_ns * r.range(20, 33) / 100;
-        let plan = Plan { steps };
-        let workers = workers
-            .iter()
-            .map(|&n| WorkerSetup {
+        plans.truncate(1);
+        match plans.first_mut() {
+            Some(Plan { steps: kept }) => {
+                kept.clear();
+                kept.extend_from_slice(steps);
+            }
+            None => plans.push(Plan {
+                steps: steps.to_vec(),
+            }),
+        }
+        workers.truncate(names.len());
+        for (i, &n) in names.iter().enumerate() {
+            let mut worker_plans = match workers.get_mut(i) {
+                Some(w) => std::mem::take(&mut w.config.plans),
+                None => Vec::new(),
+            };
+            copy_plans(&mut worker_plans, &plans);
+            let w = WorkerSetup {
                 config: WorkerConfig {
                     name: WorkerName(n),
                     heartbeat_ns,
@@ -66,14 +103,18 @@ impl Story {
                     commit_retry_ns: ms(&mut r, 500, 2_000),
                     commit_attempts_max: 60,
                     start_delay_ns: 0,
-                    plans: vec![plan.clone()],
+                    plans: worker_plans,
                 },
                 clock: ClockSpec {
                     offset_ns: r.range(0, 5 * SECOND_NS),
                     drift_ppm: r.range_i64(-200, 200) as i32,
                 },
-            })
-            .collect();
+            };
+            match workers.get_mut(i) {
+                Some(kept) => *kept = w,
+                None => workers.push(w),
+            }
+        }
         let latency_min_ns = r.range(500_000, 2 * MILLI_NS);
         let net = NetConfig {
             latency_min_ns,
@@ -93,61 +134,67 @@ impl Story {
             offset_ns: r.range(0, 5 * SECOND_NS),
             drift_ppm: r.range_i64(-200, 200) as i32,
         };
-        let setup = Setup {
-            scenario: name.into(),
-            variant,
-            classes: vec![ClassSpec {
-                lease_ns,
-                max_attempts: 3,
-                renewal_cap_ns: RENEWAL_CAP_NS,
-                capacity: None,
-                retry_backoff_ns: SECOND_NS,
-            }],
-            plans: vec![plan],
-            jobs: (0..jobs)
-                .map(|i| JobSpec {
-                    class: ClassId(0),
-                    payload_hash: 0x8f1b_7c3d ^ i as u64,
-                    payload_lease_ns: None,
-                })
-                .collect(),
-            op_names: op_names(),
-            coordinator_clock,
-            workers,
-            receivers: vec![ReceiverSetup {
-                supports_fence: true,
-                supports_status: true,
-                refused_ops: Vec::new(),
-                clock: receiver_clock,
-            }],
-            tool: ToolSetup {
-                steps: Vec::new(),
-                default_min_ns: 100 * MILLI_NS,
-                default_max_ns: 2 * SECOND_NS,
-            },
-            tool_clock,
-            net,
-            limits: Limits {
-                event_budget: 200_000,
-                horizon_ns: 3_600 * SECOND_NS,
-                queue_max: 10_000,
-            },
-            faults: Vec::new(),
-            heal_at_ns: None,
-            liveness_bound_ns: Some(1_800 * SECOND_NS),
-            timing: TimingPolicy {
-                heartbeats_per_window: 2,
-                jitter_ns: 2 * SECOND_NS,
-            },
-        };
-        let mut story = Story { setup, r };
+        scenario.clear();
+        scenario.push_str(name);
+        classes.clear();
+        classes.push(ClassSpec {
+            lease_ns,
+            max_attempts: 3,
+            renewal_cap_ns: RENEWAL_CAP_NS,
+            capacity: None,
+            retry_backoff_ns: SECOND_NS,
+        });
+        jobs.clear();
         // What a model put in each payload as its lease length: the reference ignores it (P7),
         // the known-bad variant V13 obeys it. Drawn last so the draws above keep their values.
-        for i in 0..jobs {
-            let asked = story.r.range(lease_ns / 20, lease_ns / 4);
-            story.setup.jobs[i].payload_lease_ns = Some(asked);
+        jobs.extend((0..jobs_n).map(|i| JobSpec {
+            class: ClassId(0),
+            payload_hash: 0x8f1b_7c3d ^ i as u64,
+            payload_lease_ns: Some(r.range(lease_ns / 20, lease_ns / 4)),
+        }));
+        receivers.clear();
+        receivers.push(ReceiverSetup {
+            supports_fence: true,
+            supports_status: true,
+            refused_ops: Vec::new(),
+            clock: receiver_clock,
+        });
+        tool_steps.clear();
+        faults.clear();
+        // Built in place: a story is returned without moving its setup once more.
+        Story {
+            setup: Setup {
+                scenario,
+                variant,
+                classes,
+                plans,
+                jobs,
+                op_names: op_names(),
+                coordinator_clock,
+                workers,
+                receivers,
+                tool: ToolSetup {
+                    steps: tool_steps,
+                    default_min_ns: 100 * MILLI_NS,
+                    default_max_ns: 2 * SECOND_NS,
+                },
+                tool_clock,
+                net,
+                limits: Limits {
+                    event_budget: 200_000,
+                    horizon_ns: 3_600 * SECOND_NS,
+                    queue_max: 10_000,
+                },
+                faults,
+                heal_at_ns: None,
+                liveness_bound_ns: Some(1_800 * SECOND_NS),
+                timing: TimingPolicy {
+                    heartbeats_per_window: 2,
+                    jitter_ns: 2 * SECOND_NS,
+                },
+            },
+            r,
         }
-        story
     }
 
     /// A duration drawn uniformly in `lo_ms..=hi_ms` milliseconds.
@@ -228,4 +275,48 @@ impl Story {
 /// A duration drawn uniformly in `lo_ms..=hi_ms` milliseconds.
 pub fn ms(r: &mut Prng, lo_ms: u64, hi_ms: u64) -> Nanos {
     r.range(lo_ms * MILLI_NS, hi_ms * MILLI_NS)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenarios::ALL;
+    use crate::setup::Spare;
+    use leasesim_protocol::Variant;
+
+    /// A setup built in the storage another setup left (any scenario, any seed) is the same as
+    /// one built in new storage.
+    #[test]
+    fn a_setup_built_in_kept_storage_is_the_same_as_a_new_one() {
+        for (k, def) in ALL.iter().enumerate() {
+            for (p, prev) in ALL.iter().enumerate() {
+                let seed = (k * ALL.len() + p) as u64;
+                let variant = Variant::ALL[seed as usize % Variant::ALL.len()];
+                drop(Spare::take());
+                let new = (def.build)(seed, variant);
+                drop((prev.build)(seed ^ 0x5a5a, Variant::Reference));
+                let reused = (def.build)(seed, variant);
+                assert_eq!(new, reused, "{} after {}, seed {seed}", def.name, prev.name);
+                assert_eq!(format!("{new:?}"), format!("{reused:?}"));
+            }
+        }
+    }
+
+    /// The storage is kept indeed: the next story's vectors are the last one's.
+    #[test]
+    fn a_dropped_setup_leaves_its_storage_to_the_next_story() {
+        drop(Spare::take());
+        let w1_w2 = crate::scenarios::find("w1-w2").unwrap();
+        let first = (w1_w2.build)(1, Variant::Reference);
+        let places = (
+            first.workers.as_ptr(),
+            first.workers[1].config.plans.as_ptr(),
+        );
+        drop(first);
+        let next = (w1_w2.build)(2, Variant::Reference);
+        assert_eq!(
+            places,
+            (next.workers.as_ptr(), next.workers[1].config.plans.as_ptr())
+        );
+        assert_eq!(next, (w1_w2.build)(2, Variant::Reference));
+    }
 }

@@ -36,7 +36,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         op: OpId(op),
         receiver: 0,
     };
-    let steps = vec![effect(1), Step::Tool, effect(3)];
+    let steps = [effect(1), Step::Tool, effect(3)];
     let mut s = Story::new(
         "stuck-tool-live-heartbeat",
         seed,

@@ -11,7 +11,7 @@
 use super::story::{ms, DRIFT_BOUND_PPM, OPS, RENEWAL_CAP_NS};
 use super::ScenarioDef;
 use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
-use crate::setup::{ClockSpec, ReceiverSetup, Setup, TimingPolicy, WorkerSetup};
+use crate::setup::{copy_plans, ClockSpec, ReceiverSetup, Setup, Spare, TimingPolicy, WorkerSetup};
 use crate::world::ToolSetup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{
@@ -57,6 +57,18 @@ const KINDS: [MsgKind; 10] = [
 ];
 
 fn build(seed: u64, variant: Variant) -> Setup {
+    // The storage of the setup this thread dropped last, if any: every vector below is cleared
+    // or overwritten in full, so the setup is the same as one built from new ones.
+    let Spare {
+        mut scenario,
+        mut classes,
+        mut plans,
+        mut jobs,
+        mut workers,
+        mut receivers,
+        mut tool_steps,
+        mut faults,
+    } = Spare::take();
     let mut r = Prng::new(seed, Stream::Config);
     let workers_n = r.range(1, 8) as usize;
     let jobs_n = r.range(1, 50) as usize;
@@ -64,9 +76,9 @@ fn build(seed: u64, variant: Variant) -> Setup {
     let receivers_n = r.range(1, 3) as usize;
 
     // Classes: lease lengths on the coordinator (P7), attempt limits, plans.
-    let mut classes = Vec::new();
-    let mut plans = Vec::new();
-    for _ in 0..classes_n {
+    classes.clear();
+    plans.truncate(classes_n);
+    for c in 0..classes_n {
         classes.push(ClassSpec {
             lease_ns: ms(&mut r, 2_000, 30_000),
             max_attempts: r.range(1, 4) as u32,
@@ -74,19 +86,25 @@ fn build(seed: u64, variant: Variant) -> Setup {
             capacity: None,
             retry_backoff_ns: SECOND_NS,
         });
-        let steps = (0..r.range(1, 4))
-            .map(|_| {
-                if r.chance(1, 2) {
-                    Step::Tool
-                } else {
-                    Step::Effect {
-                        op: OpId(r.range(1, OPS.len() as u64 - 1) as u8),
-                        receiver: r.index(receivers_n) as u8,
-                    }
+        let steps = (0..r.range(1, 4)).map(|_| {
+            if r.chance(1, 2) {
+                Step::Tool
+            } else {
+                Step::Effect {
+                    op: OpId(r.range(1, OPS.len() as u64 - 1) as u8),
+                    receiver: r.index(receivers_n) as u8,
                 }
-            })
-            .collect();
-        plans.push(Plan { steps });
+            }
+        });
+        match plans.get_mut(c) {
+            Some(Plan { steps: kept }) => {
+                kept.clear();
+                kept.extend(steps);
+            }
+            None => plans.push(Plan {
+                steps: steps.collect(),
+            }),
+        }
     }
     let lease_min = classes.iter().map(|c| c.lease_ns).min().expect("a class");
     let lease_max = classes.iter().map(|c| c.lease_ns).max().expect("a class");
@@ -100,8 +118,14 @@ fn build(seed: u64, variant: Variant) -> Setup {
     let commit_retry_max = 2_000;
     let commit_attempts_max = 20;
     let poll_max = 3_000;
-    let mut workers: Vec<WorkerSetup> = (0..workers_n)
-        .map(|i| WorkerSetup {
+    workers.truncate(workers_n);
+    for i in 0..workers_n {
+        // The plans are the classes' own, copied once they are final (below).
+        let kept_plans = match workers.get_mut(i) {
+            Some(w) => std::mem::take(&mut w.config.plans),
+            None => Vec::new(),
+        };
+        let w = WorkerSetup {
             config: WorkerConfig {
                 name: WorkerName(i as u32 + 1),
                 heartbeat_ns,
@@ -113,31 +137,34 @@ fn build(seed: u64, variant: Variant) -> Setup {
                 commit_retry_ns: ms(&mut r, 200, commit_retry_max),
                 commit_attempts_max,
                 start_delay_ns: ms(&mut r, 0, 2_000),
-                plans: plans.clone(),
+                plans: kept_plans,
             },
             clock: ClockSpec {
                 offset_ns: r.range(0, 10 * SECOND_NS),
                 drift_ppm: r.range_i64(-(DRIFT_BOUND_PPM as i64), DRIFT_BOUND_PPM as i64) as i32,
             },
-        })
-        .collect();
+        };
+        match workers.get_mut(i) {
+            Some(kept) => *kept = w,
+            None => workers.push(w),
+        }
+    }
     // Sometimes a second process runs under an existing name (a restart whose predecessor is
     // still alive somewhere).
     if workers_n >= 2 && r.chance(1, 6) {
         let last = workers.len() - 1;
         workers[last].config.name = WorkerName(1);
     }
-    let receivers: Vec<ReceiverSetup> = (0..receivers_n)
-        .map(|_| ReceiverSetup {
-            supports_fence: r.chance(3, 4),
-            supports_status: true,
-            refused_ops: Vec::new(),
-            clock: ClockSpec {
-                offset_ns: r.range(0, 10 * SECOND_NS),
-                drift_ppm: r.range_i64(-200, 200) as i32,
-            },
-        })
-        .collect();
+    receivers.clear();
+    receivers.extend((0..receivers_n).map(|_| ReceiverSetup {
+        supports_fence: r.chance(3, 4),
+        supports_status: true,
+        refused_ops: Vec::new(),
+        clock: ClockSpec {
+            offset_ns: r.range(0, 10 * SECOND_NS),
+            drift_ppm: r.range_i64(-200, 200) as i32,
+        },
+    }));
     let latency_min_ns = r.range(200_000, 2 * MILLI_NS);
     let stormy = r.chance(1, 2);
     let net = NetConfig {
@@ -161,44 +188,52 @@ fn build(seed: u64, variant: Variant) -> Setup {
     let rounds = (jobs_n as u64).div_ceil(workers_n as u64) + 1;
     let liveness_bound_ns = lease_max + rounds * attempts_max * attempt_ns;
 
+    // Drawn in the order the fields of the setup always were.
+    jobs.clear();
+    jobs.extend((0..jobs_n).map(|i| {
+        let class = r.index(classes_n);
+        JobSpec {
+            class: ClassId(class as u8),
+            payload_hash: r.next_u64() ^ i as u64,
+            payload_lease_ns: None,
+        }
+    }));
+    let coordinator_clock = ClockSpec {
+        offset_ns: r.range(0, SECOND_NS),
+        drift_ppm: 0,
+    };
+    tool_steps.clear();
+    let tool = ToolSetup {
+        steps: tool_steps,
+        default_min_ns: 10 * MILLI_NS,
+        default_max_ns: ms(&mut r, 100, 3_000),
+    };
+    let tool_clock = ClockSpec {
+        offset_ns: r.range(0, 10 * SECOND_NS),
+        drift_ppm: r.range_i64(-200, 200) as i32,
+    };
+    scenario.clear();
+    scenario.push_str("swarm");
+    faults.clear();
     let mut setup = Setup {
-        scenario: "swarm".into(),
+        scenario,
         variant,
-        jobs: (0..jobs_n)
-            .map(|i| {
-                let class = r.index(classes_n);
-                JobSpec {
-                    class: ClassId(class as u8),
-                    payload_hash: r.next_u64() ^ i as u64,
-                    payload_lease_ns: None,
-                }
-            })
-            .collect(),
+        jobs,
         classes,
         plans,
         op_names: crate::scenarios::story::op_names(),
-        coordinator_clock: ClockSpec {
-            offset_ns: r.range(0, SECOND_NS),
-            drift_ppm: 0,
-        },
+        coordinator_clock,
         workers,
         receivers,
-        tool: ToolSetup {
-            steps: Vec::new(),
-            default_min_ns: 10 * MILLI_NS,
-            default_max_ns: ms(&mut r, 100, 3_000),
-        },
-        tool_clock: ClockSpec {
-            offset_ns: r.range(0, 10 * SECOND_NS),
-            drift_ppm: r.range_i64(-200, 200) as i32,
-        },
+        tool,
+        tool_clock,
         net,
         limits: Limits {
             event_budget: 3_000_000,
             horizon_ns: safety_ns + liveness_bound_ns + 60 * SECOND_NS,
             queue_max: 100_000,
         },
-        faults: Vec::new(),
+        faults,
         heal_at_ns: Some(safety_ns),
         liveness_bound_ns: Some(liveness_bound_ns),
         timing: TimingPolicy {
@@ -232,9 +267,8 @@ fn build(seed: u64, variant: Variant) -> Setup {
             setup.classes[c].capacity = Some(r.range(1, 3) as u32);
         }
     }
-    let plans = setup.plans.clone();
     for w in &mut setup.workers {
-        w.config.plans = plans.clone();
+        copy_plans(&mut w.config.plans, &setup.plans);
     }
     for rcv in &mut setup.receivers {
         rcv.supports_status = !r.chance(1, 6);

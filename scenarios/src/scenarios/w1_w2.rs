@@ -27,7 +27,7 @@ pub const FETCH_STEP: u8 = 3;
 /// the story.
 pub fn build(seed: u64, variant: Variant) -> Setup {
     let effect = |op| Step::Effect { op, receiver: 0 };
-    let steps = vec![
+    let steps = [
         effect(CREATE_CASE),
         Step::Tool,
         effect(UPDATE_CASE),
@@ -47,11 +47,10 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
     // W2's first effect keeps that order for every latency the story draws (at most 22 ms).
     let fence_release_ns = s.ms(0, 10);
     let answer_release_ns = s.ms(10, 1_000);
-    let mut setup = s.finish();
-    let (w1_node, w2_node) = (setup.worker_node(0), setup.worker_node(1));
-    let (recv, tool) = (setup.receiver_node(0), setup.tool_node());
-    let coord = Setup::COORDINATOR;
-    setup.faults = vec![
+    let (w1_node, w2_node) = (s.worker(0), s.worker(1));
+    let (recv, tool, coord) = (s.receiver(0), s.tool(), s.coordinator());
+    // The story's fault list is empty: its storage is reused when it has some.
+    s.setup.faults.extend([
         // W1 loses the coordinator, and only it, as it starts the long external request.
         Fault::new(
             Trigger::sent(MsgPattern {
@@ -122,6 +121,6 @@ pub fn build(seed: u64, variant: Variant) -> Setup {
                 },
             },
         ),
-    ];
-    setup
+    ]);
+    s.finish()
 }
