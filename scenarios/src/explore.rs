@@ -1260,7 +1260,7 @@ impl Shared {
             kept.push(Violation {
                 plan: index,
                 labels: space.labels(index),
-                faults: std::mem::take(&mut space.setup_of(index).faults),
+                faults: space.setup_of(index).faults,
                 invariants: o.invariants.clone(),
                 behaviour: o.hash,
             });

@@ -53,8 +53,8 @@ pub struct ReceiverSetup {
 
 /// Everything a run needs besides the seed.
 ///
-/// A dropped setup leaves its storage to the next setup its thread builds (see `Spare`), so
-/// its fields are taken out by `std::mem::take`, not moved out.
+/// [`Setup::recycle`] hands a setup's storage to the next setup its thread builds (a sweep
+/// does so after each seed); a setup simply dropped frees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setup {
     /// Scenario name.
@@ -591,15 +591,15 @@ fn push_decimal(s: &mut String, mut n: u32) {
     s.extend(digits[i..].iter().map(|&d| d as char));
 }
 
-/// Most elements a kept vector of a dropped setup may hold (see [`Spare`]): a sweep's setups
+/// Most elements a kept vector of a recycled setup may hold (see [`Spare`]): a sweep's setups
 /// are small, and a thread that once built a large one does not keep its storage.
 const SPARE_MAX: usize = 256;
 /// Most plans of a kept worker or of a kept setup's own list (each plan's steps are bounded
 /// by [`SPARE_MAX`]).
 const SPARE_PLANS_MAX: usize = 8;
 
-/// The storage of a setup this thread dropped, kept for the next setup it builds: a sweep
-/// builds and drops one setup per seed, and the next one reuses these vectors (and each kept
+/// The storage of a setup this thread recycled, kept for the next setup it builds: a sweep
+/// builds and recycles one setup per seed, and the next one reuses these vectors (and each kept
 /// worker's plans) instead of allocating its own. What they hold is stale: a builder that takes
 /// them clears each one or overwrites every element it keeps ([`copy_plans`]), so the setup it
 /// builds is the same as one built from new vectors (a test holds every named scenario to it).
@@ -616,7 +616,7 @@ pub(crate) struct Spare {
 }
 
 thread_local! {
-    /// The storage of the last setup this thread dropped, if not taken since.
+    /// The storage of the last setup this thread recycled, if not taken since.
     static SPARE: std::cell::RefCell<Option<Spare>> = const { std::cell::RefCell::new(None) };
 }
 
@@ -631,7 +631,7 @@ impl Spare {
     }
 }
 
-/// `v`'s storage when it is small enough to keep, else an empty vector (`v` is then dropped
+/// `v`'s storage when it is small enough to keep, else an empty vector (`v` is then freed
 /// with its setup).
 fn keep<T>(v: &mut Vec<T>) -> Vec<T> {
     if v.capacity() <= SPARE_MAX {
@@ -641,9 +641,14 @@ fn keep<T>(v: &mut Vec<T>) -> Vec<T> {
     }
 }
 
-impl Drop for Setup {
-    fn drop(&mut self) {
-        // A setup dropped while its thread exits finds the store gone: it is simply dropped.
+impl Setup {
+    /// Leaves this setup's vectors (its workers' plans too) to the next setup this thread's
+    /// stories or the swarm build, instead of freeing them: a sweep builds and drops one setup
+    /// per seed. A vector of more than 256 elements is freed, and so is all of it
+    /// when the thread already holds a setup's storage. The setup built next is the same as
+    /// one built in new storage (a test holds every named scenario to it).
+    pub fn recycle(mut self) {
+        // A setup recycled while its thread exits finds the store gone: it is simply dropped.
         let _ = SPARE.try_with(|s| {
             let Ok(mut s) = s.try_borrow_mut() else {
                 return;

@@ -540,7 +540,10 @@ fn one_seed(
 ) -> Result<Option<Failure>, String> {
     let setup = (config.scenarios[sc].build)(seed, config.machines.setup_variant());
     config.machines.expressible(&setup)?;
-    Ok(judge_seed(config, sc, seed, &setup, local, nondet))
+    let failure = judge_seed(config, sc, seed, &setup, local, nondet);
+    // The next seed's setup is built in this one's storage.
+    setup.recycle();
+    Ok(failure)
 }
 
 fn judge_seed(

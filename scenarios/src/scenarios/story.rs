@@ -58,7 +58,7 @@ impl Story {
         steps: &[Step],
         jobs_n: usize,
     ) -> Story {
-        // The storage of the setup this thread dropped last, if any: every vector below is
+        // The storage of the setup this thread recycled last, if any: every vector below is
         // cleared or overwritten in full, so the setup is the same as one built from new ones.
         let Spare {
             mut scenario,
@@ -293,7 +293,7 @@ mod tests {
                 let variant = Variant::ALL[seed as usize % Variant::ALL.len()];
                 drop(Spare::take());
                 let new = (def.build)(seed, variant);
-                drop((prev.build)(seed ^ 0x5a5a, Variant::Reference));
+                (prev.build)(seed ^ 0x5a5a, Variant::Reference).recycle();
                 let reused = (def.build)(seed, variant);
                 assert_eq!(new, reused, "{} after {}, seed {seed}", def.name, prev.name);
                 assert_eq!(format!("{new:?}"), format!("{reused:?}"));
@@ -303,7 +303,7 @@ mod tests {
 
     /// The storage is kept indeed: the next story's vectors are the last one's.
     #[test]
-    fn a_dropped_setup_leaves_its_storage_to_the_next_story() {
+    fn a_recycled_setup_leaves_its_storage_to_the_next_story() {
         drop(Spare::take());
         let w1_w2 = crate::scenarios::find("w1-w2").unwrap();
         let first = (w1_w2.build)(1, Variant::Reference);
@@ -311,7 +311,7 @@ mod tests {
             first.workers.as_ptr(),
             first.workers[1].config.plans.as_ptr(),
         );
-        drop(first);
+        first.recycle();
         let next = (w1_w2.build)(2, Variant::Reference);
         assert_eq!(
             places,

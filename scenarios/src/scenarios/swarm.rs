@@ -57,7 +57,7 @@ const KINDS: [MsgKind; 10] = [
 ];
 
 fn build(seed: u64, variant: Variant) -> Setup {
-    // The storage of the setup this thread dropped last, if any: every vector below is cleared
+    // The storage of the setup this thread recycled last, if any: every vector below is cleared
     // or overwritten in full, so the setup is the same as one built from new ones.
     let Spare {
         mut scenario,
