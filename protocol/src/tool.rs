@@ -1,7 +1,7 @@
 //! The tool: an external call whose duration and answer the scenario decides. The tool keeps
 //! no lease state and knows nothing of fences: it is the "vendor API" that may answer late.
 
-use crate::machine::Outbox;
+use crate::machine::{Outbox, KEPT_MAX};
 use crate::types::*;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -49,6 +49,18 @@ impl Tool {
     /// An idle tool.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Makes this tool an idle one, as [`Tool::new`] would, keeping its storage for another
+    /// run: room for at most 4,096 entries per list, so a runaway run's memory is not kept.
+    pub fn reset(&mut self) {
+        // Every field, so that a field added later cannot be left out.
+        let Tool { pending, done, out } = self;
+        pending.clear();
+        pending.shrink_to(KEPT_MAX);
+        done.clear();
+        done.shrink_to(KEPT_MAX);
+        out.clear_within_bound();
     }
 
     /// The next output, if any.
@@ -198,6 +210,34 @@ mod tests {
             })
             .collect();
         assert_eq!(order, vec![2, 1]);
+        assert_eq!(t.poll_timeout(), None);
+    }
+
+    /// A tool reset in the middle of its work (answers pending, outputs not taken, calls
+    /// remembered) is an idle one, as a new tool is.
+    #[test]
+    fn a_reset_tool_is_a_new_one() {
+        let mut t = Tool::new();
+        let ok = ToolAnswer::Success { result: 7 };
+        for req in 0..3 {
+            let msg = Msg::ToolRequest {
+                req,
+                job: JobId(0),
+                token: Token(1),
+                step: 0,
+            };
+            let call = ToolCall {
+                duration_ns: 10 * (req + 1),
+                answer: ok,
+                fault: (req == 2).then_some(ToolFaultKind::Late),
+            };
+            t.handle_request(0, 1, msg, call);
+        }
+        t.handle_timeout(15);
+        assert!(t.poll_timeout().is_some() && !t.done.is_empty() && !t.pending.is_empty());
+        t.reset();
+        assert_eq!(format!("{t:?}"), format!("{:?}", Tool::new()));
+        assert_eq!(t.poll_output(), None);
         assert_eq!(t.poll_timeout(), None);
     }
 }

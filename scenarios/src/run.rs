@@ -200,7 +200,8 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
         ),
     };
     let (end_ns, events) = (sim.now(), sim.events());
-    let (trace, buffers) = sim.finish();
+    let (trace, buffers, nodes) = sim.finish_with_nodes();
+    crate::world::keep_nodes(nodes);
     BUFFERS.with_borrow_mut(|b| *b = buffers);
     DIRECTOR.with_borrow_mut(|d| *d = Some(director));
     let mut r = judge(setup, seed, trace, end, end_ns, events);

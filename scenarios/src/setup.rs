@@ -4,8 +4,8 @@
 
 use crate::machines::{CoordinatorSpec, Machines, ReceiverSpec, WorkerSpec};
 use crate::plan::{Fault, FaultKind};
-use crate::world::{Addrs, Node, ToolFaultRule, ToolNode, ToolSetup};
-use leasesim_protocol::{timing, ClassSpec, JobSpec, Nanos, Plan, Tool, Variant, WorkerConfig};
+use crate::world::{Addrs, Node, ToolFaultRule, ToolSetup};
+use leasesim_protocol::{timing, ClassSpec, JobSpec, Nanos, Plan, Variant, WorkerConfig};
 
 fn fmt_s(ns: Nanos) -> String {
     leasesim_sim::time::secs_rounded(ns.into(), leasesim_sim::time::Round::Nearest)
@@ -522,35 +522,28 @@ impl Setup {
             });
             nodes.push((Node::Receiver(receiver), r.clock.clock()));
         }
-        let faults: Vec<ToolFaultRule> = self
-            .faults
-            .iter()
-            .filter_map(|f| match f.kind {
-                FaultKind::Tool {
-                    worker,
-                    step,
-                    nth,
-                    kind,
-                    late_ns,
-                } => Some(ToolFaultRule {
-                    worker,
-                    step,
-                    nth,
-                    kind,
-                    late_ns,
-                }),
-                _ => None,
-            })
-            .collect();
+        let faults = self.faults.iter().filter_map(|f| match f.kind {
+            FaultKind::Tool {
+                worker,
+                step,
+                nth,
+                kind,
+                late_ns,
+            } => Some(ToolFaultRule {
+                worker,
+                step,
+                nth,
+                kind,
+                late_ns,
+            }),
+            _ => None,
+        });
         nodes.push((
-            Node::Tool(Box::new(ToolNode {
-                tool: Tool::new(),
-                setup: self.tool.clone(),
-                rng: Prng::new(seed, Stream::Tool),
-                seen: vec![0; faults.len()],
+            Node::Tool(crate::world::tool_node(
+                &self.tool,
+                Prng::new(seed, Stream::Tool),
                 faults,
-                healed: false,
-            })),
+            )),
             self.tool_clock.clock(),
         ));
         // By fault index; a plan without an operator's action leaves the list empty, which

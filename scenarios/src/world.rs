@@ -10,6 +10,7 @@ use leasesim_protocol::{
     ToolFaultKind,
 };
 use leasesim_sim::{Cx, NodeId, Prng, Process};
+use std::cell::RefCell;
 
 /// How the tool behaves at one step of a plan: its duration range and its answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,6 +109,77 @@ impl ToolNode {
             }
         }
         call
+    }
+}
+
+thread_local! {
+    /// The tool node of this thread's last run, handed back by [`keep_nodes`] for the next
+    /// run's [`tool_node`] to renew instead of building one.
+    static KEPT_TOOL: RefCell<Option<Box<ToolNode>>> = const { RefCell::new(None) };
+}
+
+/// Most tool steps or fault rules a kept tool node keeps room for.
+const KEPT_TOOL_MAX: usize = 256;
+
+/// The tool node for a run: the one this thread kept from its last run, renewed, or a new one.
+/// A renewed node is the same as a new one (a test holds it to that).
+pub(crate) fn tool_node(
+    setup: &ToolSetup,
+    rng: Prng,
+    faults: impl Iterator<Item = ToolFaultRule>,
+) -> Box<ToolNode> {
+    let Some(mut node) = KEPT_TOOL.with_borrow_mut(Option::take) else {
+        let faults: Vec<ToolFaultRule> = faults.collect();
+        return Box::new(ToolNode {
+            tool: Tool::new(),
+            setup: setup.clone(),
+            rng,
+            seen: vec![0; faults.len()],
+            faults,
+            healed: false,
+        });
+    };
+    // Every field, so that a field added later cannot be left stale.
+    let ToolNode {
+        tool,
+        setup: kept_setup,
+        rng: kept_rng,
+        faults: kept_faults,
+        seen,
+        healed,
+    } = &mut *node;
+    tool.reset();
+    let ToolSetup {
+        steps,
+        default_min_ns,
+        default_max_ns,
+    } = kept_setup;
+    steps.clone_from(&setup.steps);
+    *default_min_ns = setup.default_min_ns;
+    *default_max_ns = setup.default_max_ns;
+    *kept_rng = rng;
+    kept_faults.clear();
+    kept_faults.extend(faults);
+    seen.clear();
+    seen.resize(kept_faults.len(), 0);
+    *healed = false;
+    node
+}
+
+/// Keeps the tool node of a finished run's `nodes` for this thread's next run (one at most,
+/// and only with room for at most a few hundred steps and rules); the rest are dropped.
+pub(crate) fn keep_nodes(nodes: Vec<Node>) {
+    for node in nodes {
+        if let Node::Tool(tool) = node {
+            let small = tool.setup.steps.capacity() <= KEPT_TOOL_MAX
+                && tool.faults.capacity() <= KEPT_TOOL_MAX
+                && tool.seen.capacity() <= KEPT_TOOL_MAX;
+            if small {
+                KEPT_TOOL.with_borrow_mut(|kept| {
+                    kept.get_or_insert(tool);
+                });
+            }
+        }
     }
 }
 
@@ -314,5 +386,85 @@ impl Process for Node {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasesim_protocol::{JobId, Token, ToolFaultKind};
+    use leasesim_sim::Stream;
+
+    fn rule(nth: u32, kind: ToolFaultKind) -> ToolFaultRule {
+        ToolFaultRule {
+            worker: None,
+            step: Some(0),
+            nth,
+            kind,
+            late_ns: 5,
+        }
+    }
+
+    fn setup(steps: u8) -> ToolSetup {
+        ToolSetup {
+            steps: (0..steps)
+                .map(|step| ToolStep {
+                    step,
+                    min_ns: 10,
+                    max_ns: 20 + step as u64,
+                    answer: ToolAnswer::Success { result: 3 },
+                })
+                .collect(),
+            default_min_ns: 1,
+            default_max_ns: 9,
+        }
+    }
+
+    /// Every field of a tool node, and where its stream stands.
+    fn state(node: &ToolNode) -> String {
+        let next = node.rng.clone().next_u64();
+        format!(
+            "{:?} {:?} {:?} {:?} {} {next}",
+            node.tool, node.setup, node.faults, node.seen, node.healed
+        )
+    }
+
+    /// A tool node kept from a run that used it (calls pending and remembered, faults counted,
+    /// healed) and renewed for another setup is the same as a new node for that setup.
+    #[test]
+    fn a_renewed_tool_node_is_a_new_one() {
+        KEPT_TOOL.with_borrow_mut(|kept| *kept = None);
+        let faults = [rule(1, ToolFaultKind::Late), rule(0, ToolFaultKind::Hang)];
+        let mut used = tool_node(&setup(3), Prng::new(1, Stream::Tool), faults.into_iter());
+        for step in 0..3 {
+            let call = used.call(4, step);
+            let msg = Msg::ToolRequest {
+                req: step as u64,
+                job: JobId(0),
+                token: Token(1),
+                step,
+            };
+            used.tool.handle_request(0, 4, msg, call);
+        }
+        used.tool.handle_timeout(15);
+        used.healed = true;
+        assert!(used.seen.iter().any(|&n| n > 0));
+        keep_nodes(vec![Node::Tool(used)]);
+
+        let faults = [rule(2, ToolFaultKind::AnswerLost)];
+        let renewed = tool_node(&setup(1), Prng::new(2, Stream::Tool), faults.into_iter());
+        assert!(
+            KEPT_TOOL.with_borrow(Option::is_none),
+            "the kept node was taken"
+        );
+        let new = Box::new(ToolNode {
+            tool: Tool::new(),
+            setup: setup(1),
+            rng: Prng::new(2, Stream::Tool),
+            faults: faults.to_vec(),
+            seen: vec![0],
+            healed: false,
+        });
+        assert_eq!(state(&renewed), state(&new));
     }
 }

@@ -750,6 +750,13 @@ impl<P: Process> Sim<P> {
     /// Takes the trace out of the simulator, and the storage it grew for the next run
     /// ([`Sim::with_buffers`]); the processes are dropped.
     pub fn finish(self) -> (Trace<P>, Buffers<P::Msg, P::Note>) {
+        let (trace, buffers, _) = self.finish_with_nodes();
+        (trace, buffers)
+    }
+
+    /// [`Sim::finish`], handing the processes back too (a host may keep their storage for its
+    /// next run).
+    pub fn finish_with_nodes(self) -> (Trace<P>, Buffers<P::Msg, P::Note>, Vec<P>) {
         let mut slots = trimmed(self.slots);
         for slot in &mut slots {
             if !fits(&slot.deferred) {
@@ -769,7 +776,7 @@ impl<P: Process> Sim<P> {
             slots,
             held,
         };
-        (self.trace, buffers)
+        (self.trace, buffers, self.nodes)
     }
 
     /// Applies a command now (before the run: initial alarms, cuts, clock settings).
