@@ -604,6 +604,9 @@ struct Slot {
 /// The trace of a simulation of processes `P`.
 pub type Trace<P> = Vec<TraceEvent<<P as Process>::Msg, <P as Process>::Note>>;
 
+/// The storage a simulation of processes `P` grows ([`Buffers`]).
+pub type BuffersOf<P> = Buffers<<P as Process>::Msg, <P as Process>::Note>;
+
 /// The simulator.
 pub struct Sim<P: Process> {
     nodes: Vec<P>,
@@ -756,7 +759,7 @@ impl<P: Process> Sim<P> {
 
     /// [`Sim::finish`], handing the processes back too (a host may keep their storage for its
     /// next run).
-    pub fn finish_with_nodes(self) -> (Trace<P>, Buffers<P::Msg, P::Note>, Vec<P>) {
+    pub fn finish_with_nodes(self) -> (Trace<P>, BuffersOf<P>, Vec<P>) {
         let mut slots = trimmed(self.slots);
         for slot in &mut slots {
             if !fits(&slot.deferred) {

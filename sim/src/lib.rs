@@ -17,8 +17,8 @@ pub mod time;
 
 pub use clock::Clock;
 pub use engine::{
-    drive, Buffers, Command, Control, Cx, Director, DropCause, End, Envelope, EventKind, Fate,
-    Limits, NetConfig, NodeId, Out, Process, Sim, TraceEvent, BUFFER_KEPT_MAX_BYTES, WORLD,
+    drive, Buffers, BuffersOf, Command, Control, Cx, Director, DropCause, End, Envelope, EventKind,
+    Fate, Limits, NetConfig, NodeId, Out, Process, Sim, TraceEvent, BUFFER_KEPT_MAX_BYTES, WORLD,
 };
 pub use hash::{stable_hash, StableHasher};
 pub use rng::{Prng, Stream};
