@@ -332,10 +332,6 @@ fn judge(
             EventKind::Send { to, msg, fate, .. } => {
                 if let Fate::Deliver { delay_ns } = *fate {
                     if shortcuts && delay_ns <= latency_max_ns {
-                        // Claims first: every idle worker sends one at every poll.
-                        if let Msg::Claim { .. } = msg {
-                            continue;
-                        }
                         if quiet_send(msg) {
                             continue;
                         }
