@@ -168,6 +168,49 @@ pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
 /// host (a peer that does not exist, output without end) or panics ends the run with
 /// `End::ProcessFault` and [`RunResult::machine_fault`] naming it; the process goes on.
 pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
+    run_judged(setup, seed, machines, u64::MAX).result
+}
+
+/// How many events a sweep's run processes between two walks of the checkers over what it
+/// recorded ([`run_swept`]).
+pub const JUDGE_EVERY_EVENTS: u64 = 16_384;
+
+/// What [`run_swept`] hands back.
+#[derive(Clone, Debug)]
+pub struct Swept {
+    /// The run's result. Its trace is whole unless the run was long and held: then only its
+    /// last events are kept, from trace index `trace_from` on.
+    pub result: RunResult,
+    /// The trace index of `result.trace[0]`: 0 when the trace is whole.
+    pub trace_from: usize,
+    /// Trace events recorded in all.
+    pub recorded: usize,
+}
+
+/// [`run`] as a sweep runs it: the checkers judge the trace as the run goes, every
+/// [`JUDGE_EVERY_EVENTS`] events, and the events no checker and no message in flight will read
+/// again are dropped, so a long run's memory stays bounded (about
+/// [`leasesim_checkers::LOOK_BACK_EVENTS`] events of trace) instead of growing with its length.
+/// The judgement is the one [`run`] makes. A run that did not hold, or did not drop any of its
+/// trace, comes back whole: a long run that did not hold is run again with its whole trace, for
+/// its report and its replay (the same run: a run is a function of its setup and seed).
+pub fn run_swept(setup: &Setup, seed: u64, machines: &Machines) -> Swept {
+    let swept = run_judged(setup, seed, machines, JUDGE_EVERY_EVENTS);
+    if swept.trace_from == 0 || swept.result.verdict() == Verdict::Held {
+        return swept;
+    }
+    recycle(swept.result);
+    let result = run(setup, seed, machines);
+    Swept {
+        recorded: result.trace.len(),
+        trace_from: 0,
+        result,
+    }
+}
+
+/// Runs and judges a setup, walking the checkers over the trace every `judge_every` events
+/// (and at the end) and dropping what they will not read again.
+fn run_judged(setup: &Setup, seed: u64, machines: &Machines, judge_every: u64) -> Swept {
     let built = catch_unwind(AssertUnwindSafe(|| setup.build_nodes(seed, machines)));
     let nodes = match built {
         Ok(nodes) => nodes,
@@ -178,7 +221,11 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
                 machines.name(),
                 panic_text(&panic)
             ));
-            return r;
+            return Swept {
+                result: r,
+                trace_from: 0,
+                recorded: 0,
+            };
         }
     };
     let buffers = BUFFERS.with_borrow_mut(std::mem::take);
@@ -188,24 +235,60 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
     for c in director.initial_commands(setup.heal_at_ns) {
         sim.command(c);
     }
-    let ran = catch_unwind(AssertUnwindSafe(|| sim.run(&mut director)));
-    let (end, fault) = match ran {
-        Ok(end) => (end, sim.fault().cloned()),
-        Err(panic) => (
-            End::ProcessFault,
-            Some((
-                sim.calling().unwrap_or(WORLD),
-                format!("panicked: {}", panic_text(&panic)),
-            )),
-        ),
+    let (nodes, op_names) = names_of(setup);
+    let clocks = clocks_of(setup, nodes.len());
+    // The run's end is read only when the judging finishes.
+    let mut world = world_of(setup, &nodes, &op_names, &clocks, End::Idle, 0);
+    // Judged in parts only once the run pauses: a short run is judged whole, at its end.
+    let mut judging: Option<oracle::Judging> = None;
+    // Bounded: each pass processes at least one event, up to the event budget.
+    let (end, fault) = loop {
+        let pause_at = sim.events().saturating_add(judge_every);
+        match catch_unwind(AssertUnwindSafe(|| sim.run_until(&mut director, pause_at))) {
+            Ok(Some(end)) => break (end, sim.fault().cloned()),
+            Ok(None) => {
+                let judging = judging.get_or_insert_with(|| oracle::Judging::start(&world));
+                judging.walk(&world, sim.trace(), sim.trace_base());
+                sim.compact(judging.keep_from());
+            }
+            Err(panic) => {
+                break (
+                    End::ProcessFault,
+                    Some((
+                        sim.calling().unwrap_or(WORLD),
+                        format!("panicked: {}", panic_text(&panic)),
+                    )),
+                )
+            }
+        }
     };
-    let (end_ns, events) = (sim.now(), sim.events());
-    let (trace, buffers, nodes) = sim.finish_with_nodes();
-    crate::world::keep_nodes(nodes);
+    let (end_ns, events, trace_from) = (sim.now(), sim.events(), sim.trace_base());
+    let (trace, buffers, kept) = sim.finish_with_nodes();
+    crate::world::keep_nodes(kept);
     BUFFERS.with_borrow_mut(|b| *b = buffers);
     DIRECTOR.with_borrow_mut(|d| *d = Some(director));
-    let mut r = judge(setup, seed, trace, end, end_ns, events);
-    r.statements = machines.statements_shared();
+    world.end = end;
+    world.end_ns = end_ns;
+    let judgement = match judging {
+        Some(judging) => judging.finish(&world, &trace, trace_from),
+        None => oracle::check(&world, &trace),
+    };
+    CLOCKS.with_borrow_mut(|c| *c = clocks);
+    let recorded = trace_from + trace.len();
+    let mut r = RunResult {
+        seed,
+        nodes: nodes.clone(),
+        op_names: op_names.clone(),
+        trace,
+        end,
+        end_ns,
+        events,
+        findings: judgement.findings,
+        hazards: judgement.hazards,
+        machine_fault: None,
+        skipped: judgement.skipped,
+        statements: machines.statements_shared(),
+    };
     r.machine_fault = fault.map(|(node, reason)| {
         let info = r.nodes.get(node as usize);
         let part = match info.map(|n| &n.role) {
@@ -219,7 +302,11 @@ pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
             info.map_or("the simulator", |n| n.name.as_str())
         )
     });
-    r
+    Swept {
+        result: r,
+        trace_from,
+        recorded,
+    }
 }
 
 /// The text of a panic's payload.
@@ -241,26 +328,8 @@ pub fn judge(
     events: u64,
 ) -> RunResult {
     let (nodes, op_names) = names_of(setup);
-    // The checkers map a holder's stated deadline to true time through its clock.
-    let mut clocks = CLOCKS.with_borrow_mut(std::mem::take);
-    clocks.clear();
-    clocks.resize(nodes.len(), Clock::new(0, 0));
-    for (i, w) in setup.workers.iter().enumerate() {
-        clocks[setup.worker_node(i) as usize] = w.clock.clock();
-    }
-    let world = World {
-        nodes: &nodes,
-        coordinator_clock: setup.coordinator_clock.clock(),
-        clocks: &clocks,
-        op_names: &op_names,
-        jobs: setup.jobs.len(),
-        latency_max_ns: setup.net.latency_max_ns,
-        liveness_deadline_ns: setup
-            .liveness_bound_ns
-            .map(|b| setup.heal_at_ns.unwrap_or(0) + b),
-        end,
-        end_ns,
-    };
+    let clocks = clocks_of(setup, nodes.len());
+    let world = world_of(setup, &nodes, &op_names, &clocks, end, end_ns);
     let judgement = oracle::check(&world, &trace);
     CLOCKS.with_borrow_mut(|c| *c = clocks);
     RunResult {
@@ -276,6 +345,42 @@ pub fn judge(
         machine_fault: None,
         skipped: judgement.skipped,
         statements: no_statements(),
+    }
+}
+
+/// The clocks the checkers read, by node (this thread's storage, to be given back): they map a
+/// holder's stated deadline to true time.
+fn clocks_of(setup: &Setup, nodes: usize) -> Vec<Clock> {
+    let mut clocks = CLOCKS.with_borrow_mut(std::mem::take);
+    clocks.clear();
+    clocks.resize(nodes, Clock::new(0, 0));
+    for (i, w) in setup.workers.iter().enumerate() {
+        clocks[setup.worker_node(i) as usize] = w.clock.clock();
+    }
+    clocks
+}
+
+/// The world the checkers judge a run of `setup` in.
+fn world_of<'a>(
+    setup: &Setup,
+    nodes: &'a [NodeInfo],
+    op_names: &'a [String],
+    clocks: &'a [Clock],
+    end: End,
+    end_ns: u64,
+) -> World<'a> {
+    World {
+        nodes,
+        coordinator_clock: setup.coordinator_clock.clock(),
+        clocks,
+        op_names,
+        jobs: setup.jobs.len(),
+        latency_max_ns: setup.net.latency_max_ns,
+        liveness_deadline_ns: setup
+            .liveness_bound_ns
+            .map(|b| setup.heal_at_ns.unwrap_or(0) + b),
+        end,
+        end_ns,
     }
 }
 
@@ -368,4 +473,98 @@ pub fn reproduce_command(scenario: &str, seed: u64, variant: leasesim_protocol::
         s.push_str(" --allow-unsafe-timing");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasesim_protocol::Variant;
+
+    /// A run judged a few events at a time is the run [`run`] makes and judges at once: the
+    /// same trace, the same end and the same judgement, for every scenario and variant. Pausing
+    /// the simulator and walking the checkers in parts changes nothing.
+    #[test]
+    fn a_run_judged_as_it_goes_is_judged_as_a_whole_one() {
+        let mut compared = 0;
+        for def in crate::scenarios::ALL {
+            for &variant in Variant::ALL {
+                for seed in 0..3 {
+                    let setup = (def.build)(seed, variant);
+                    let machines = Machines::variant(variant);
+                    let whole = run(&setup, seed, &machines);
+                    let parts = run_judged(&setup, seed, &machines, 5);
+                    let what = |r: &RunResult| {
+                        format!(
+                            "{:016x} {:?} {} {}\n{:?}\n{:?}\n{:?}",
+                            r.trace_hash(),
+                            r.end,
+                            r.end_ns,
+                            r.events,
+                            r.findings,
+                            r.hazards,
+                            r.skipped
+                        )
+                    };
+                    assert_eq!(parts.trace_from, 0, "a short run keeps its whole trace");
+                    assert_eq!(parts.recorded, whole.trace.len());
+                    assert_eq!(
+                        what(&parts.result),
+                        what(&whole),
+                        "{} --variant {} seed {seed}",
+                        def.name,
+                        variant.name()
+                    );
+                    compared += usize::from(!whole.findings.is_empty());
+                }
+            }
+        }
+        assert!(compared > 50, "only {compared} runs with findings compared");
+    }
+
+    /// The simulator drops the start of its trace when asked ([`Sim::compact`]) and still
+    /// delivers every message in flight, held or deferred by a pause: a run paused every few
+    /// events, with everything it may drop dropped each time, records the same events as a
+    /// run left alone.
+    #[test]
+    fn a_compacted_run_records_the_same_events() {
+        let mut dropped_any = 0;
+        for def in crate::scenarios::ALL {
+            for seed in 0..3 {
+                let setup = (def.build)(seed, Variant::Reference);
+                let machines = Machines::variant(Variant::Reference);
+                let whole = run(&setup, seed, &machines);
+                let nodes = setup.build_nodes(seed, &machines);
+                let mut sim = Sim::new(seed, nodes, setup.net, setup.limits);
+                let mut director = PlanDirector::default();
+                director.reset(&setup.faults, setup.tool_node(), setup.operator_node());
+                for c in director.initial_commands(setup.heal_at_ns) {
+                    sim.command(c);
+                }
+                let mut seen: Vec<TraceEvent<Msg, Event>> = Vec::new();
+                let end = loop {
+                    let at = sim.events() + 3;
+                    let paused = sim.run_until(&mut director, at);
+                    let base = sim.trace_base();
+                    seen.extend_from_slice(&sim.trace()[seen.len() - base..]);
+                    if let Some(end) = paused {
+                        break end;
+                    }
+                    let kept_from = sim.compact(usize::MAX);
+                    assert!(kept_from <= seen.len());
+                    dropped_any += usize::from(kept_from > base);
+                };
+                assert_eq!(end, whole.end, "{} seed {seed}", def.name);
+                assert_eq!(sim.recorded(), whole.trace.len());
+                assert!(
+                    seen == whole.trace,
+                    "{} seed {seed}: the compacted run recorded other events",
+                    def.name
+                );
+            }
+        }
+        assert!(
+            dropped_any > 100,
+            "compaction dropped events {dropped_any} times"
+        );
+    }
 }

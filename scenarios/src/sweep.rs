@@ -565,14 +565,21 @@ fn judge_seed(
             });
         }
     }
-    let r = run(setup, seed, &config.machines);
-    if config.check_determinism {
+    // A held run's trace is judged as it goes and not kept whole (`run_swept`), unless the
+    // sweep compares two runs' traces.
+    let (r, recorded) = if config.check_determinism {
+        let r = run(setup, seed, &config.machines);
         if let Err(e) = check_same(&r, &run(setup, seed, &config.machines)) {
             nondet.push((sc, seed, e));
         }
-    }
+        let recorded = r.trace.len();
+        (r, recorded)
+    } else {
+        let swept = crate::run::run_swept(setup, seed, &config.machines);
+        (swept.result, swept.recorded)
+    };
     local.events += r.events;
-    local.trace_events += r.trace.len() as u64;
+    local.trace_events += recorded as u64;
     for (h, _) in r.hazards.iter() {
         local.hazards[sc][*h as usize] += 1;
     }

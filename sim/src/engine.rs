@@ -628,6 +628,10 @@ pub struct Sim<P: Process> {
     out: Vec<Out<P::Msg, P::Note>>,
     ctl: Control,
     trace: Vec<TraceEvent<P::Msg, P::Note>>,
+    /// The trace index of `trace[0]`: events before it were dropped ([`Sim::compact`]).
+    base: usize,
+    /// Whether the processes were started (the first [`Sim::run_until`] starts them).
+    started: bool,
     /// The first rule of the host a process broke, which ends the run.
     fault: Option<(NodeId, String)>,
     /// The rule the process being called broke, if it did, until its outputs are handled.
@@ -714,6 +718,8 @@ impl<P: Process> Sim<P> {
             out,
             ctl: Control { commands },
             trace,
+            base: 0,
+            started: false,
             fault: None,
             call_fault: None,
             calling: None,
@@ -740,12 +746,68 @@ impl<P: Process> Sim<P> {
         self.slots[node as usize].clock
     }
 
-    /// The trace so far.
+    /// The trace so far: from trace index [`Sim::trace_base`] on (the whole trace unless
+    /// [`Sim::compact`] dropped its beginning).
     pub fn trace(&self) -> &[TraceEvent<P::Msg, P::Note>] {
         &self.trace
     }
 
-    /// Takes the trace out of the simulator.
+    /// The trace index of the first event [`Sim::trace`] holds: 0 unless [`Sim::compact`]
+    /// dropped the events before it.
+    pub fn trace_base(&self) -> usize {
+        self.base
+    }
+
+    /// Events recorded so far, including those [`Sim::compact`] dropped.
+    pub fn recorded(&self) -> usize {
+        self.base + self.trace.len()
+    }
+
+    /// Drops the recorded events before trace index `keep_from`, except those the simulator
+    /// still reads: the sends of messages queued for delivery, held, or waiting for a paused
+    /// node, and every event after the earliest of them. Trace indices keep their meaning (a
+    /// caller reads event `i` at `trace()[i - trace_base()]`). Returns the new base.
+    ///
+    /// A host that judges a run as it goes calls this between [`Sim::run_until`] calls, so
+    /// that a long run's memory stays bounded by the events it has not judged yet. The run
+    /// itself is the same run, event for event.
+    pub fn compact(&mut self, keep_from: usize) -> usize {
+        let mut keep = keep_from.min(self.recorded());
+        let base = self.base;
+        for ev in &self.queue.heap {
+            if let EvKind::Deliver { send } = ev.kind {
+                keep = keep.min(base + send);
+            }
+        }
+        if let Some(send) = self.held.earliest_send() {
+            keep = keep.min(base + send);
+        }
+        for slot in &self.slots {
+            if let Some(&send) = slot.deferred.iter().min() {
+                keep = keep.min(base + send);
+            }
+        }
+        if keep > self.base {
+            // The simulator's own references are positions in `trace`: moved with the events.
+            let dropped = keep - self.base;
+            self.trace.drain(..dropped);
+            self.base = keep;
+            for ev in &mut self.queue.heap {
+                if let EvKind::Deliver { send } = &mut ev.kind {
+                    *send -= dropped;
+                }
+            }
+            self.held.shift(dropped);
+            for slot in &mut self.slots {
+                for send in &mut slot.deferred {
+                    *send -= dropped;
+                }
+            }
+        }
+        self.base
+    }
+
+    /// Takes the trace out of the simulator (from [`Sim::trace_base`] on).
     pub fn into_trace(self) -> Vec<TraceEvent<P::Msg, P::Note>> {
         self.trace
     }
@@ -851,32 +913,54 @@ impl<P: Process> Sim<P> {
 
     /// Runs until the director is done, nothing is left, or a limit is hit.
     pub fn run<D: Director<P>>(&mut self, director: &mut D) -> End {
-        for n in 0..self.nodes.len() as NodeId {
-            self.call(director, n, |p, cx| p.start(cx));
-        }
+        // Never paused: the first call ends the run (the loop only satisfies the type).
         loop {
+            if let Some(end) = self.run_until(director, u64::MAX) {
+                return end;
+            }
+        }
+    }
+
+    /// [`Sim::run`], pausing once `pause_at` events in all were processed: `None` then, and the
+    /// next call goes on exactly where this one stopped (the same run, event for event, as one
+    /// call to [`Sim::run`]). The first call starts the processes.
+    pub fn run_until<D: Director<P>>(&mut self, director: &mut D, pause_at: u64) -> Option<End> {
+        if !self.started {
+            self.started = true;
+            for n in 0..self.nodes.len() as NodeId {
+                self.call(director, n, |p, cx| p.start(cx));
+            }
+        }
+        let stop_at = pause_at.min(self.limits.event_budget);
+        Some(loop {
             if self.fault.is_some() {
-                return End::ProcessFault;
+                break End::ProcessFault;
             }
             // Done means the director's goal is reached and nothing is still on the wire: a
             // message in flight may yet break an invariant, so it must land first.
             if self.in_flight == 0 && director.is_done(&self.nodes) {
-                return End::Done;
+                break End::Done;
             }
             if self.queue.len() > self.limits.queue_max {
-                return End::QueueBound;
+                break End::QueueBound;
             }
             let Some(ev) = self.queue.pop() else {
-                return End::Idle;
+                break End::Idle;
             };
             if ev.t > self.limits.horizon_ns {
-                return End::Horizon;
+                break End::Horizon;
             }
-            if self.events >= self.limits.event_budget {
-                return End::EventBudget;
+            if self.events >= stop_at {
+                if self.events >= self.limits.event_budget {
+                    break End::EventBudget;
+                }
+                // Paused: the event goes back where it was (its time and sequence number
+                // order it first again), and the next call takes it.
+                self.queue.push(ev);
+                return None;
             }
             if ev.t < self.now {
-                return time_reversed();
+                break time_reversed();
             }
             self.events += 1;
             self.now = ev.t;
@@ -911,7 +995,7 @@ impl<P: Process> Sim<P> {
                     self.call(director, node, |p, cx| p.signal(cx, tag));
                 }
             }
-        }
+        })
     }
 
     fn deliver<D: Director<P>>(&mut self, director: &mut D, send: usize) {

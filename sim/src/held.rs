@@ -57,6 +57,20 @@ impl Held {
         Some(send)
     }
 
+    /// The earliest send of a message still held, if any.
+    pub(crate) fn earliest_send(&self) -> Option<usize> {
+        self.items.iter().map(|e| e.1).filter(|&s| s != TAKEN).min()
+    }
+
+    /// Moves every held send `by` places back (the trace's first `by` events were dropped).
+    pub(crate) fn shift(&mut self, by: usize) {
+        for e in &mut self.items {
+            if e.1 != TAKEN {
+                e.1 -= by;
+            }
+        }
+    }
+
     /// The storage, for the next run ([`crate::Buffers`]).
     pub(crate) fn capacity_bytes(&self) -> usize {
         self.items

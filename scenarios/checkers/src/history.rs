@@ -822,12 +822,12 @@ impl History {
                     t_ns: e.t,
                     local_ns: e.local,
                 };
-                self.note(trace, at, e.node, note);
+                self.note(at, e.node, note);
             }
             EventKind::Send { to, msg, .. } => self.sent(e.node, *to, msg),
             EventKind::Fault {
                 command: Command::Crash { node },
-            } => self.crashed(trace, *node, i),
+            } => self.crashed(*node, i),
             EventKind::Fault { .. }
             | EventKind::Deliver { .. }
             | EventKind::Release { .. }
@@ -1081,7 +1081,7 @@ impl History {
     /// Files a journal note `node` made at `at`. Inlined into the checkers' walk, which files
     /// and judges a note in one function.
     #[inline(always)]
-    pub(crate) fn note(&mut self, trace: &Trace, at: At, node: NodeId, note: &Event) {
+    pub(crate) fn note(&mut self, at: At, node: NodeId, note: &Event) {
         match *note {
             // ---- the coordinator's side ----
             Event::LeaseGranted {
@@ -1179,20 +1179,18 @@ impl History {
             } => self.stated(node, job, token, at, deadline, false),
             Event::JeopardyEntered { job, token, .. } => self.jeopardy(node, job, token, at),
             Event::JeopardyExited { job, token } => self.quiet(node, job, token, at),
-            Event::HeartbeatLost { job, token } => {
-                self.told(trace, node, job, token, at, Learned::Lost)
-            }
+            Event::HeartbeatLost { job, token } => self.told(node, job, token, at, Learned::Lost),
             Event::CommitRefused { job, token } => {
-                self.told(trace, node, job, token, at, Learned::CommitRefused)
+                self.told(node, job, token, at, Learned::CommitRefused)
             }
             Event::SuccessClaimed { job, token } => {
-                self.told(trace, node, job, token, at, Learned::Succeeded)
+                self.told(node, job, token, at, Learned::Succeeded)
             }
             Event::FailureAcknowledged { job, token } => {
-                self.told(trace, node, job, token, at, Learned::FailureAcknowledged)
+                self.told(node, job, token, at, Learned::FailureAcknowledged)
             }
             Event::CommitAbandoned { job, token } => {
-                self.told(trace, node, job, token, at, Learned::CommitAbandoned)
+                self.told(node, job, token, at, Learned::CommitAbandoned)
             }
             Event::CommitSent {
                 job,
@@ -1435,28 +1433,20 @@ impl History {
         }
     }
 
-    fn told(
-        &mut self,
-        trace: &Trace,
-        node: NodeId,
-        job: JobId,
-        token: Token,
-        at: At,
-        what: Learned,
-    ) {
+    fn told(&mut self, node: NodeId, job: JobId, token: Token, at: At, what: Learned) {
         let l = self.lease_id(job, token);
         self.told
             .push(&mut self.leases.get_mut(l).told, Told { at, node, what });
         if let Some(a) = self.current(l, node) {
-            self.end_attempt(a, trace, at.index);
+            self.end_attempt(a, at.index);
         }
     }
 
     /// Files the crash of `node` at trace event `i`: its open attempts end there.
-    pub(crate) fn crashed(&mut self, trace: &Trace, node: NodeId, i: usize) {
+    pub(crate) fn crashed(&mut self, node: NodeId, i: usize) {
         for a in 0..self.attempts.items.len() as u32 {
             if self.attempts.get(a).node == node {
-                self.end_attempt(a, trace, i);
+                self.end_attempt(a, i);
             }
         }
     }
@@ -1527,16 +1517,15 @@ impl History {
     }
 
     /// Ends an attempt at trace index `i`, with the jeopardy it was in, unless it ended already.
-    fn end_attempt(&mut self, a: u32, trace: &Trace, i: usize) {
+    fn end_attempt(&mut self, a: u32, i: usize) {
         if self.attempts.get(a).ended.is_some() {
             return;
         }
         self.attempts.get_mut(a).ended = Some(i);
-        let t = trace[i].t;
         let mut k = self.attempts.get(a).jeopardy.first;
         while k != NONE {
             let (s, next) = &mut self.spans.items[k as usize];
-            if s.to.is_none() && trace[s.from].t <= t {
+            if s.to.is_none() && s.from <= i {
                 s.to = Some(i);
             }
             k = *next;

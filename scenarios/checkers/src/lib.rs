@@ -58,6 +58,39 @@ pub type Trace = [TraceEvent<Msg, Event>];
 
 type Ev = TraceEvent<Msg, Event>;
 
+/// Part of a run's trace, as a walk reads it: trace event `i` is `events[i - base]`. The whole
+/// trace has `base` 0; a run judged as it goes ([`Judging`]) keeps only the events a walk may
+/// still read.
+#[derive(Clone, Copy)]
+pub(crate) struct Window<'a> {
+    events: &'a Trace,
+    base: usize,
+}
+
+impl<'a> Window<'a> {
+    /// Trace event `i`.
+    #[inline(always)]
+    pub(crate) fn at(&self, i: usize) -> &'a Ev {
+        &self.events[i - self.base]
+    }
+
+    /// The events this window holds before trace event `i`.
+    #[inline(always)]
+    pub(crate) fn before(&self, i: usize) -> &'a Trace {
+        &self.events[..i - self.base]
+    }
+
+    /// The trace index after this window's last event.
+    fn end(&self) -> usize {
+        self.base + self.events.len()
+    }
+}
+
+/// How far back a walk may read from the event it judges: the longest look-back of any checker
+/// (see `wire.rs`), plus the event itself. A run judged as it goes keeps this many events before
+/// the next one to judge.
+pub const LOOK_BACK_EVENTS: usize = wire::LOOK_BACK_MAX + 1;
+
 /// Most findings kept per run: the first ones tell the story; the rest repeat it.
 pub const FINDINGS_MAX: usize = 32;
 
@@ -152,10 +185,11 @@ impl Judgement {
     }
 }
 
-/// What does not change during a walk: the world, the whole trace, the coordinator's node.
+/// What does not change during a walk: the world, the trace (as much of it as the walk may
+/// read), the coordinator's node.
 struct Run<'a> {
     world: &'a World<'a>,
-    trace: &'a Trace,
+    trace: Window<'a>,
     coordinator: NodeId,
 }
 
@@ -237,11 +271,17 @@ thread_local! {
     /// buffers run after run); the checkers' and the models' sets and maps are vectors that
     /// keep theirs. Once the first runs grew them, judging a run allocates almost nothing and
     /// leaves that heap as it found it.
-    static STATE: RefCell<State> = RefCell::new(State {
-        history: History::with_room(HISTORY_ROOM_BYTES),
-        checkers: Checkers::default(),
-        models: Models::default(),
-    });
+    static STATE: RefCell<Option<Box<State>>> = RefCell::new(Some(State::boxed()));
+}
+
+impl State {
+    fn boxed() -> Box<State> {
+        Box::new(State {
+            history: History::with_room(HISTORY_ROOM_BYTES),
+            checkers: Checkers::default(),
+            models: Models::default(),
+        })
+    }
 }
 
 thread_local! {
@@ -279,50 +319,157 @@ const HISTORY_ROOM_BYTES: usize = 256 * 1024;
 pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
     // Made here and filled in place: the judgement is returned without copies on the way.
     let mut out = Judgement::default();
-    STATE.with_borrow_mut(|state| {
-        let State {
-            history,
-            checkers,
-            models,
-        } = state;
-        let shortcuts = SHORTCUTS.get();
-        judge(world, trace, history, checkers, models, shortcuts, &mut out);
+    STATE.with_borrow_mut(|kept| {
+        // While a run is judged as it goes on this thread, its state is out: a new one serves.
+        let state = kept.get_or_insert_with(State::boxed);
+        let coordinator = begin(world, state, &mut out);
+        let run = Run {
+            world,
+            trace: Window {
+                events: trace,
+                base: 0,
+            },
+            coordinator,
+        };
+        walk(&run, state, SHORTCUTS.get(), &mut out, 0);
+        end(&run, state, &mut out);
     });
     out
 }
 
-fn judge(
-    world: &World<'_>,
-    trace: &Trace,
-    history: &mut History,
-    checkers: &mut Checkers,
-    models: &mut Models,
+/// A run judged as it goes, a part of its trace at a time, so that the trace need not be kept
+/// whole: the same judgement as [`check`] over the whole trace. [`Judging::walk`] takes the
+/// events recorded since its last call; events before [`Judging::keep_from`] are never read
+/// again and may be dropped.
+///
+/// The world's `end` and `end_ns` are read only by [`Judging::finish`]: a walk may be given the
+/// world with any end while the run goes on.
+pub struct Judging {
+    /// This thread's state, taken for the run and given back when it is finished (or dropped).
+    state: Option<Box<State>>,
+    out: Judgement,
+    coordinator: NodeId,
     shortcuts: bool,
-    out: &mut Judgement,
-) {
-    let coordinator = world
-        .nodes
-        .iter()
-        .position(|n| n.role == Role::Coordinator)
-        .unwrap_or(0) as NodeId;
+    /// The trace index of the next event to judge.
+    next: usize,
+}
+
+impl Judging {
+    /// Starts judging a run of `world`.
+    pub fn start(world: &World<'_>) -> Judging {
+        // A run judged while another is (on the same thread) gets a state of its own.
+        let mut state = STATE
+            .with_borrow_mut(Option::take)
+            .unwrap_or_else(State::boxed);
+        let mut out = Judgement::default();
+        let coordinator = begin(world, &mut state, &mut out);
+        Judging {
+            state: Some(state),
+            out,
+            coordinator,
+            shortcuts: SHORTCUTS.get(),
+            next: 0,
+        }
+    }
+
+    /// Judges the events of `events` (trace events `base`, `base + 1`, ...) not judged yet.
+    ///
+    /// # Panics
+    ///
+    /// When `events` lacks one of them, or an event before it that a walk may read
+    /// ([`Judging::keep_from`]).
+    pub fn walk(&mut self, world: &World<'_>, events: &Trace, base: usize) {
+        let trace = Window { events, base };
+        assert!(
+            base <= self.keep_from() && trace.end() >= self.next,
+            "the events from {} to {} do not hold those a walk from {} reads",
+            base,
+            trace.end(),
+            self.next
+        );
+        let Some(state) = self.state.as_deref_mut() else {
+            return;
+        };
+        let run = Run {
+            world,
+            trace,
+            coordinator: self.coordinator,
+        };
+        walk(&run, state, self.shortcuts, &mut self.out, self.next);
+        self.next = trace.end();
+    }
+
+    /// The first trace event a later walk may read: those before it may be dropped.
+    pub fn keep_from(&self) -> usize {
+        self.next.saturating_sub(LOOK_BACK_EVENTS)
+    }
+
+    /// Judges the events not judged yet, then the end of the run (`world.end`, `world.end_ns`).
+    pub fn finish(mut self, world: &World<'_>, events: &Trace, base: usize) -> Judgement {
+        self.walk(world, events, base);
+        if let Some(state) = self.state.as_deref_mut() {
+            let run = Run {
+                world,
+                trace: Window { events, base },
+                coordinator: self.coordinator,
+            };
+            end(&run, state, &mut self.out);
+        }
+        std::mem::take(&mut self.out)
+    }
+}
+
+impl Drop for Judging {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take() {
+            STATE.with_borrow_mut(|kept| *kept = Some(state));
+        }
+    }
+}
+
+/// Clears the state for a run of `world`; the coordinator's node.
+fn begin(world: &World<'_>, state: &mut State, out: &mut Judgement) -> NodeId {
+    let State {
+        history,
+        checkers,
+        models,
+    } = state;
     history.clear();
     checkers.clear(world.nodes.len(), world.jobs);
     models.table.clear(world.jobs);
     models.faults.start(world, out);
+    world
+        .nodes
+        .iter()
+        .position(|n| n.role == Role::Coordinator)
+        .unwrap_or(0) as NodeId
+}
+
+/// Judges the trace events of `run` from index `from` to the end of its window.
+#[inline(always)]
+fn walk(run: &Run<'_>, state: &mut State, shortcuts: bool, out: &mut Judgement, from: usize) {
+    let State {
+        history,
+        checkers,
+        models,
+    } = state;
     let mut walk = Walk {
         run: Run {
-            world,
-            trace,
-            coordinator,
+            world: run.world,
+            trace: run.trace,
+            coordinator: run.coordinator,
         },
-        history: &mut *history,
-        checkers: &mut *checkers,
-        models: &mut *models,
-        out: &mut *out,
+        history,
+        checkers,
+        models,
+        out,
         shortcuts,
     };
-    let latency_max_ns = world.latency_max_ns;
-    for (i, e) in trace.iter().enumerate() {
+    let latency_max_ns = walk.run.world.latency_max_ns;
+    let coordinator = walk.run.coordinator;
+    let trace = walk.run.trace;
+    for (k, e) in trace.events[from - trace.base..].iter().enumerate() {
+        let i = from + k;
         // Each event is matched once, and taken in by the history (what the checkers ask of it
         // is what came before, so it grows with the walk), then judged by the checkers, then
         // taken in by the models. Most events are requests and routine answers that the network
@@ -377,18 +524,21 @@ fn judge(
             EventKind::Lost { .. } => {}
         }
     }
-    let run = Run {
-        world,
-        trace,
-        coordinator,
-    };
+}
+
+/// The end-of-trace checks: pending journal debts (I6), then bounded completion (I7).
+fn end(run: &Run<'_>, state: &mut State, out: &mut Judgement) {
+    let State {
+        history,
+        checkers,
+        models,
+    } = state;
     let cx = Cx {
-        run: &run,
+        run,
         history,
         models,
-        i: trace.len(),
+        i: run.trace.end(),
     };
-    // End-of-trace checks: pending journal debts (I6), then bounded completion (I7).
     checkers.lost.finish(&cx, out);
     liveness::finish(&cx, out);
 }
@@ -631,7 +781,7 @@ impl Walk<'_, '_> {
             t_ns: e.t,
             local_ns: e.local,
         };
-        history.note(run.trace, at, e.node, note);
+        history.note(at, e.node, note);
         if let Some(h) = hazard::of_note(note) {
             out.hit(h);
         }
@@ -654,7 +804,7 @@ impl Walk<'_, '_> {
             ..
         } = self;
         if let Command::Crash { node } = *command {
-            history.crashed(run.trace, node, i);
+            history.crashed(node, i);
         }
         checkers.fault(&cx!(run, history, models, i)(), command, e.t, out);
         models

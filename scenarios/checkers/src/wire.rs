@@ -31,7 +31,7 @@
 use crate::groups::Groups;
 use crate::hazard::Hazard;
 use crate::history::History;
-use crate::{Cx, Ev, Judgement, Role, Trace, JOBS_LAID_OUT};
+use crate::{Cx, Ev, Judgement, Role, Window, JOBS_LAID_OUT};
 use leasesim_protocol::sorted::SortedSet;
 use leasesim_protocol::{
     EffectOutcome, EntityId, Event, IdemKey, JobId, Msg, OperatorAction, Outcome, Token, WorkerName,
@@ -90,6 +90,13 @@ const HANDLER_EVENTS_MAX: usize = 64;
 /// Most trace events looked through, back from a lease reply, for the request it answers: the
 /// reference keeps 8 requests in flight, each at most a heartbeat period after the last.
 const REQUEST_EVENTS_MAX: usize = 1 << 16;
+
+/// The longest look-back of any walk in this module, in trace events.
+pub(crate) const LOOK_BACK_MAX: usize = if REQUEST_EVENTS_MAX > HANDLER_EVENTS_MAX {
+    REQUEST_EVENTS_MAX
+} else {
+    HANDLER_EVENTS_MAX
+};
 
 /// Job ids below this have their facts by position; the rest in a map.
 const NEAR: u32 = 4096;
@@ -565,9 +572,9 @@ impl Wire {
 /// Whether the node of trace event `i` journaled a note matching `pred` in the handler that
 /// produced the event: among its own notes and sends just before it at the same instant, back to
 /// the delivery that started the handler. The director's commands may come between them.
-pub(crate) fn journaled_here(trace: &Trace, i: usize, pred: impl Fn(&Event) -> bool) -> bool {
-    let e = &trace[i];
-    for p in trace[..i].iter().rev().take(HANDLER_EVENTS_MAX) {
+pub(crate) fn journaled_here(trace: Window<'_>, i: usize, pred: impl Fn(&Event) -> bool) -> bool {
+    let e = trace.at(i);
+    for p in trace.before(i).iter().rev().take(HANDLER_EVENTS_MAX) {
         if p.t != e.t {
             break;
         }
@@ -589,9 +596,9 @@ pub(crate) fn journaled_here(trace: &Trace, i: usize, pred: impl Fn(&Event) -> b
 
 /// The message whose delivery started the handler that produced trace event `i`, with its
 /// sender; `None` for a handler a timer started.
-pub(crate) fn delivered_here(trace: &Trace, i: usize) -> Option<(NodeId, Msg)> {
-    let e = &trace[i];
-    for p in trace[..i].iter().rev().take(HANDLER_EVENTS_MAX) {
+pub(crate) fn delivered_here(trace: Window<'_>, i: usize) -> Option<(NodeId, Msg)> {
+    let e = trace.at(i);
+    for p in trace.before(i).iter().rev().take(HANDLER_EVENTS_MAX) {
         if p.t != e.t {
             break;
         }
@@ -613,7 +620,7 @@ pub(crate) fn delivered_here(trace: &Trace, i: usize) -> Option<(NodeId, Msg)> {
 /// The true time and the holder's clock reading at which it sent the claim or heartbeat that
 /// the grant or renewal reply of (job, token) starting the handler of trace event `i` answers.
 pub(crate) fn request_answered_here(
-    trace: &Trace,
+    trace: Window<'_>,
     i: usize,
     job: JobId,
     token: Token,
@@ -636,10 +643,10 @@ pub(crate) fn request_answered_here(
         ) if j == job && t == token => req,
         _ => return None,
     };
-    let node = trace[i].node;
+    let node = trace.at(i).node;
     // Requests are numbered upwards by each process: going back, a lower number of the same
     // process means the request is not there; a crash or restart ends the process.
-    for p in trace[..i].iter().rev().take(REQUEST_EVENTS_MAX) {
+    for p in trace.before(i).iter().rev().take(REQUEST_EVENTS_MAX) {
         if p.node != node {
             continue;
         }

@@ -7,7 +7,8 @@
 //! the limits differ. The limits grow with the size, so a run always ends by itself and a row
 //! measures the simulator and the checkers, never a budget.
 
-use leasesim::run::{run_setup, Verdict};
+use leasesim::machines::Machines;
+use leasesim::run::{run_swept, Verdict};
 use leasesim::scenarios::story::Story;
 use leasesim::setup::{Setup, EVENT_BUDGET_MAX};
 use leasesim_protocol::{Nanos, OpId, Step, Variant, MILLI_NS, SECOND_NS};
@@ -105,7 +106,8 @@ pub fn scaling_setup(workers: usize, jobs: usize, seed: u64) -> Setup {
     s.finish()
 }
 
-/// One row of the table: `seeds` seeds of one size, run with [`run_setup`], and what they cost.
+/// One row of the table: `seeds` seeds of one size, run as a sweep runs them ([`run_swept`]), and
+/// what they cost.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ScaleRow {
     /// Workers.
@@ -139,10 +141,12 @@ pub fn measure(workers: usize, jobs: usize, seeds: u64) -> ScaleRow {
     let started = std::time::Instant::now();
     for seed in 1..=seeds {
         let setup = scaling_setup(workers, jobs, seed);
-        let r = run_setup(&setup, seed);
-        events += r.events;
-        trace_events += r.trace.len() as u64;
-        held &= r.verdict() == Verdict::Held;
+        // As a sweep runs it: judged as it goes, its storage handed to the next seed.
+        let swept = run_swept(&setup, seed, &Machines::variant(setup.variant));
+        events += swept.result.events;
+        trace_events += swept.recorded as u64;
+        held &= swept.result.verdict() == Verdict::Held;
+        leasesim::run::recycle(swept.result);
     }
     let seconds = started.elapsed().as_secs_f64();
     let per_s = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
@@ -190,7 +194,7 @@ pub fn default_seeds(workers: usize, jobs: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leasesim::run::RunResult;
+    use leasesim::run::{run_setup, RunResult};
     use leasesim::setup::WORKERS_MAX;
     use leasesim_protocol::{Event, JobState};
     use leasesim_sim::EventKind;
@@ -265,6 +269,53 @@ mod tests {
         );
         // Roughly in proportion to the jobs, not a constant cost.
         assert!(large.events > 5 * small.events);
+    }
+
+    /// A long run judged as it goes ([`run_swept`]) keeps a bounded part of its trace and is
+    /// judged as the whole run is: a held run keeps only its last events (the same ones), and a
+    /// run that did not hold comes back whole, for its report. Every variant, so that runs with
+    /// findings are compared too.
+    #[test]
+    fn a_long_run_judged_as_it_goes_keeps_a_bounded_trace() {
+        use leasesim::checkers::LOOK_BACK_EVENTS;
+        use leasesim::run::JUDGE_EVERY_EVENTS;
+        let (mut held, mut failed) = (0, 0);
+        for &variant in Variant::ALL {
+            let mut setup = scaling_setup(20, 6_000, 2);
+            setup.variant = variant;
+            let machines = Machines::variant(variant);
+            let whole = leasesim::run::run(&setup, 2, &machines);
+            let swept = run_swept(&setup, 2, &machines);
+            let what = |r: &RunResult| {
+                format!(
+                    "{:?} {} {}\n{:?}\n{:?}\n{:?}",
+                    r.end, r.end_ns, r.events, r.findings, r.hazards, r.skipped
+                )
+            };
+            assert_eq!(what(&swept.result), what(&whole), "{}", variant.name());
+            assert_eq!(swept.recorded, whole.trace.len());
+            assert!(
+                swept.result.trace[..] == whole.trace[swept.trace_from..],
+                "{}: the kept events are the trace's last ones",
+                variant.name()
+            );
+            if whole.verdict() == Verdict::Held {
+                held += 1;
+                assert!(
+                    swept.trace_from > 0
+                        && swept.result.trace.len()
+                            <= LOOK_BACK_EVENTS + 4 * JUDGE_EVERY_EVENTS as usize,
+                    "{}: {} of {} trace events kept",
+                    variant.name(),
+                    swept.result.trace.len(),
+                    whole.trace.len()
+                );
+            } else {
+                failed += 1;
+                assert_eq!(swept.trace_from, 0, "{}", variant.name());
+            }
+        }
+        assert!(held > 0 && failed > 0, "{held} held, {failed} did not");
     }
 
     #[test]
