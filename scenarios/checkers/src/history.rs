@@ -485,6 +485,33 @@ pub struct History {
     last: Option<(JobId, Token, u32)>,
     /// A lease store's waits on locks and aborted transactions.
     store: StoreCounts,
+    /// Per node (by id), the claims and heartbeats it sent and its crashes and restarts, within
+    /// the last [`REQUEST_EVENTS_MAX`] trace events, when they are logged
+    /// ([`History::log_requests`]).
+    requests: Vec<RequestMarks>,
+    /// Whether `requests` is kept: for a run judged as it goes, whose trace is not kept whole.
+    logs_requests: bool,
+}
+
+/// One node's [`RequestMark`]s, in trace order: those from `start` on may still be read.
+#[derive(Clone, Debug, Default)]
+struct RequestMarks {
+    marks: Vec<RequestMark>,
+    start: usize,
+}
+
+/// Most trace events looked through, back from a lease reply, for the request it answers: the
+/// reference keeps 8 requests in flight, each at most a heartbeat period after the last.
+pub(crate) const REQUEST_EVENTS_MAX: usize = 1 << 16;
+
+/// A claim or heartbeat a node sent (`req`), or the end of its process (`None`: a crash or a
+/// restart), at trace event `index`.
+#[derive(Copy, Clone, Debug)]
+struct RequestMark {
+    index: usize,
+    req: Option<u64>,
+    t_ns: u64,
+    local_ns: u64,
 }
 
 /// What a lease store's statements waited for and how many of its transactions it aborted
@@ -807,6 +834,11 @@ impl History {
         self.claimants.clear();
         self.last = None;
         self.store = StoreCounts::default();
+        for r in &mut self.requests {
+            r.marks.clear();
+            r.start = 0;
+        }
+        self.logs_requests = false;
     }
 
     /// Files trace event `i` into the history. Events are recorded in trace order, each
@@ -833,6 +865,76 @@ impl History {
             | EventKind::Release { .. }
             | EventKind::Lost { .. } => {}
         }
+    }
+
+    /// Logs from now on the claims and heartbeats sent ([`History::request`]), so that
+    /// [`History::request_sent`] answers (until the next [`History::clear`]).
+    pub(crate) fn log_requests(&mut self) {
+        self.logs_requests = true;
+    }
+
+    /// Whether the claims and heartbeats sent are logged ([`History::log_requests`]).
+    pub(crate) fn logs_requests(&self) -> bool {
+        self.logs_requests
+    }
+
+    /// Files claim or heartbeat `req` that `node` sent at trace event `index` (true time
+    /// `t_ns`, its clock reading `local_ns`), or with `req` `None` the end of its process (a crash
+    /// or a restart recorded as its own). Only the last [`REQUEST_EVENTS_MAX`] events' are kept.
+    #[inline]
+    pub(crate) fn request(
+        &mut self,
+        node: NodeId,
+        index: usize,
+        req: Option<u64>,
+        t_ns: u64,
+        local_ns: u64,
+    ) {
+        let n = node as usize;
+        if self.requests.len() <= n {
+            self.requests.resize_with(n + 1, RequestMarks::default);
+        }
+        let r = &mut self.requests[n];
+        r.marks.push(RequestMark {
+            index,
+            req,
+            t_ns,
+            local_ns,
+        });
+        // Marks no query can reach any more are passed over, and dropped once they are half
+        // the list: amortised constant work a mark.
+        if r.marks[r.start].index + REQUEST_EVENTS_MAX < index {
+            while r.marks[r.start].index + REQUEST_EVENTS_MAX < index {
+                r.start += 1;
+            }
+            if r.start * 2 >= r.marks.len() {
+                r.marks.drain(..r.start);
+                r.start = 0;
+            }
+        }
+    }
+
+    /// The true time and the clock reading at which `node` sent claim or heartbeat `req`, as
+    /// read back from trace event `i` through at most [`REQUEST_EVENTS_MAX`] events: its last
+    /// request numbered `req`, unless a lower number (requests are numbered upwards by each
+    /// process) or the end of its process comes after it.
+    pub(crate) fn request_sent(&self, node: NodeId, i: usize, req: u64) -> Option<(u64, u64)> {
+        let r = self.requests.get(node as usize)?;
+        for m in r.marks[r.start..].iter().rev() {
+            if m.index >= i {
+                continue;
+            }
+            if m.index + REQUEST_EVENTS_MAX < i {
+                return None;
+            }
+            match m.req {
+                Some(r) if r == req => return Some((m.t_ns, m.local_ns)),
+                Some(r) if r < req => return None,
+                Some(_) => {}
+                None => return None,
+            }
+        }
+        None
     }
 
     /// Files a message `from` sent to `to`. Inlined into the walk: most messages file nothing,

@@ -152,7 +152,7 @@ pub(crate) fn stated(
     out: &mut Judgement,
 ) -> bool {
     let node = e.node;
-    let sent = request_answered_here(cx.run.trace, cx.i, job, token);
+    let sent = request_answered_here(cx.run.trace, cx.history, cx.i, job, token);
     let late = sent.is_some_and(|(t, _)| e.t - t > 2 * cx.run.world.latency_max_ns);
     if late {
         out.hit(Hazard::LateLeaseReply);

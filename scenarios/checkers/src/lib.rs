@@ -331,7 +331,7 @@ pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
             },
             coordinator,
         };
-        walk(&run, state, SHORTCUTS.get(), &mut out, 0);
+        walk::<false>(&run, state, SHORTCUTS.get(), &mut out, 0);
         end(&run, state, &mut out);
     });
     out
@@ -363,6 +363,7 @@ impl Judging {
             .unwrap_or_else(State::boxed);
         let mut out = Judgement::default();
         let coordinator = begin(world, &mut state, &mut out);
+        state.history.log_requests();
         Judging {
             state: Some(state),
             out,
@@ -395,7 +396,7 @@ impl Judging {
             trace,
             coordinator: self.coordinator,
         };
-        walk(&run, state, self.shortcuts, &mut self.out, self.next);
+        walk::<true>(&run, state, self.shortcuts, &mut self.out, self.next);
         self.next = trace.end();
     }
 
@@ -447,7 +448,17 @@ fn begin(world: &World<'_>, state: &mut State, out: &mut Judgement) -> NodeId {
 
 /// Judges the trace events of `run` from index `from` to the end of its window.
 #[inline(always)]
-fn walk(run: &Run<'_>, state: &mut State, shortcuts: bool, out: &mut Judgement, from: usize) {
+///
+/// With `LOG` the history logs every claim and heartbeat sent, so that a lease reply finds its
+/// request without reading the trace back (`History::request_sent`): a run judged as it goes
+/// keeps too little of its trace for that. A whole trace is read back instead.
+fn walk<const LOG: bool>(
+    run: &Run<'_>,
+    state: &mut State,
+    shortcuts: bool,
+    out: &mut Judgement,
+    from: usize,
+) {
     let State {
         history,
         checkers,
@@ -477,6 +488,10 @@ fn walk(run: &Run<'_>, state: &mut State, shortcuts: bool, out: &mut Judgement, 
         // here, without a call (see `quiet_send` and `quiet_delivery`).
         match &e.kind {
             EventKind::Send { to, msg, fate, .. } => {
+                // Whatever its fate: a lease reply's request is looked up by its number.
+                if let (true, Msg::Claim { req, .. } | Msg::Heartbeat { req, .. }) = (LOG, *msg) {
+                    walk.history.request(e.node, i, Some(req), e.t, e.local);
+                }
                 if let Fate::Deliver { delay_ns } = *fate {
                     if shortcuts && delay_ns <= latency_max_ns {
                         if quiet_send(msg) {
@@ -519,7 +534,12 @@ fn walk(run: &Run<'_>, state: &mut State, shortcuts: bool, out: &mut Judgement, 
                 walk.delivered(i, e, msg);
             }
             EventKind::Note { note } => walk.note(i, e, note),
-            EventKind::Fault { command } => walk.fault(i, e, command),
+            EventKind::Fault { command } => {
+                if let (true, Command::Crash { .. } | Command::Restart { .. }) = (LOG, command) {
+                    walk.history.request(e.node, i, None, e.t, e.local);
+                }
+                walk.fault(i, e, command)
+            }
             EventKind::Release { .. } => walk.models.faults.released(coordinator, e.node, e.t),
             EventKind::Lost { .. } => {}
         }

@@ -30,7 +30,7 @@
 
 use crate::groups::Groups;
 use crate::hazard::Hazard;
-use crate::history::History;
+use crate::history::{History, REQUEST_EVENTS_MAX};
 use crate::{Cx, Ev, Judgement, Role, Window, JOBS_LAID_OUT};
 use leasesim_protocol::sorted::SortedSet;
 use leasesim_protocol::{
@@ -87,16 +87,9 @@ pub(crate) enum Said {
 /// notes and sends a few messages, and the director's commands come between them.
 const HANDLER_EVENTS_MAX: usize = 64;
 
-/// Most trace events looked through, back from a lease reply, for the request it answers: the
-/// reference keeps 8 requests in flight, each at most a heartbeat period after the last.
-const REQUEST_EVENTS_MAX: usize = 1 << 16;
-
-/// The longest look-back of any walk in this module, in trace events.
-pub(crate) const LOOK_BACK_MAX: usize = if REQUEST_EVENTS_MAX > HANDLER_EVENTS_MAX {
-    REQUEST_EVENTS_MAX
-} else {
-    HANDLER_EVENTS_MAX
-};
+/// The longest look-back of any walk in this module, in trace events, in a run judged as it goes
+/// (a lease reply's request is found through the history there: `History::request_sent`).
+pub(crate) const LOOK_BACK_MAX: usize = HANDLER_EVENTS_MAX;
 
 /// Job ids below this have their facts by position; the rest in a map.
 const NEAR: u32 = 4096;
@@ -621,6 +614,7 @@ pub(crate) fn delivered_here(trace: Window<'_>, i: usize) -> Option<(NodeId, Msg
 /// the grant or renewal reply of (job, token) starting the handler of trace event `i` answers.
 pub(crate) fn request_answered_here(
     trace: Window<'_>,
+    history: &History,
     i: usize,
     job: JobId,
     token: Token,
@@ -644,6 +638,9 @@ pub(crate) fn request_answered_here(
         _ => return None,
     };
     let node = trace.at(i).node;
+    if history.logs_requests() {
+        return history.request_sent(node, i, req);
+    }
     // Requests are numbered upwards by each process: going back, a lower number of the same
     // process means the request is not there; a crash or restart ends the process.
     for p in trace.before(i).iter().rev().take(REQUEST_EVENTS_MAX) {
