@@ -765,8 +765,9 @@ impl<P: Process> Sim<P> {
 
     /// Drops the recorded events before trace index `keep_from`, except those the simulator
     /// still reads: the sends of messages queued for delivery, held, or waiting for a paused
-    /// node, and every event after the earliest of them. Trace indices keep their meaning (a
-    /// caller reads event `i` at `trace()[i - trace_base()]`). Returns the new base.
+    /// node, and every event after the earliest of them. Nothing is dropped until at least half
+    /// the events held can go. Trace indices keep their meaning (a caller reads event `i` at
+    /// `trace()[i - trace_base()]`). Returns the new base.
     ///
     /// A host that judges a run as it goes calls this between [`Sim::run_until`] calls, so
     /// that a long run's memory stays bounded by the events it has not judged yet. The run
@@ -787,7 +788,10 @@ impl<P: Process> Sim<P> {
                 keep = keep.min(base + send);
             }
         }
-        if keep > self.base {
+        // Dropped only once at least half the events held can go, so that moving the rest costs
+        // at most one move per event dropped (a message held for long keeps its send and
+        // everything after it).
+        if keep > self.base && (keep - self.base) * 2 >= self.trace.len() {
             // The simulator's own references are positions in `trace`: moved with the events.
             let dropped = keep - self.base;
             self.trace.drain(..dropped);

@@ -489,8 +489,10 @@ fn walk<const LOG: bool>(
         match &e.kind {
             EventKind::Send { to, msg, fate, .. } => {
                 // Whatever its fate: a lease reply's request is looked up by its number.
-                if let (true, Msg::Claim { req, .. } | Msg::Heartbeat { req, .. }) = (LOG, *msg) {
-                    walk.history.request(e.node, i, Some(req), e.t, e.local);
+                if LOG {
+                    if let Msg::Claim { req, .. } | Msg::Heartbeat { req, .. } = *msg {
+                        walk.history.request(e.node, i, Some(req), e.t, e.local);
+                    }
                 }
                 if let Fate::Deliver { delay_ns } = *fate {
                     if shortcuts && delay_ns <= latency_max_ns {
@@ -535,8 +537,10 @@ fn walk<const LOG: bool>(
             }
             EventKind::Note { note } => walk.note(i, e, note),
             EventKind::Fault { command } => {
-                if let (true, Command::Crash { .. } | Command::Restart { .. }) = (LOG, command) {
-                    walk.history.request(e.node, i, None, e.t, e.local);
+                if LOG {
+                    if let Command::Crash { .. } | Command::Restart { .. } = command {
+                        walk.history.request(e.node, i, None, e.t, e.local);
+                    }
                 }
                 walk.fault(i, e, command)
             }
