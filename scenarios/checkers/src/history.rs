@@ -880,7 +880,7 @@ impl History {
 
     /// Files claim or heartbeat `req` that `node` sent at trace event `index` (true time
     /// `t_ns`, its clock reading `local_ns`), or with `req` `None` the end of its process (a crash
-    /// or a restart recorded as its own). Only the last [`REQUEST_EVENTS_MAX`] events' are kept.
+    /// or a restart recorded as its own). [`History::forget_requests`] drops the old ones.
     #[inline]
     pub(crate) fn request(
         &mut self,
@@ -894,17 +894,24 @@ impl History {
         if self.requests.len() <= n {
             self.requests.resize_with(n + 1, RequestMarks::default);
         }
-        let r = &mut self.requests[n];
-        r.marks.push(RequestMark {
+        self.requests[n].marks.push(RequestMark {
             index,
             req,
             t_ns,
             local_ns,
         });
-        // Marks no query can reach any more are passed over, and dropped once they are half
-        // the list: amortised constant work a mark.
-        if r.marks[r.start].index + REQUEST_EVENTS_MAX < index {
-            while r.marks[r.start].index + REQUEST_EVENTS_MAX < index {
+    }
+
+    /// Forgets the logged requests that no query from trace event `next` on can reach. Marks
+    /// are passed over, and dropped once they are half a node's list: amortised constant work
+    /// a mark, however often this is called.
+    pub(crate) fn forget_requests(&mut self, next: usize) {
+        for r in &mut self.requests {
+            while r
+                .marks
+                .get(r.start)
+                .is_some_and(|m| m.index + REQUEST_EVENTS_MAX < next)
+            {
                 r.start += 1;
             }
             if r.start * 2 >= r.marks.len() {

@@ -398,6 +398,7 @@ impl Judging {
         };
         walk::<true>(&run, state, self.shortcuts, &mut self.out, self.next);
         self.next = trace.end();
+        state.history.forget_requests(self.next);
     }
 
     /// The first trace event a later walk may read: those before it may be dropped.
