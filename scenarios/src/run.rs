@@ -4,6 +4,7 @@ use crate::hazard::Hazards;
 use crate::machines::Machines;
 use crate::plan::PlanDirector;
 use crate::setup::{NodeInfo, Role, Setup};
+use crate::world::Node;
 use leasesim_checkers::{self as oracle, Skipped, World};
 use leasesim_protocol::{Event, Finding, Msg};
 use leasesim_sim::{stable_hash, Buffers, Clock, End, Sim, TraceEvent, WORLD};
@@ -168,7 +169,7 @@ pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
 /// host (a peer that does not exist, output without end) or panics ends the run with
 /// `End::ProcessFault` and [`RunResult::machine_fault`] naming it; the process goes on.
 pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
-    run_judged(setup, seed, machines, u64::MAX).result
+    run_judged(setup, seed, machines, u64::MAX, &mut Kept::default())
 }
 
 /// How many events a sweep's run processes between two walks of the checkers over what it
@@ -195,11 +196,16 @@ pub struct Swept {
 /// trace, comes back whole: a long run that did not hold is run again with its whole trace, for
 /// its report and its replay (the same run: a run is a function of its setup and seed).
 pub fn run_swept(setup: &Setup, seed: u64, machines: &Machines) -> Swept {
-    let swept = run_judged(setup, seed, machines, JUDGE_EVERY_EVENTS);
-    if swept.trace_from == 0 || swept.result.verdict() == Verdict::Held {
-        return swept;
+    let mut kept = Kept::default();
+    let result = run_judged(setup, seed, machines, JUDGE_EVERY_EVENTS, &mut kept);
+    if kept.trace_from == 0 || result.verdict() == Verdict::Held {
+        return Swept {
+            result,
+            trace_from: kept.trace_from,
+            recorded: kept.recorded,
+        };
     }
-    recycle(swept.result);
+    recycle(result);
     let result = run(setup, seed, machines);
     Swept {
         recorded: result.trace.len(),
@@ -210,7 +216,13 @@ pub fn run_swept(setup: &Setup, seed: u64, machines: &Machines) -> Swept {
 
 /// Runs and judges a setup, walking the checkers over the trace every `judge_every` events
 /// (and at the end) and dropping what they will not read again.
-fn run_judged(setup: &Setup, seed: u64, machines: &Machines, judge_every: u64) -> Swept {
+fn run_judged(
+    setup: &Setup,
+    seed: u64,
+    machines: &Machines,
+    judge_every: u64,
+    kept: &mut Kept,
+) -> RunResult {
     let built = catch_unwind(AssertUnwindSafe(|| setup.build_nodes(seed, machines)));
     let nodes = match built {
         Ok(nodes) => nodes,
@@ -221,11 +233,7 @@ fn run_judged(setup: &Setup, seed: u64, machines: &Machines, judge_every: u64) -
                 machines.name(),
                 panic_text(&panic)
             ));
-            return Swept {
-                result: r,
-                trace_from: 0,
-                recorded: 0,
-            };
+            return r;
         }
     };
     let buffers = BUFFERS.with_borrow_mut(std::mem::take);
@@ -235,22 +243,17 @@ fn run_judged(setup: &Setup, seed: u64, machines: &Machines, judge_every: u64) -
     for c in director.initial_commands(setup.heal_at_ns) {
         sim.command(c);
     }
-    let (nodes, op_names) = names_of(setup);
-    let clocks = clocks_of(setup, nodes.len());
-    // The run's end is read only when the judging finishes.
-    let mut world = world_of(setup, &nodes, &op_names, &clocks, End::Idle, 0);
-    // Judged in parts only once the run pauses: a short run is judged whole, at its end.
-    let mut judging: Option<oracle::Judging> = None;
+    // Judged in parts only once the run pauses: a run shorter than a pause is judged whole at
+    // its end, as `judge` judges any engine's trace.
+    let mut parts: Option<Parts> = None;
     // Bounded: each pass processes at least one event, up to the event budget.
     let (end, fault) = loop {
         let pause_at = sim.events().saturating_add(judge_every);
         match catch_unwind(AssertUnwindSafe(|| sim.run_until(&mut director, pause_at))) {
             Ok(Some(end)) => break (end, sim.fault().cloned()),
-            Ok(None) => {
-                let judging = judging.get_or_insert_with(|| oracle::Judging::start(&world));
-                judging.walk(&world, sim.trace(), sim.trace_base());
-                sim.compact(judging.keep_from());
-            }
+            Ok(None) => parts
+                .get_or_insert_with(|| Parts::start(setup))
+                .walk(setup, &mut sim),
             Err(panic) => {
                 break (
                     End::ProcessFault,
@@ -263,32 +266,19 @@ fn run_judged(setup: &Setup, seed: u64, machines: &Machines, judge_every: u64) -
         }
     };
     let (end_ns, events, trace_from) = (sim.now(), sim.events(), sim.trace_base());
-    let (trace, buffers, kept) = sim.finish_with_nodes();
-    crate::world::keep_nodes(kept);
+    let (trace, buffers, nodes) = sim.finish_with_nodes();
+    crate::world::keep_nodes(nodes);
     BUFFERS.with_borrow_mut(|b| *b = buffers);
     DIRECTOR.with_borrow_mut(|d| *d = Some(director));
-    world.end = end;
-    world.end_ns = end_ns;
-    let judgement = match judging {
-        Some(judging) => judging.finish(&world, &trace, trace_from),
-        None => oracle::check(&world, &trace),
+    *kept = Kept {
+        trace_from,
+        recorded: trace_from + trace.len(),
     };
-    CLOCKS.with_borrow_mut(|c| *c = clocks);
-    let recorded = trace_from + trace.len();
-    let mut r = RunResult {
-        seed,
-        nodes: nodes.clone(),
-        op_names: op_names.clone(),
-        trace,
-        end,
-        end_ns,
-        events,
-        findings: judgement.findings,
-        hazards: judgement.hazards,
-        machine_fault: None,
-        skipped: judgement.skipped,
-        statements: machines.statements_shared(),
+    let mut r = match parts {
+        None => judge(setup, seed, trace, end, end_ns, events),
+        Some(p) => p.finish(setup, seed, trace, trace_from, end, end_ns, events),
     };
+    r.statements = machines.statements_shared();
     r.machine_fault = fault.map(|(node, reason)| {
         let info = r.nodes.get(node as usize);
         let part = match info.map(|n| &n.role) {
@@ -302,10 +292,96 @@ fn run_judged(setup: &Setup, seed: u64, machines: &Machines, judge_every: u64) -
             info.map_or("the simulator", |n| n.name.as_str())
         )
     });
-    Swept {
-        result: r,
-        trace_from,
-        recorded,
+    r
+}
+
+/// How much of its trace a run kept ([`Swept`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Kept {
+    trace_from: usize,
+    recorded: usize,
+}
+
+/// A run judged in parts: its world's names and clocks, and the judging.
+struct Parts {
+    nodes: Arc<[NodeInfo]>,
+    op_names: Arc<[String]>,
+    clocks: Vec<Clock>,
+    judging: oracle::Judging,
+}
+
+impl Parts {
+    #[cold]
+    #[inline(never)]
+    fn start(setup: &Setup) -> Parts {
+        let (nodes, op_names) = names_of(setup);
+        let clocks = clocks_of(setup, nodes.len());
+        let judging =
+            oracle::Judging::start(&world_of(setup, &nodes, &op_names, &clocks, End::Idle, 0));
+        Parts {
+            nodes,
+            op_names,
+            clocks,
+            judging,
+        }
+    }
+
+    /// Judges what the paused run recorded since the last walk, and drops what no walk will
+    /// read again.
+    #[cold]
+    #[inline(never)]
+    fn walk(&mut self, setup: &Setup, sim: &mut Sim<Node>) {
+        // The run's end is read only when the judging finishes.
+        let world = world_of(
+            setup,
+            &self.nodes,
+            &self.op_names,
+            &self.clocks,
+            End::Idle,
+            0,
+        );
+        self.judging.walk(&world, sim.trace(), sim.trace_base());
+        sim.compact(self.judging.keep_from());
+    }
+
+    /// The result: the rest of the trace judged, then the run's end.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn finish(
+        self,
+        setup: &Setup,
+        seed: u64,
+        trace: Vec<TraceEvent<Msg, Event>>,
+        trace_from: usize,
+        end: End,
+        end_ns: u64,
+        events: u64,
+    ) -> RunResult {
+        let world = world_of(
+            setup,
+            &self.nodes,
+            &self.op_names,
+            &self.clocks,
+            end,
+            end_ns,
+        );
+        let judgement = self.judging.finish(&world, &trace, trace_from);
+        CLOCKS.with_borrow_mut(|c| *c = self.clocks);
+        RunResult {
+            seed,
+            nodes: self.nodes,
+            op_names: self.op_names,
+            trace,
+            end,
+            end_ns,
+            events,
+            findings: judgement.findings,
+            hazards: judgement.hazards,
+            machine_fault: None,
+            skipped: judgement.skipped,
+            statements: no_statements(),
+        }
     }
 }
 
@@ -494,7 +570,13 @@ mod tests {
                     let setup = (def.build)(seed, variant);
                     let machines = Machines::variant(variant);
                     let whole = run(&setup, seed, &machines);
-                    let parts = run_judged(&setup, seed, &machines, 5);
+                    let mut kept = Kept::default();
+                    let result = run_judged(&setup, seed, &machines, 5, &mut kept);
+                    let parts = Swept {
+                        result,
+                        trace_from: kept.trace_from,
+                        recorded: kept.recorded,
+                    };
                     let what = |r: &RunResult| {
                         format!(
                             "{:?} {} {}\n{:?}\n{:?}\n{:?}",
