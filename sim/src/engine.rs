@@ -928,6 +928,9 @@ impl<P: Process> Sim<P> {
     /// [`Sim::run`], pausing once `pause_at` events in all were processed: `None` then, and the
     /// next call goes on exactly where this one stopped (the same run, event for event, as one
     /// call to [`Sim::run`]). The first call starts the processes.
+    // Kept out of its caller: inlined into a host's run loop, the event loop compiled to code
+    // that ran a w1-w2 sweep 5% slower for the same instructions (measured side by side).
+    #[inline(never)]
     pub fn run_until<D: Director<P>>(&mut self, director: &mut D, pause_at: u64) -> Option<End> {
         if !self.started {
             self.started = true;
