@@ -143,6 +143,31 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// The result of a run (its end, true time at the end, events) judged as `judgement`, with
+    /// no machine fault and no statements yet.
+    fn judged(
+        seed: u64,
+        (nodes, op_names): Names,
+        trace: Vec<TraceEvent<Msg, Event>>,
+        (end, end_ns, events): (End, u64, u64),
+        judgement: oracle::Judgement,
+    ) -> RunResult {
+        RunResult {
+            seed,
+            nodes,
+            op_names,
+            trace,
+            end,
+            end_ns,
+            events,
+            findings: judgement.findings,
+            hazards: judgement.hazards,
+            machine_fault: None,
+            skipped: judgement.skipped,
+            statements: no_statements(),
+        }
+    }
+
     /// The verdict.
     pub fn verdict(&self) -> Verdict {
         if !self.findings.is_empty() {
@@ -190,8 +215,8 @@ pub struct Swept {
 
 /// [`run`] as a sweep runs it: the checkers judge the trace as the run goes, every
 /// [`JUDGE_EVERY_EVENTS`] events, and the events no checker and no message in flight will read
-/// again are dropped, so a long run's memory stays bounded (about
-/// [`leasesim_checkers::LOOK_BACK_EVENTS`] events of trace) instead of growing with its length.
+/// again are dropped, so a long run's trace stays within about two pauses' worth of events (more
+/// only while a message is held) instead of growing with its length.
 /// The judgement is the one [`run`] makes. A run that did not hold, or did not drop any of its
 /// trace, comes back whole: a long run that did not hold is run again with its whole trace, for
 /// its report and its replay (the same run: a run is a function of its setup and seed).
@@ -368,20 +393,8 @@ impl Parts {
         );
         let judgement = self.judging.finish(&world, &trace, trace_from);
         CLOCKS.with_borrow_mut(|c| *c = self.clocks);
-        RunResult {
-            seed,
-            nodes: self.nodes,
-            op_names: self.op_names,
-            trace,
-            end,
-            end_ns,
-            events,
-            findings: judgement.findings,
-            hazards: judgement.hazards,
-            machine_fault: None,
-            skipped: judgement.skipped,
-            statements: no_statements(),
-        }
+        let names = (self.nodes, self.op_names);
+        RunResult::judged(seed, names, trace, (end, end_ns, events), judgement)
     }
 }
 
@@ -408,20 +421,8 @@ pub fn judge(
     let world = world_of(setup, &nodes, &op_names, &clocks, end, end_ns);
     let judgement = oracle::check(&world, &trace);
     CLOCKS.with_borrow_mut(|c| *c = clocks);
-    RunResult {
-        seed,
-        nodes,
-        op_names,
-        trace,
-        end,
-        end_ns,
-        events,
-        findings: judgement.findings,
-        hazards: judgement.hazards,
-        machine_fault: None,
-        skipped: judgement.skipped,
-        statements: no_statements(),
-    }
+    let names = (nodes, op_names);
+    RunResult::judged(seed, names, trace, (end, end_ns, events), judgement)
 }
 
 /// The clocks the checkers read, by node (this thread's storage, to be given back): they map a

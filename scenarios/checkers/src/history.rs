@@ -1634,6 +1634,8 @@ impl History {
         let mut k = self.attempts.get(a).jeopardy.first;
         while k != NONE {
             let (s, next) = &mut self.spans.items[k as usize];
+            // A span began at or before `i`: the walk files events in order (and a trace's
+            // times never go back, so it began no later in time either).
             if s.to.is_none() && s.from <= i {
                 s.to = Some(i);
             }

@@ -448,11 +448,11 @@ fn begin(world: &World<'_>, state: &mut State, out: &mut Judgement) -> NodeId {
 }
 
 /// Judges the trace events of `run` from index `from` to the end of its window.
-#[inline(always)]
 ///
 /// With `LOG` the history logs every claim and heartbeat sent, so that a lease reply finds its
 /// request without reading the trace back (`History::request_sent`): a run judged as it goes
 /// keeps too little of its trace for that. A whole trace is read back instead.
+#[inline(always)]
 fn walk<const LOG: bool>(
     run: &Run<'_>,
     state: &mut State,
