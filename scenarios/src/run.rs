@@ -194,7 +194,7 @@ pub fn run_setup(setup: &Setup, seed: u64) -> RunResult {
 /// host (a peer that does not exist, output without end) or panics ends the run with
 /// `End::ProcessFault` and [`RunResult::machine_fault`] naming it; the process goes on.
 pub fn run(setup: &Setup, seed: u64, machines: &Machines) -> RunResult {
-    run_judged(setup, seed, machines, u64::MAX, &mut Kept::default())
+    run_judged(setup, seed, machines, u64::MAX, &mut 0)
 }
 
 /// How many events a sweep's run processes between two walks of the checkers over what it
@@ -209,8 +209,13 @@ pub struct Swept {
     pub result: RunResult,
     /// The trace index of `result.trace[0]`: 0 when the trace is whole.
     pub trace_from: usize,
-    /// Trace events recorded in all.
-    pub recorded: usize,
+}
+
+impl Swept {
+    /// Trace events recorded in all, those dropped included.
+    pub fn recorded(&self) -> usize {
+        self.trace_from + self.result.trace.len()
+    }
 }
 
 /// [`run`] as a sweep runs it: the checkers judge the trace as the run goes, every
@@ -221,32 +226,27 @@ pub struct Swept {
 /// trace, comes back whole: a long run that did not hold is run again with its whole trace, for
 /// its report and its replay (the same run: a run is a function of its setup and seed).
 pub fn run_swept(setup: &Setup, seed: u64, machines: &Machines) -> Swept {
-    let mut kept = Kept::default();
-    let result = run_judged(setup, seed, machines, JUDGE_EVERY_EVENTS, &mut kept);
-    if kept.trace_from == 0 || result.verdict() == Verdict::Held {
-        return Swept {
-            result,
-            trace_from: kept.trace_from,
-            recorded: kept.recorded,
-        };
+    let mut trace_from = 0;
+    let result = run_judged(setup, seed, machines, JUDGE_EVERY_EVENTS, &mut trace_from);
+    if trace_from == 0 || result.verdict() == Verdict::Held {
+        return Swept { result, trace_from };
     }
     recycle(result);
-    let result = run(setup, seed, machines);
     Swept {
-        recorded: result.trace.len(),
+        result: run(setup, seed, machines),
         trace_from: 0,
-        result,
     }
 }
 
 /// Runs and judges a setup, walking the checkers over the trace every `judge_every` events
-/// (and at the end) and dropping what they will not read again.
+/// (and at the end) and dropping what they will not read again; `trace_from` is set to the trace
+/// index of the result's first trace event.
 fn run_judged(
     setup: &Setup,
     seed: u64,
     machines: &Machines,
     judge_every: u64,
-    kept: &mut Kept,
+    trace_from: &mut usize,
 ) -> RunResult {
     let built = catch_unwind(AssertUnwindSafe(|| setup.build_nodes(seed, machines)));
     let nodes = match built {
@@ -290,18 +290,15 @@ fn run_judged(
             }
         }
     };
-    let (end_ns, events, trace_from) = (sim.now(), sim.events(), sim.trace_base());
+    let (end_ns, events, from) = (sim.now(), sim.events(), sim.trace_base());
     let (trace, buffers, nodes) = sim.finish_with_nodes();
     crate::world::keep_nodes(nodes);
     BUFFERS.with_borrow_mut(|b| *b = buffers);
     DIRECTOR.with_borrow_mut(|d| *d = Some(director));
-    *kept = Kept {
-        trace_from,
-        recorded: trace_from + trace.len(),
-    };
+    *trace_from = from;
     let mut r = match parts {
         None => judge(setup, seed, trace, end, end_ns, events),
-        Some(p) => p.finish(setup, seed, trace, trace_from, end, end_ns, events),
+        Some(p) => p.finish(setup, seed, trace, from, end, end_ns, events),
     };
     r.statements = machines.statements_shared();
     r.machine_fault = fault.map(|(node, reason)| {
@@ -318,13 +315,6 @@ fn run_judged(
         )
     });
     r
-}
-
-/// How much of its trace a run kept ([`Swept`]).
-#[derive(Clone, Copy, Debug, Default)]
-struct Kept {
-    trace_from: usize,
-    recorded: usize,
 }
 
 /// A run judged in parts: its world's names and clocks, and the judging.
@@ -571,20 +561,16 @@ mod tests {
                     let setup = (def.build)(seed, variant);
                     let machines = Machines::variant(variant);
                     let whole = run(&setup, seed, &machines);
-                    let mut kept = Kept::default();
-                    let result = run_judged(&setup, seed, &machines, 5, &mut kept);
-                    let parts = Swept {
-                        result,
-                        trace_from: kept.trace_from,
-                        recorded: kept.recorded,
-                    };
+                    let mut trace_from = 0;
+                    let result = run_judged(&setup, seed, &machines, 5, &mut trace_from);
+                    let parts = Swept { result, trace_from };
                     let what = |r: &RunResult| {
                         format!(
                             "{:?} {} {}\n{:?}\n{:?}\n{:?}",
                             r.end, r.end_ns, r.events, r.findings, r.hazards, r.skipped
                         )
                     };
-                    assert_eq!(parts.recorded, whole.trace.len());
+                    assert_eq!(parts.recorded(), whole.trace.len());
                     assert!(
                         parts.result.trace[..] == whole.trace[parts.trace_from..],
                         "{} --variant {} seed {seed}: the events kept are the trace's last",

@@ -576,7 +576,8 @@ fn judge_seed(
         (r, recorded)
     } else {
         let swept = crate::run::run_swept(setup, seed, &config.machines);
-        (swept.result, swept.recorded)
+        let recorded = swept.recorded();
+        (swept.result, recorded)
     };
     local.events += r.events;
     local.trace_events += recorded as u64;

@@ -144,7 +144,7 @@ pub fn measure(workers: usize, jobs: usize, seeds: u64) -> ScaleRow {
         // As a sweep runs it: judged as it goes, its storage handed to the next seed.
         let swept = run_swept(&setup, seed, &Machines::variant(setup.variant));
         events += swept.result.events;
-        trace_events += swept.recorded as u64;
+        trace_events += swept.recorded() as u64;
         held &= swept.result.verdict() == Verdict::Held;
         leasesim::run::recycle(swept.result);
     }
@@ -293,7 +293,7 @@ mod tests {
                 )
             };
             assert_eq!(what(&swept.result), what(&whole), "{}", variant.name());
-            assert_eq!(swept.recorded, whole.trace.len());
+            assert_eq!(swept.recorded(), whole.trace.len());
             assert!(
                 swept.result.trace[..] == whole.trace[swept.trace_from..],
                 "{}: the kept events are the trace's last ones",
