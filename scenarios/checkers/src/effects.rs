@@ -24,6 +24,8 @@ impl Effects {
     /// Forgets every effect admitted, keeping the storage for the next run of `jobs` jobs.
     pub(crate) fn clear(&mut self, jobs: usize) {
         self.marks.clear();
+        // A run's entities are about as many as its jobs.
+        self.marks.expect(jobs);
         self.applied.clear();
         self.applied.lay_out(jobs);
     }

@@ -39,7 +39,7 @@
 //! assert_eq!(lease.ended(), None);
 //! ```
 
-use crate::Trace;
+use crate::{NearIds, Trace};
 use leasesim_protocol::{
     ClassId, EffectOutcome, EntityId, Event, GrantReason, IdemKey, JobId, JobState, Msg,
     OperatorAction, Outcome, RefusalReason, Token, ToolFaultKind, WorkerName,
@@ -446,16 +446,15 @@ struct Claim {
     attempt: u32,
 }
 
-/// Job ids below this are found by position; the rest through a map.
-const NEAR: u32 = 4096;
-
 /// The lease history of one run; see the module's documentation.
 #[derive(Clone, Debug, Default)]
 pub struct History {
     jobs: Vec<JobCore>,
-    /// Job id -> position in `jobs` + 1 (0 for none), for the small ids every run uses.
+    /// The job ids found by position ([`NearIds`]); the rest through `job_far`.
+    near_ids: NearIds,
+    /// Job id -> position in `jobs` + 1 (0 for none), for the ids of `near_ids`.
     job_near: Vec<u32>,
-    /// Job id -> position in `jobs`, for ids from `NEAR` up.
+    /// Job id -> position in `jobs`, for the other ids.
     job_far: BTreeMap<JobId, usize>,
     leases: Arena<LeaseCore>,
     attempts: Arena<AttemptCore>,
@@ -806,8 +805,9 @@ impl History {
         h
     }
 
-    /// Empties the history and keeps its storage.
-    pub(crate) fn clear(&mut self) {
+    /// Empties the history for a run of `jobs` jobs, and keeps its storage.
+    pub(crate) fn clear(&mut self, jobs: usize) {
+        self.near_ids = NearIds::for_jobs(jobs);
         self.jobs.clear();
         self.job_near.clear();
         if !self.job_far.is_empty() {
@@ -1076,7 +1076,7 @@ impl History {
     fn job_pos(&self, job: JobId) -> Option<usize> {
         match self.job_near.get(job.0 as usize) {
             Some(&k) => (k > 0).then(|| k as usize - 1),
-            None if job.0 < NEAR => None,
+            None if self.near_ids.holds(job.0) => None,
             None => self.job_far.get(&job).copied(),
         }
     }
@@ -1106,7 +1106,7 @@ impl History {
             leases: Thread::default(),
             failed: Thread::default(),
         });
-        if job.0 < NEAR {
+        if self.near_ids.holds(job.0) {
             let i = job.0 as usize;
             if self.job_near.len() <= i {
                 self.job_near.resize(i + 1, 0);
@@ -1640,6 +1640,32 @@ impl History {
                 s.to = Some(i);
             }
             k = *next;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job keeps one position in the history whether its id is found by position or through
+    /// the map ([`NearIds`]), in a run of 10 jobs and of 100,000.
+    #[test]
+    fn jobs_by_position_and_through_the_map_keep_their_place() {
+        let ids = [0u32, 9, 4_095, 4_096, 70_000, u32::MAX];
+        let mut h = History::default();
+        for jobs in [10, 100_000] {
+            h.clear(jobs);
+            let slots: Vec<usize> = ids.iter().map(|&id| h.job_slot(JobId(id))).collect();
+            assert_eq!(slots, (0..ids.len()).collect::<Vec<_>>(), "{jobs} jobs");
+            for (&id, &k) in ids.iter().zip(&slots) {
+                assert_eq!(h.job_pos(JobId(id)), Some(k), "{jobs} jobs");
+                assert_eq!(h.job_slot(JobId(id)), k, "{jobs} jobs");
+                assert_eq!(h.jobs[k].job, JobId(id));
+            }
+            for unnamed in [1u32, 4_097, 80_000, u32::MAX - 1] {
+                assert_eq!(h.job_pos(JobId(unnamed)), None, "{jobs} jobs");
+            }
         }
     }
 }

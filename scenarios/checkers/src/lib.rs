@@ -311,6 +311,49 @@ pub fn without_shortcuts<R>(f: impl FnOnce() -> R) -> R {
 /// the rest as it names them.
 pub(crate) const JOBS_LAID_OUT: usize = 512;
 
+/// The ids (of jobs, or of entities) the checkers' per-run tables find by position rather than
+/// through a map: every id below twice the run's number of jobs (a run's job ids are mostly the
+/// dense ones from 0), and never fewer than 4,096 nor more than 2^20 of them. Bounded below, so
+/// that a run with a few sparse ids still finds the small ones without a search, and above, so
+/// that a table laid out by position is at most twice the size of the run's jobs and one large
+/// id cannot make a table of every id below it. A run with tens of thousands of jobs then finds
+/// each by position: through a map, each lookup cost a search that grew with the number of jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NearIds(u32);
+
+impl NearIds {
+    /// The fewest ids found by position.
+    const MIN: u32 = 4096;
+    /// The most ids found by position.
+    const MAX: u32 = 1 << 20;
+
+    /// The ids found by position in a run of `jobs` jobs.
+    pub(crate) fn for_jobs(jobs: usize) -> NearIds {
+        NearIds(
+            jobs.saturating_mul(2)
+                .clamp(Self::MIN as usize, Self::MAX as usize) as u32,
+        )
+    }
+
+    /// Whether `id` is found by position.
+    #[inline(always)]
+    pub(crate) fn holds(self, id: u32) -> bool {
+        id < self.0
+    }
+
+    /// How many ids are found by position.
+    pub(crate) fn len(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl Default for NearIds {
+    /// The fewest: what a table not told the run's number of jobs uses.
+    fn default() -> Self {
+        NearIds(Self::MIN)
+    }
+}
+
 /// Room reserved for each kind of record of the per-thread history: above the usual threshold
 /// (128 KiB) at which an allocator gives a block pages of its own.
 const HISTORY_ROOM_BYTES: usize = 256 * 1024;
@@ -436,7 +479,7 @@ fn begin(world: &World<'_>, state: &mut State, out: &mut Judgement) -> NodeId {
         checkers,
         models,
     } = state;
-    history.clear();
+    history.clear(world.jobs);
     checkers.clear(world.nodes.len(), world.jobs);
     models.table.clear(world.jobs);
     models.faults.start(world, out);

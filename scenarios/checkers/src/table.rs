@@ -14,7 +14,7 @@
 
 use crate::hazard::{Hazard, Hazards};
 use crate::wire::Said;
-use crate::{Ev, JOBS_LAID_OUT};
+use crate::{Ev, NearIds, JOBS_LAID_OUT};
 use leasesim_protocol::{Event, JobId, JobState, OperatorAction, Token, WorkerName};
 use leasesim_sim::Clock;
 use std::collections::BTreeMap;
@@ -57,13 +57,12 @@ pub(crate) enum RenewalFault {
     Expired,
 }
 
-/// Job ids below this have their row by position; the rest in a map.
-const NEAR: u32 = 4096;
-
 /// The reference table of every job. A job never named has the default row, which is what
 /// the reference's table says of it too: no token, no holder, no lease, no state.
 #[derive(Default)]
 pub(crate) struct Table {
+    /// The job ids whose row is found by position ([`NearIds`]); the rest are in `far`.
+    near_ids: NearIds,
     near: Vec<Row>,
     far: BTreeMap<JobId, Row>,
 }
@@ -73,9 +72,12 @@ impl Table {
     /// rows of the first jobs are laid out at once (see `JOBS_LAID_OUT`), each the default row
     /// an unnamed job has.
     pub fn clear(&mut self, jobs: usize) {
+        self.near_ids = NearIds::for_jobs(jobs);
         self.near.clear();
-        self.near
-            .resize(jobs.min(JOBS_LAID_OUT).min(NEAR as usize), Row::default());
+        self.near.resize(
+            jobs.min(JOBS_LAID_OUT).min(self.near_ids.len()),
+            Row::default(),
+        );
         if !self.far.is_empty() {
             self.far.clear();
         }
@@ -85,6 +87,7 @@ impl Table {
     pub fn row(&self, job: JobId) -> Row {
         match self.near.get(job.0 as usize) {
             Some(m) => *m,
+            None if self.near_ids.holds(job.0) => Row::default(),
             None => self.far.get(&job).copied().unwrap_or_default(),
         }
     }
@@ -102,7 +105,7 @@ impl Table {
     /// The row of a job the run named first here (or of a far job id).
     #[inline(never)]
     fn new_row(&mut self, job: JobId) -> &mut Row {
-        if job.0 >= NEAR {
+        if !self.near_ids.holds(job.0) {
             return self.far.entry(job).or_default();
         }
         let i = job.0 as usize;
@@ -366,6 +369,39 @@ pub(crate) fn coordinator_true(clock: &Clock, local: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job's row is the same whether it is found by position or through the map: ids on
+    /// both sides of the bound ([`crate::NearIds`]) for a run of 10 jobs, then of 100,000.
+    #[test]
+    fn rows_by_position_and_through_the_map_agree() {
+        let ids = [0u32, 9, 4_095, 4_096, 70_000, u32::MAX];
+        let mut table = Table::default();
+        for jobs in [10, 100_000] {
+            table.clear(jobs);
+            for &id in &ids {
+                table.row_mut(JobId(id)).token = Token(u64::from(id) + 1);
+            }
+            for &id in &ids {
+                assert_eq!(
+                    table.row(JobId(id)).token,
+                    Token(u64::from(id) + 1),
+                    "{jobs} jobs"
+                );
+            }
+            for unnamed in [1u32, 4_097, 80_000, u32::MAX - 1] {
+                assert_eq!(
+                    table.row(JobId(unnamed)).token,
+                    Token::default(),
+                    "{jobs} jobs"
+                );
+            }
+        }
+        // Emptied for the next run: no row is left.
+        table.clear(10);
+        assert!(ids
+            .iter()
+            .all(|&id| table.row(JobId(id)).token == Token::default()));
+    }
 
     #[test]
     fn the_coordinator_fast_path_is_true_at() {

@@ -31,7 +31,7 @@
 use crate::groups::Groups;
 use crate::hazard::Hazard;
 use crate::history::{History, REQUEST_EVENTS_MAX};
-use crate::{Cx, Ev, Judgement, Role, Window, JOBS_LAID_OUT};
+use crate::{Cx, Ev, Judgement, NearIds, Role, Window, JOBS_LAID_OUT};
 use leasesim_protocol::sorted::SortedSet;
 use leasesim_protocol::{
     EffectOutcome, EntityId, Event, IdemKey, JobId, Msg, OperatorAction, Outcome, Token, WorkerName,
@@ -91,9 +91,6 @@ const HANDLER_EVENTS_MAX: usize = 64;
 /// (a lease reply's request is found through the history there: `History::request_sent`).
 pub(crate) const LOOK_BACK_MAX: usize = HANDLER_EVENTS_MAX;
 
-/// Job ids below this have their facts by position; the rest in a map.
-const NEAR: u32 = 4096;
-
 /// What crossed the network about one job.
 #[derive(Copy, Clone, Debug, Default)]
 struct JobWire {
@@ -118,6 +115,8 @@ struct NodeWire {
 /// nodes, and a run that allocates pays for it.
 #[derive(Default)]
 pub(crate) struct Wire {
+    /// The job ids whose facts are found by position ([`NearIds`]); the rest are in `far`.
+    near_ids: NearIds,
     near: Vec<JobWire>,
     far: BTreeMap<JobId, JobWire>,
     nodes: Vec<NodeWire>,
@@ -131,9 +130,10 @@ impl Wire {
     /// Empties the wire for a run with `nodes` nodes and `jobs` jobs, keeping its storage; the
     /// facts of the first jobs are laid out at once (see `JOBS_LAID_OUT`).
     pub(crate) fn clear(&mut self, nodes: usize, jobs: usize) {
+        self.near_ids = NearIds::for_jobs(jobs);
         self.near.clear();
         self.near.resize(
-            jobs.min(JOBS_LAID_OUT).min(NEAR as usize),
+            jobs.min(JOBS_LAID_OUT).min(self.near_ids.len()),
             JobWire::default(),
         );
         if !self.far.is_empty() {
@@ -149,6 +149,7 @@ impl Wire {
     fn job(&self, job: JobId) -> JobWire {
         match self.near.get(job.0 as usize) {
             Some(j) => *j,
+            None if self.near_ids.holds(job.0) => JobWire::default(),
             None => self.far.get(&job).copied().unwrap_or_default(),
         }
     }
@@ -166,7 +167,7 @@ impl Wire {
     /// The facts of a job the run named first here (or of a far job id).
     #[inline(never)]
     fn new_job(&mut self, job: JobId) -> &mut JobWire {
-        if job.0 >= NEAR {
+        if !self.near_ids.holds(job.0) {
             return self.far.entry(job).or_default();
         }
         let i = job.0 as usize;
