@@ -128,25 +128,46 @@ pub struct ScaleRow {
     pub events_per_s: f64,
     /// Wall-clock nanoseconds per simulator event.
     pub ns_per_event: f64,
-    /// Whether every seed's verdict was [`Verdict::Held`].
+    /// Simulator events of the row's first run (seed 0, not among the seeds above), the
+    /// process's first: it grows every table and vector from nothing, which the seeds after it
+    /// reuse, as a sweep's later seeds do. 0 when no seed ran.
+    pub first_events: u64,
+    /// Wall-clock nanoseconds per simulator event of that first run.
+    pub first_ns_per_event: f64,
+    /// Whether every seed's verdict was [`Verdict::Held`], the first run's too.
     pub held: bool,
 }
 
 /// Runs seeds 1 to `seeds` of the `workers` x `jobs` setup ([`scaling_setup`]) one after
-/// another on this thread and measures them. With `seeds` = 0 nothing runs and every figure is
-/// 0.
+/// another on this thread and measures them, after a first run of seed 0 measured on its own
+/// (`first_events`, `first_ns_per_event`). With `seeds` = 0 nothing runs and every figure is 0.
 #[allow(clippy::disallowed_methods)] // benchmark timing, outside the simulated world
 pub fn measure(workers: usize, jobs: usize, seeds: u64) -> ScaleRow {
-    let (mut events, mut trace_events, mut held) = (0u64, 0u64, true);
+    // As a sweep runs a seed: judged as it goes, its storage handed to the next seed.
+    let run = |seed: u64| {
+        let setup = scaling_setup(workers, jobs, seed);
+        let swept = run_swept(&setup, seed, &Machines::variant(setup.variant));
+        let ran = (
+            swept.result.events,
+            swept.recorded() as u64,
+            swept.result.verdict() == Verdict::Held,
+        );
+        leasesim::run::recycle(swept.result);
+        ran
+    };
+    let (mut first_events, mut first_ns_per_event, mut held) = (0, 0.0, true);
+    if seeds > 0 {
+        let started = std::time::Instant::now();
+        (first_events, _, held) = run(0);
+        first_ns_per_event = started.elapsed().as_secs_f64() * 1e9 / first_events.max(1) as f64;
+    }
+    let (mut events, mut trace_events) = (0u64, 0u64);
     let started = std::time::Instant::now();
     for seed in 1..=seeds {
-        let setup = scaling_setup(workers, jobs, seed);
-        // As a sweep runs it: judged as it goes, its storage handed to the next seed.
-        let swept = run_swept(&setup, seed, &Machines::variant(setup.variant));
-        events += swept.result.events;
-        trace_events += swept.recorded() as u64;
-        held &= swept.result.verdict() == Verdict::Held;
-        leasesim::run::recycle(swept.result);
+        let (e, t, h) = run(seed);
+        events += e;
+        trace_events += t;
+        held &= h;
     }
     let seconds = started.elapsed().as_secs_f64();
     let per_s = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
@@ -164,6 +185,8 @@ pub fn measure(workers: usize, jobs: usize, seeds: u64) -> ScaleRow {
         } else {
             0.0
         },
+        first_events,
+        first_ns_per_event,
         held,
     }
 }
@@ -375,10 +398,20 @@ mod tests {
             .sum();
         assert_eq!(row.events, one);
         assert!(row.trace_events > 0 && row.seconds > 0.0 && row.events_per_s > 0.0);
+        // The first run is seed 0's, measured apart from the seeds.
+        let first = run_setup(&scaling_setup(1, 10, 0), 0).events;
+        assert_eq!(row.first_events, first);
+        assert!(row.first_ns_per_event > 0.0);
         let empty = measure(1, 1, 0);
         assert_eq!(
-            (empty.events, empty.seeds_per_s, empty.ns_per_event),
-            (0, 0.0, 0.0)
+            (
+                empty.events,
+                empty.seeds_per_s,
+                empty.ns_per_event,
+                empty.first_events,
+                empty.first_ns_per_event
+            ),
+            (0, 0.0, 0.0, 0, 0.0)
         );
     }
 
