@@ -93,34 +93,80 @@ fn measure_here(
     Ok(0)
 }
 
-/// The simulator's scaling table, each row measured in a process of its own.
+/// How many processes measure each row of the scaling table: the row shown is the median one.
+const SCALING_PROCESSES: usize = 5;
+
+/// One row of the scaling table: the median of its processes (by ns/event), the range of
+/// ns/event over them, the median of their first runs' ns/event, and the median row's peak
+/// memory.
+struct ScaledRow {
+    row: crate::scaling::ScaleRow,
+    ns_range: (f64, f64),
+    first_ns: f64,
+    peak_kib: Option<u64>,
+}
+
+/// The median of some figures (the upper one of an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The simulator's scaling table, each row measured in processes of its own.
 fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i32, UsageError> {
-    let mut rows = Vec::new();
-    for &(w, j) in crate::scaling::DEFAULT_GRID {
-        let seeds = crate::scaling::default_seeds(w, j);
-        let doc: serde_json::Value = crate::bench_engines::in_child(&child_args(
-            a,
-            threads,
-            &format!("scaling:{w}:{j}:{seeds}"),
-        ))
-        .map_err(UsageError)?;
-        let row: crate::scaling::ScaleRow = serde_json::from_value(doc["row"].clone())
-            .map_err(|e| UsageError(format!("the measuring process printed no row: {e}")))?;
-        rows.push((row, doc["peak_rss_kib"].as_u64()));
+    let grid = crate::scaling::DEFAULT_GRID;
+    let mut measured: Vec<Vec<_>> = grid.iter().map(|_| Vec::new()).collect();
+    // Row after row, then again: a drift of the machine's speed falls on every row alike.
+    for _ in 0..SCALING_PROCESSES {
+        for (&(w, j), runs) in grid.iter().zip(&mut measured) {
+            let seeds = crate::scaling::default_seeds(w, j);
+            let doc: serde_json::Value = crate::bench_engines::in_child(&child_args(
+                a,
+                threads,
+                &format!("scaling:{w}:{j}:{seeds}"),
+            ))
+            .map_err(UsageError)?;
+            let row: crate::scaling::ScaleRow = serde_json::from_value(doc["row"].clone())
+                .map_err(|e| UsageError(format!("the measuring process printed no row: {e}")))?;
+            runs.push((row, doc["peak_rss_kib"].as_u64()));
+        }
     }
-    let code = i32::from(!rows.iter().all(|(r, _)| r.held));
+    let mut rows: Vec<ScaledRow> = Vec::new();
+    for mut runs in measured {
+        let first_ns = median(runs.iter().map(|(r, _)| r.first_ns_per_event).collect());
+        runs.sort_by(|x, y| x.0.ns_per_event.total_cmp(&y.0.ns_per_event));
+        let ns_range = (runs[0].0.ns_per_event, runs[runs.len() - 1].0.ns_per_event);
+        let held = runs.iter().all(|(r, _)| r.held);
+        let (mut row, peak_kib) = runs.swap_remove(runs.len() / 2);
+        row.held = held;
+        rows.push(ScaledRow {
+            row,
+            ns_range,
+            first_ns,
+            peak_kib,
+        });
+    }
+    let code = i32::from(!rows.iter().all(|r| r.row.held));
     if a.format == Format::Json {
         let v: Vec<_> = rows
             .iter()
-            .map(|(r, p)| json!({"row": r, "peak_rss_kib": p}))
+            .map(|r| {
+                json!({
+                    "row": r.row,
+                    "processes": SCALING_PROCESSES,
+                    "ns_per_event_range": [r.ns_range.0, r.ns_range.1],
+                    "first_ns_per_event_median": r.first_ns,
+                    "peak_rss_kib": r.peak_kib,
+                })
+            })
             .collect();
         io(writeln!(out, "{:#}", json!(v)))?;
         return Ok(code);
     }
-    io(writeln!(out, "simulator scaling (reference protocol, no faults; each row in its own process, one thread):"))?;
+    io(writeln!(out, "simulator scaling (reference protocol, no faults; each row the median of {SCALING_PROCESSES} processes of its own, one thread):"))?;
     io(writeln!(
         out,
-        "{:>8} {:>7} {:>6} {:>9} {:>10} {:>12} {:>11} {:>9} {:>12} {:>10}  verdicts",
+        "{:>8} {:>7} {:>6} {:>9} {:>10} {:>12} {:>9} {:>10} {:>9} {:>10} {:>10}  verdicts",
         "workers",
         "jobs",
         "seeds",
@@ -128,14 +174,21 @@ fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i
         "events",
         "events/s",
         "ns/event",
+        "range",
         "ms/seed",
         "first run",
         "peak RSS"
     ))?;
-    for (r, peak) in &rows {
+    for ScaledRow {
+        row: r,
+        ns_range: (lo, hi),
+        first_ns,
+        peak_kib,
+    } in &rows
+    {
         io(writeln!(
             out,
-            "{:>8} {:>7} {:>6} {:>9.3} {:>10} {:>12.0} {:>11.0} {:>9.3} {:>12} {:>10}  {}",
+            "{:>8} {:>7} {:>6} {:>9.3} {:>10} {:>12.0} {:>9.0} {:>10} {:>9.3} {:>10.0} {:>10}  {}",
             r.workers,
             r.jobs,
             r.seeds,
@@ -143,16 +196,27 @@ fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i
             r.events,
             r.events_per_s,
             r.ns_per_event,
+            format!("{lo:.0}-{hi:.0}"),
             r.seconds * 1000.0 / r.seeds.max(1) as f64,
-            format!("{:.0} ns/ev", r.first_ns_per_event),
-            crate::bench_engines::mib(*peak),
+            first_ns,
+            crate::bench_engines::mib(*peak_kib),
             if r.held { "all held" } else { "NOT ALL HELD" }
         ))?;
     }
     io(writeln!(
         out,
-        "ns/event: seeds 1 to N, after a first run (seed 0) in the same process; first run: that run's ns/event, with every table grown from nothing"
+        "ns/event: seeds 1 to N, after a first run (seed 0) in the same process; first run: that run's ns/event, every table grown from nothing"
     ))?;
+    let by_size = |w: usize, j: usize| rows.iter().find(|r| (r.row.workers, r.row.jobs) == (w, j));
+    if let (Some(small), Some(large)) = (by_size(1, 10), by_size(100, 10_000)) {
+        let per = |x: f64, y: f64| crate::bench_engines::ratio(x, y).unwrap_or(0.0);
+        io(writeln!(
+            out,
+            "100 x 10,000 against 1 x 10, ns/event: {:.2}x; the 100 x 10,000 first run against the 1 x 10 row: {:.2}x",
+            per(large.row.ns_per_event, small.row.ns_per_event),
+            per(large.first_ns, small.row.ns_per_event)
+        ))?;
+    }
     Ok(code)
 }
 
@@ -408,4 +472,17 @@ fn print_agreement(
         disagreements
     ))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_takes_the_middle_figure_in_order() {
+        assert_eq!(median(vec![5.0, 1.0, 3.0, 9.0, 2.0]), 3.0);
+        assert_eq!(median(vec![4.0, 1.0]), 4.0);
+        assert_eq!(median(vec![7.0]), 7.0);
+        assert_eq!(median(Vec::new()), 0.0);
+    }
 }

@@ -288,7 +288,8 @@ enum Command {
         /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
         #[arg(long)]
         allow_unsafe_timing: bool,
-        /// Prints the simulator's scaling table (workers x jobs, 1 x 1 to 100 x 10,000) instead.
+        /// Prints the simulator's scaling table (workers x jobs, 1 x 1 to 100 x 10,000) instead:
+        /// each row the median of five processes, measured in turns with the other rows.
         #[arg(long)]
         scaling: bool,
         /// Counts instructions instead of seconds: sweeps N and 3N seeds of the scenario on one
