@@ -340,12 +340,10 @@ impl NearIds {
     pub(crate) fn holds(self, id: u32) -> bool {
         id < self.0
     }
-
-    /// How many ids are found by position.
-    pub(crate) fn len(self) -> usize {
-        self.0 as usize
-    }
 }
+
+// The jobs laid out at the start of a run are always found by position.
+const _: () = assert!(JOBS_LAID_OUT <= NearIds::MIN as usize);
 
 impl Default for NearIds {
     /// The fewest: what a table not told the run's number of jobs uses.

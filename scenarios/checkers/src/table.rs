@@ -74,10 +74,7 @@ impl Table {
     pub fn clear(&mut self, jobs: usize) {
         self.near_ids = NearIds::for_jobs(jobs);
         self.near.clear();
-        self.near.resize(
-            jobs.min(JOBS_LAID_OUT).min(self.near_ids.len()),
-            Row::default(),
-        );
+        self.near.resize(jobs.min(JOBS_LAID_OUT), Row::default());
         if !self.far.is_empty() {
             self.far.clear();
         }

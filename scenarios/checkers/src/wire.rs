@@ -132,10 +132,8 @@ impl Wire {
     pub(crate) fn clear(&mut self, nodes: usize, jobs: usize) {
         self.near_ids = NearIds::for_jobs(jobs);
         self.near.clear();
-        self.near.resize(
-            jobs.min(JOBS_LAID_OUT).min(self.near_ids.len()),
-            JobWire::default(),
-        );
+        self.near
+            .resize(jobs.min(JOBS_LAID_OUT), JobWire::default());
         if !self.far.is_empty() {
             self.far.clear();
         }
