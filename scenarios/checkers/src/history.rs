@@ -1479,6 +1479,10 @@ impl History {
         }
     }
 
+    // The functions that file one kind of note (`issue` to `receipt`) are inlined into the
+    // walk's arm for that note (see `History::note`): a call, with its arguments spilled, cost
+    // about as much as the filing itself.
+    #[inline(always)]
     fn issue(&mut self, job: JobId, token: Token, at: At, lease_until: u64, kind: Issued) {
         let l = self.lease_id(job, token);
         let x = Issue {
@@ -1489,6 +1493,7 @@ impl History {
         self.issues.push(&mut self.leases.get_mut(l).issues, x);
     }
 
+    #[inline(always)]
     fn decision(&mut self, job: JobId, token: Token, at: At, worker: WorkerName, verdict: Verdict) {
         let l = self.lease_id(job, token);
         let d = Decision {
@@ -1500,6 +1505,7 @@ impl History {
             .push(&mut self.leases.get_mut(l).decisions, d);
     }
 
+    #[inline(always)]
     fn stated(
         &mut self,
         node: NodeId,
@@ -1542,6 +1548,7 @@ impl History {
         }
     }
 
+    #[inline(always)]
     fn told(&mut self, node: NodeId, job: JobId, token: Token, at: At, what: Learned) {
         let l = self.lease_id(job, token);
         self.told
@@ -1560,6 +1567,7 @@ impl History {
         }
     }
 
+    #[inline(always)]
     fn receipt(
         &mut self,
         at: At,
