@@ -31,7 +31,9 @@ impl Effects {
     }
 
     /// I2 at a receiver that admitted an effect: `applied` it, or answered a repeated key.
+    /// Inlined into the walk's arms for the receivers' notes: a call cost more than the check.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub(crate) fn admitted(
         &mut self,
         cx: &Cx<'_>,
@@ -118,6 +120,8 @@ impl Effects {
 
 /// Overlap accounting at an effect a holder started: issued while another attempt of its job
 /// was running, it must go to a receiver with fences or carry a key stable across attempts.
+/// Inlined into the walk's arm for `effect_started`, like the other checkers of frequent notes.
+#[inline(always)]
 pub(crate) fn started(
     cx: &Cx<'_>,
     e: &Ev,

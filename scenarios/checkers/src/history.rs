@@ -1409,6 +1409,8 @@ impl History {
     }
 
     /// A grant of (job, token) ends every other lease of the job issued before it.
+    /// Inlined into the walk's arm for grants, like the functions that file one note.
+    #[inline(always)]
     fn superseded(&mut self, job: JobId, token: Token, i: usize) {
         let a = self.job_slot(job);
         let mut next = self.jobs[a].leases.first;
@@ -1441,6 +1443,8 @@ impl History {
     }
 
     /// `node` entered jeopardy at (job, token): a span opens, unless one is open already.
+    /// Inlined into the walk's arm for its note, like the functions that file one note.
+    #[inline(always)]
     fn jeopardy(&mut self, node: NodeId, job: JobId, token: Token, at: At) {
         let l = self.lease_id(job, token);
         let a = match self.current(l, node) {

@@ -16,6 +16,8 @@ use crate::{fmt_ns, Cx, Ev, Judgement, Skipped};
 use leasesim_protocol::{IdemKey, Invariant, JobId, Token};
 
 /// I5 at an effect a holder started, as it journaled it.
+/// Inlined into the walk's arm for its note, like the other checkers of frequent notes.
+#[inline(always)]
 pub(crate) fn effect_started(
     cx: &Cx<'_>,
     e: &Ev,
@@ -140,7 +142,9 @@ fn acted(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, key: IdemKey, out: &mut 
 /// token (`issued`, the latest expiry the coordinator set for it, on its own clock). Judged
 /// when the belief is formed, whether the holder acts on it or not. Counts the hazards of the
 /// reply it rests on, and returns whether that reply came late.
+/// Inlined into the walk's arms for claims and heartbeats answered.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub(crate) fn stated(
     cx: &Cx<'_>,
     e: &Ev,

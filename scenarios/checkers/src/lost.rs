@@ -140,6 +140,8 @@ impl Lost {
 }
 
 /// I6 at an effect a receiver applied: it traces to a lease granted before it.
+/// Inlined into the walk's arm for its note, like the other checkers of frequent notes.
+#[inline(always)]
 pub(crate) fn effect_applied(cx: &Cx<'_>, e: &Ev, key: IdemKey, fence: Token, out: &mut Judgement) {
     let traced = cx
         .history
