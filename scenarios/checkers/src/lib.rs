@@ -881,9 +881,24 @@ impl Walk<'_, '_> {
     /// A message sent: filed, judged as the decision it announced if its handler journaled
     /// none, then taken in by the fault model and the reference table. `ON_TIME`: the walk
     /// knows its fate is a delivery within the network's longest ordinary flight time, which
-    /// the fault model takes nothing from.
+    /// the fault model takes nothing from. Matched on the message's kind once, as
+    /// `Walk::delivered` is: each arm is `Walk::take_sent`, specialized, so that the history,
+    /// the hazard counter, the refusals' checker and the wire do not each match it again.
     #[inline(never)]
     fn sent<const ON_TIME: bool>(&mut self, i: usize, e: &Ev, to: NodeId, msg: &Msg, fate: &Fate) {
+        by_msg_kind!(msg, self.take_sent::<ON_TIME>(i, e, to, msg, fate))
+    }
+
+    /// The walk of one send, inlined into each arm of `Walk::sent`.
+    #[inline(always)]
+    fn take_sent<const ON_TIME: bool>(
+        &mut self,
+        i: usize,
+        e: &Ev,
+        to: NodeId,
+        msg: &Msg,
+        fate: &Fate,
+    ) {
         let Walk {
             run,
             history,

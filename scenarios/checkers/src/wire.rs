@@ -336,7 +336,9 @@ impl Wire {
         }
     }
 
+    /// Inlined into `Wire::sent`, and with it into the walk's arm for the message's kind.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn decision<'a>(
         &mut self,
         cx: &impl Fn() -> Cx<'a>,
