@@ -1202,14 +1202,18 @@ impl History {
                 took_over,
                 reason,
             } => {
-                self.superseded(job, token, at.index);
-                let kind = Issued::Grant {
-                    holder,
-                    attempt,
-                    took_over,
-                    reason,
+                let l = self.granted(job, token, at.index);
+                let x = Issue {
+                    at,
+                    lease_until,
+                    kind: Issued::Grant {
+                        holder,
+                        attempt,
+                        took_over,
+                        reason,
+                    },
                 };
-                self.issue(job, token, at, lease_until, kind);
+                self.issues.push(&mut self.leases.get_mut(l).issues, x);
             }
             Event::LeaseRenewed {
                 job,
@@ -1408,19 +1412,31 @@ impl History {
         }
     }
 
-    /// A grant of (job, token) ends every other lease of the job issued before it.
-    /// Inlined into the walk's arm for grants, like the functions that file one note.
+    /// A grant of (job, token) ends every other lease of the job issued before it. Returns the
+    /// lease granted, found (or made) in the same walk over the job's leases, which the grant's
+    /// lookup and its filing no longer walk twice. Inlined into the walk's arm for grants, like
+    /// the functions that file one note.
     #[inline(always)]
-    fn superseded(&mut self, job: JobId, token: Token, i: usize) {
+    fn granted(&mut self, job: JobId, token: Token, i: usize) -> u32 {
         let a = self.job_slot(job);
+        let mut found = NONE;
         let mut next = self.jobs[a].leases.first;
         while next != NONE {
             let (l, n) = &mut self.leases.items[next as usize];
-            if l.token != token && l.issues.first != NONE && l.ended.is_none() {
+            // A job has one lease per token: one is made only when none is found.
+            if l.token == token {
+                found = next;
+            } else if l.issues.first != NONE && l.ended.is_none() {
                 l.ended = Some(i);
             }
             next = *n;
         }
+        let k = match found {
+            NONE => self.new_lease(a, job, token),
+            k => k,
+        };
+        self.last = Some((job, token, k));
+        k
     }
 
     fn revoked(&mut self, job: JobId, token: Token, r: Revocation) {
