@@ -313,8 +313,10 @@ impl Faults {
 
     /// A message was sent by `e.node` to `to` with `fate`. A drop or a plan delay is a soft
     /// disturbance the protocol is built to absorb (one miss, a jitter reserve); a hold is a
-    /// hard one. A duplicate harms no lease.
-    #[inline]
+    /// hard one. A duplicate harms no lease. Inlined into the walk's two callers (a request or
+    /// routine answer the network disturbed is taken in here alone, by a call that does nothing
+    /// else).
+    #[inline(always)]
     pub fn sent(
         &mut self,
         world: &World<'_>,
