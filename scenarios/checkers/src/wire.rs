@@ -568,6 +568,9 @@ impl Wire {
 /// Whether the node of trace event `i` journaled a note matching `pred` in the handler that
 /// produced the event: among its own notes and sends just before it at the same instant, back to
 /// the delivery that started the handler. The director's commands may come between them.
+/// Inlined where a decision is judged: the note is nearly always the event just before, and the
+/// call cost more than the walk back.
+#[inline(always)]
 pub(crate) fn journaled_here(trace: Window<'_>, i: usize, pred: impl Fn(&Event) -> bool) -> bool {
     let e = trace.at(i);
     for p in trace.before(i).iter().rev().take(HANDLER_EVENTS_MAX) {
