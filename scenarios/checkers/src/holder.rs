@@ -120,7 +120,7 @@ fn acted(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, key: IdemKey, out: &mut 
             "believing it held token {token} while token {} had been granted",
             m.token
         )
-    } else if expiry_true(&cx.run.world.coordinator_clock, &m).is_none_or(|t| t <= e.t) {
+    } else if expiry_true(&cx.run.world.coordinator_clock, m).is_none_or(|t| t <= e.t) {
         if revoked_here {
             out.hit(Hazard::ActedAfterRevoke);
             return;

@@ -45,6 +45,23 @@ pub(crate) struct Row {
     pub maybe_ended: bool,
 }
 
+impl Row {
+    /// The row of a job the table never heard of: `Row::default()`, as a constant that a
+    /// reader can borrow (held equal by `the_empty_row_is_the_default`).
+    const EMPTY: Row = Row {
+        token: Token(0),
+        holder: None,
+        valid_until: None,
+        confirmed_t: 0,
+        lease_ns: 0,
+        state: None,
+        succeeded: false,
+        renewals: 0,
+        revoked: None,
+        maybe_ended: false,
+    };
+}
+
 /// Why the reference would refuse a renewal (I4).
 pub(crate) enum RenewalFault {
     /// The job is not running.
@@ -80,12 +97,12 @@ impl Table {
         }
     }
 
-    /// A job's row.
-    pub fn row(&self, job: JobId) -> Row {
+    /// A job's row, read in place: a checker reads a field or two of it, not the whole row.
+    pub fn row(&self, job: JobId) -> &Row {
         match self.near.get(job.0 as usize) {
-            Some(m) => *m,
-            None if self.near_ids.holds(job.0) => Row::default(),
-            None => self.far.get(&job).copied().unwrap_or_default(),
+            Some(m) => m,
+            None if self.near_ids.holds(job.0) => &Row::EMPTY,
+            None => self.far.get(&job).unwrap_or(&Row::EMPTY),
         }
     }
 
@@ -116,7 +133,7 @@ impl Table {
     /// or the current one has no live lease or expires by `t`.
     pub fn lease_over(&self, clock: &Clock, job: JobId, token: Token, t: u64) -> bool {
         let m = self.row(job);
-        m.token != token || expiry_true(clock, &m).is_none_or(|x| x <= t)
+        m.token != token || expiry_true(clock, m).is_none_or(|x| x <= t)
     }
 
     /// Why the reference would refuse `worker`'s renewal of (job, token) at coordinator time
@@ -398,6 +415,17 @@ mod tests {
         assert!(ids
             .iter()
             .all(|&id| table.row(JobId(id)).token == Token::default()));
+    }
+
+    /// The row a job the table never heard of reads is the row a new job starts from.
+    #[test]
+    fn the_empty_row_is_the_default() {
+        assert_eq!(format!("{:?}", Row::EMPTY), format!("{:?}", Row::default()));
+        let table = Table::default();
+        assert_eq!(
+            format!("{:?}", table.row(JobId(7))),
+            format!("{:?}", Row::default())
+        );
     }
 
     #[test]
