@@ -993,8 +993,10 @@ impl History {
     }
 
     /// The lease of (job, token), if the trace names it.
+    #[inline]
     pub fn lease(&self, job: JobId, token: Token) -> Option<Lease<'_>> {
-        // The checkers mostly ask about the lease the history filed the event under.
+        // The checkers mostly ask about the lease the history filed the event under: that one
+        // is found inline, the others by a call.
         if let Some((j, t, k)) = self.last {
             if j == job && t == token {
                 return Some(Lease {
@@ -1003,6 +1005,12 @@ impl History {
                 });
             }
         }
+        self.lease_of_job(job, token)
+    }
+
+    /// The lease of (job, token) when it is not the one last filed.
+    #[inline(never)]
+    fn lease_of_job(&self, job: JobId, token: Token) -> Option<Lease<'_>> {
         let j = self.job(job)?;
         // Most questions are about the job's latest lease, the last of its thread.
         let latest = j.core.leases.last;
