@@ -291,6 +291,26 @@ impl Faults {
             self.outage = false;
             return;
         }
+        // Each node cut off from the coordinator has a cut of its own: with fewer cuts than the
+        // other nodes there is no outage, and the nodes cut off need not be counted (most cuts
+        // are of one worker's link).
+        if self.cuts.len() + 1 < world.nodes.len() {
+            return;
+        }
+        if self.count_cut_off(coordinator) + 1 == world.nodes.len()
+            && self.cut_off.contains(&other)
+            && self.cuts.contains(&(coordinator, other))
+            && self.cuts.contains(&(other, coordinator))
+            && !self.outage
+        {
+            self.outage = true;
+            hazards.hit(Hazard::CoordinatorOutage);
+        }
+    }
+
+    /// Gathers the nodes a cut left cut from the coordinator (one way or the other) in
+    /// `cut_off`: never more than the cuts.
+    fn count_cut_off(&mut self, coordinator: NodeId) -> usize {
         self.cut_off.clear();
         for &(a, b) in self.cuts.iter() {
             let end = (a == coordinator)
@@ -300,15 +320,7 @@ impl Faults {
                 self.cut_off.insert(n);
             }
         }
-        if self.cut_off.len() + 1 == world.nodes.len()
-            && self.cut_off.contains(&other)
-            && self.cuts.contains(&(coordinator, other))
-            && self.cuts.contains(&(other, coordinator))
-            && !self.outage
-        {
-            self.outage = true;
-            hazards.hit(Hazard::CoordinatorOutage);
-        }
+        self.cut_off.len()
     }
 
     /// A message was sent by `e.node` to `to` with `fate`. A drop or a plan delay is a soft
@@ -356,6 +368,35 @@ impl Faults {
         };
         if let (Some(soft), true) = (soft, touches_coordinator) {
             self.soft.push((other, t, soft));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Faults::link` passes over counting the nodes cut off while there are fewer cuts than
+    /// other nodes: it rests on there never being more nodes cut off than cuts. Every set of
+    /// links among four nodes, with each of them as the coordinator.
+    #[test]
+    fn no_more_nodes_are_cut_off_than_there_are_cuts() {
+        let links: Vec<(NodeId, NodeId)> = (0..4)
+            .flat_map(|a| (0..4).map(move |b| (a, b)))
+            .filter(|(a, b)| a != b)
+            .collect();
+        let mut faults = Faults::default();
+        for set in 0u32..1 << links.len() {
+            faults.cuts.clear();
+            for (k, &link) in links.iter().enumerate() {
+                if set & (1 << k) != 0 {
+                    faults.cuts.insert(link);
+                }
+            }
+            for coordinator in 0..4 {
+                let cuts = faults.cuts.len();
+                assert!(faults.count_cut_off(coordinator) <= cuts, "{set:#x}");
+            }
         }
     }
 }
