@@ -460,7 +460,13 @@ impl Ev {
     /// (sequence numbers are unique, so two events are never tied).
     #[inline(always)]
     fn before(&self, other: &Ev) -> bool {
-        ((self.t as u128) << 64 | self.seq as u128) < ((other.t as u128) << 64 | other.seq as u128)
+        self.key() < other.key()
+    }
+
+    /// The event's place in the order: its time, then its sequence number.
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        (self.t as u128) << 64 | self.seq as u128
     }
 }
 
@@ -487,7 +493,7 @@ impl Queue {
     fn push(&mut self, ev: Ev) {
         if self.taken {
             self.taken = false;
-            self.fill_root(ev);
+            self.replace_root(ev);
             return;
         }
         let mut pos = self.heap.len();
@@ -531,6 +537,37 @@ impl Queue {
         let first = self.take_first();
         self.settle();
         first
+    }
+
+    /// Puts a new event `ev` at the root, whose event is gone, and restores the heap by moving
+    /// it down past every earlier child. A handler's first event is often due soon (a message
+    /// in flight for a few milliseconds) and stops near the top.
+    #[inline]
+    fn replace_root(&mut self, ev: Ev) {
+        let heap = &mut self.heap[..];
+        let n = heap.len();
+        let key = ev.key();
+        let mut pos = 0;
+        loop {
+            let child = 2 * pos + 1;
+            if child >= n {
+                break;
+            }
+            let mut first = child;
+            let mut first_key = heap[child].key();
+            if let Some(next) = heap.get(child + 1) {
+                let k = next.key();
+                if k < first_key {
+                    (first, first_key) = (child + 1, k);
+                }
+            }
+            if key < first_key {
+                break;
+            }
+            heap[pos] = heap[first];
+            pos = first;
+        }
+        heap[pos] = ev;
     }
 
     /// Puts `ev` at the root, whose event is gone, and restores the heap: the hole goes down
