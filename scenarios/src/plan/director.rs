@@ -189,6 +189,9 @@ impl ByKind {
 struct Shape {
     anchors: Vec<(bool, Option<MsgKind>)>,
     faults: Vec<Option<Option<MsgKind>>>,
+    /// [`PlanDirector::anchor_watch`] before any anchor matched: what every run of the plan
+    /// starts with.
+    watch: [u64; 2],
 }
 
 /// One message-anchored trigger of a fault.
@@ -279,7 +282,13 @@ impl PlanDirector {
         self.operator = operator;
         self.healed = false;
         self.coordinator.set(None);
-        self.rewatch();
+        // What recomputing them finds for a plan no event has touched yet: every anchor
+        // still to match, no fault active, nothing held.
+        self.anchor_watch = self.shape.watch;
+        self.unsettled = false;
+        self.fault_watch = 0;
+        #[cfg(test)]
+        self.assert_watch_current();
     }
 
     /// Files a plan's message-anchored triggers and message faults by the kinds of message
@@ -345,18 +354,34 @@ impl PlanDirector {
             .extend(anchors.iter().map(|a| (a.on_send, a.pattern.kind)));
         self.shape.faults.clear();
         self.shape.faults.extend(faults.iter().map(msg_kind));
+        self.shape.watch = [0; 2];
+        for a in anchors {
+            self.shape.watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
+        }
     }
 
-    /// Recomputes [`PlanDirector::anchor_watch`] from the anchors not matched yet, then the
-    /// rest ([`PlanDirector::refresh`]).
-    fn rewatch(&mut self) {
-        self.anchor_watch = [0; 2];
+    /// [`PlanDirector::anchor_watch`] as the anchors not matched yet make it.
+    fn anchor_watch_now(&self) -> [u64; 2] {
+        let mut watch = [0; 2];
         for a in &self.anchors {
             if !self.state[a.fault].matched.get(a.edge) {
-                self.anchor_watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
+                watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
             }
         }
-        self.refresh();
+        watch
+    }
+
+    /// Checks that what the director keeps up to date as it goes ([`PlanDirector::anchor_watch`],
+    /// [`PlanDirector::unsettled`], [`PlanDirector::fault_watch`]) is what recomputing it
+    /// from scratch gives.
+    #[cfg(test)]
+    fn assert_watch_current(&self) {
+        assert_eq!(self.anchor_watch, self.anchor_watch_now(), "anchor watch");
+        assert_eq!(
+            (self.unsettled, self.fault_watch),
+            self.settled_now(),
+            "unsettled, fault watch"
+        );
     }
 
     /// Recomputes [`PlanDirector::unsettled`] and [`PlanDirector::fault_watch`] after a
@@ -364,6 +389,12 @@ impl PlanDirector {
     /// occurred is not waited for; one that started and will end by itself (a healing cut, a
     /// pause, a restart, a held message) is, so that it cannot hide the end of the story.
     fn refresh(&mut self) {
+        (self.unsettled, self.fault_watch) = self.settled_now();
+    }
+
+    /// [`PlanDirector::unsettled`] and [`PlanDirector::fault_watch`] as the faults' state makes
+    /// them.
+    fn settled_now(&self) -> (bool, u64) {
         let (mut unsettled, mut watch) = (false, 0);
         for (fault, st) in self.faults.iter().zip(&self.state) {
             if st.phase != Phase::Active {
@@ -384,12 +415,12 @@ impl PlanDirector {
                 _ => {}
             }
         }
-        self.unsettled = unsettled;
-        self.fault_watch = if self.anchored.is_empty() && self.anchored_node.is_empty() {
+        let watch = if self.anchored.is_empty() && self.anchored_node.is_empty() {
             watch
         } else {
             u64::MAX
         };
+        (unsettled, watch)
     }
 
     /// Alarms for the faults that start or end at a fixed time, and for the heal phase, in
@@ -639,7 +670,10 @@ impl PlanDirector {
     ) {
         let kind = env.msg.kind();
         let mut k = 0;
-        let mut matched = false;
+        // Whether an anchor naming no kind matched; whether one of the list is still to match;
+        // whether a trigger fired here.
+        let (mut matched, mut matched_any_kind) = (false, false);
+        let (mut left, mut fired) = (false, false);
         while let Some(&a) = self.by_kind[sent as usize].of(kind).get(k) {
             k += 1;
             let anchor = &self.anchors[a as usize];
@@ -651,13 +685,16 @@ impl PlanDirector {
             // An end or a release only counts once the start trigger matched (the start itself
             // may still be waiting for its delay).
             if edge != Edge::Start && st.phase == Phase::Armed && !st.matched.get(Edge::Start) {
+                left = true;
                 continue;
             }
             if !anchor.pattern.matches(env.from, env.to, &env.msg) {
+                left = true;
                 continue;
             }
             st.matched.set(edge);
             matched = true;
+            matched_any_kind |= anchor.pattern.kind.is_none();
             let will_start = st.phase == Phase::Armed && !self.healed;
             if edge == Edge::Start && sent && delay_ns == 0 && will_start {
                 if let FaultKind::Pause {
@@ -674,6 +711,7 @@ impl PlanDirector {
             }
             if delay_ns == 0 {
                 self.fire(ctl, now, nodes, i, edge);
+                fired = true;
             } else {
                 ctl.push(Command::Alarm {
                     at: now + delay_ns,
@@ -681,9 +719,21 @@ impl PlanDirector {
                 });
             }
         }
-        if matched {
-            self.rewatch();
+        // The list holds every anchor of this direction that names this kind or none: once
+        // none of it is left to match, no anchor watches the kind any more. One naming no
+        // kind watched every kind, and a kind beyond 64 shares its bit with all the others:
+        // then every anchor is looked at again.
+        if matched_any_kind || (matched && kind_bit(kind) == u64::MAX) {
+            self.anchor_watch = self.anchor_watch_now();
+        } else if !left {
+            self.anchor_watch[sent as usize] &= !kind_bit(kind);
         }
+        // Only a fired trigger moves a fault or an anchored pause.
+        if fired {
+            self.refresh();
+        }
+        #[cfg(test)]
+        self.assert_watch_current();
     }
 }
 
@@ -807,7 +857,10 @@ impl Director<Node> for PlanDirector {
         if (self.anchor_watch[1] | self.fault_watch) & kind_bit(env.msg.kind()) == 0 {
             return fate;
         }
-        self.on_watched_send(ctl, now, env, fate)
+        let fate = self.on_watched_send(ctl, now, env, fate);
+        #[cfg(test)]
+        self.assert_watch_current();
+        fate
     }
 
     #[inline]
@@ -831,6 +884,8 @@ impl Director<Node> for PlanDirector {
             _ => debug_assert!(false, "an alarm tag this director never set: {tag}"),
         }
         self.refresh();
+        #[cfg(test)]
+        self.assert_watch_current();
     }
 
     fn is_done(&self, nodes: &[Node]) -> bool {
@@ -890,6 +945,24 @@ mod tests {
             of(&d.by_kind[1]),
             of(&d.msg_faults)
         )
+    }
+
+    /// What a director keeps up to date as a run goes (the kinds of message it watches, and
+    /// whether a fault is unsettled) is what recomputing it from scratch gives, after every
+    /// callback of every scenario's runs: each callback asserts it in a test build.
+    #[test]
+    fn the_watch_kept_up_to_date_is_the_one_recomputed() {
+        use crate::scenarios::ALL;
+        use leasesim_protocol::Variant;
+        for def in ALL {
+            for seed in 0..4 {
+                let variant = Variant::ALL[seed as usize % Variant::ALL.len()];
+                let setup = (def.build)(seed, variant);
+                let r = crate::run(&setup, seed, &crate::Machines::variant(variant));
+                // A run catches a panic as a machine's fault.
+                assert_eq!(r.machine_fault, None, "{} seed {seed}", def.name);
+            }
+        }
     }
 
     /// A director reset for a plan after any other plan (another scenario's, the same
