@@ -749,6 +749,19 @@ fn kinds_bit(kind: Option<MsgKind>) -> u64 {
     kind.map_or(u64::MAX, kind_bit)
 }
 
+/// Whether any node is a coordinator with every job terminal.
+#[cold]
+#[inline(never)]
+fn any_finished_coordinator(nodes: &[Node]) -> bool {
+    nodes.iter().any(Node::is_finished_coordinator)
+}
+
+/// Whether any node is a worker that holds a job.
+#[inline(never)]
+fn any_busy_worker(nodes: &[Node]) -> bool {
+    nodes.iter().any(Node::is_busy_worker)
+}
+
 impl PlanDirector {
     /// Finds where the coordinator is (see [`PlanDirector::coordinator`]) and whether it is
     /// finished.
@@ -892,12 +905,14 @@ impl Director<Node> for PlanDirector {
         if self.unsettled || !self.anchored.is_empty() {
             return false;
         }
+        // Asked after every event, and mostly answered by the coordinator alone: the walks
+        // over the nodes are kept out of line, so that this answer costs no more than it.
         let finished = match self.coordinator.get() {
             Some(Some(i)) if i < nodes.len() => nodes[i].is_finished_coordinator(),
-            Some(_) => nodes.iter().any(Node::is_finished_coordinator),
+            Some(_) => any_finished_coordinator(nodes),
             None => self.find_coordinator(nodes),
         };
-        finished && !nodes.iter().any(Node::is_busy_worker)
+        finished && !any_busy_worker(nodes)
     }
 }
 
