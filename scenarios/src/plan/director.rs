@@ -677,14 +677,16 @@ impl PlanDirector {
         while let Some(&a) = self.by_kind[sent as usize].of(kind).get(k) {
             k += 1;
             let anchor = &self.anchors[a as usize];
-            let (i, edge, delay_ns) = (anchor.fault, anchor.edge, anchor.delay_ns);
-            let st = &mut self.state[i];
-            if st.matched.get(edge) {
+            let st = &self.state[anchor.fault];
+            if st.matched.get(anchor.edge) {
                 continue;
             }
             // An end or a release only counts once the start trigger matched (the start itself
             // may still be waiting for its delay).
-            if edge != Edge::Start && st.phase == Phase::Armed && !st.matched.get(Edge::Start) {
+            if anchor.edge != Edge::Start
+                && st.phase == Phase::Armed
+                && !st.matched.get(Edge::Start)
+            {
                 left = true;
                 continue;
             }
@@ -692,32 +694,9 @@ impl PlanDirector {
                 left = true;
                 continue;
             }
-            st.matched.set(edge);
             matched = true;
             matched_any_kind |= anchor.pattern.kind.is_none();
-            let will_start = st.phase == Phase::Armed && !self.healed;
-            if edge == Edge::Start && sent && delay_ns == 0 && will_start {
-                if let FaultKind::Pause {
-                    node,
-                    hold_anchor: true,
-                    ..
-                } = self.faults[i].kind
-                {
-                    if node == env.from {
-                        self.anchored.insert(i, vec![env.id]);
-                        self.anchored_node.insert(node, (i, now));
-                    }
-                }
-            }
-            if delay_ns == 0 {
-                self.fire(ctl, now, nodes, i, edge);
-                fired = true;
-            } else {
-                ctl.push(Command::Alarm {
-                    at: now + delay_ns,
-                    tag: Alarm::Edge { fault: i, edge }.encode(),
-                });
-            }
+            fired |= self.anchor_matched(ctl, now, nodes, sent, env, a as usize);
         }
         // The list holds every anchor of this direction that names this kind or none: once
         // none of it is left to match, no anchor watches the kind any more. One naming no
@@ -734,6 +713,53 @@ impl PlanDirector {
         }
         #[cfg(test)]
         self.assert_watch_current();
+    }
+
+    /// Anchor `a`, which matched the message: marks it, then fires its trigger (and says so)
+    /// or sets its delay's alarm. Out of line: most messages a kind's anchors look at match
+    /// none of them, and the search above is then the whole call.
+    #[inline(never)]
+    fn anchor_matched(
+        &mut self,
+        ctl: &mut Control,
+        now: u64,
+        nodes: u32,
+        sent: bool,
+        env: &Envelope<Msg>,
+        a: usize,
+    ) -> bool {
+        let Anchor {
+            fault: i,
+            edge,
+            delay_ns,
+            ..
+        } = self.anchors[a];
+        let st = &mut self.state[i];
+        st.matched.set(edge);
+        let will_start = st.phase == Phase::Armed && !self.healed;
+        if edge == Edge::Start && sent && delay_ns == 0 && will_start {
+            if let FaultKind::Pause {
+                node,
+                hold_anchor: true,
+                ..
+            } = self.faults[i].kind
+            {
+                if node == env.from {
+                    self.anchored.insert(i, vec![env.id]);
+                    self.anchored_node.insert(node, (i, now));
+                }
+            }
+        }
+        if delay_ns == 0 {
+            self.fire(ctl, now, nodes, i, edge);
+            true
+        } else {
+            ctl.push(Command::Alarm {
+                at: now + delay_ns,
+                tag: Alarm::Edge { fault: i, edge }.encode(),
+            });
+            false
+        }
     }
 }
 
