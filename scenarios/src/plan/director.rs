@@ -260,11 +260,10 @@ impl PlanDirector {
     /// Makes this director one for `faults`, as [`PlanDirector::new`] would, keeping the
     /// storage an earlier plan grew (a thread reuses one director run after run).
     pub fn reset(&mut self, faults: &[Fault], tool: NodeId, operator: NodeId) {
-        // The anchors and the lists by kind depend on the plan alone: a thread running the
-        // same plan again (a sweep of one scenario) keeps them.
-        if self.faults.as_slice() != faults || self.state.len() != faults.len() {
-            self.file(faults);
-        }
+        // Filed anew each time: a sweep's plans differ from seed to seed in their times, so
+        // comparing them with the last one first mostly costs a comparison more. The lists by
+        // kind, which depend on the plan's shape alone, are kept when it is the same.
+        self.file(faults);
         // Each fault armed again; a hold's list keeps its storage.
         self.state.truncate(faults.len());
         for st in &mut self.state {
@@ -276,8 +275,13 @@ impl PlanDirector {
             };
         }
         self.state.resize(faults.len(), FaultState::ARMED);
-        self.anchored.clear();
-        self.anchored_node.clear();
+        // Mostly empty already: a tree's `clear` takes it apart even then.
+        if !self.anchored.is_empty() {
+            self.anchored.clear();
+        }
+        if !self.anchored_node.is_empty() {
+            self.anchored_node.clear();
+        }
         self.tool = tool;
         self.operator = operator;
         self.healed = false;
