@@ -145,7 +145,9 @@ pub struct RunResult {
 
 impl RunResult {
     /// The result of a run (its end, true time at the end, events) judged as `judgement`, with
-    /// no machine fault and no statements yet.
+    /// no machine fault and no statements yet. Inlined, so that the result is built where its
+    /// caller returns it rather than built and then moved (it is a few hundred bytes).
+    #[inline(always)]
     fn judged(
         seed: u64,
         (nodes, op_names): Names,
