@@ -194,6 +194,39 @@ struct Shape {
     watch: [u64; 2],
 }
 
+/// What an active fault means for the end of the run and for the messages the director looks
+/// at, filed from its kind (see [`PlanDirector::refresh`]).
+#[derive(Copy, Clone, Debug)]
+struct Settle {
+    /// The kinds of message it acts on (a message fault's).
+    watch: u64,
+    /// Whether the run waits for it to end: a healing cut, a pause, a restarting crash.
+    waits: bool,
+    /// Whether the run waits for it while it holds messages: a message fault.
+    holds: bool,
+}
+
+impl Settle {
+    fn of(fault: &Fault) -> Settle {
+        let (watch, waits, holds) = match fault.kind {
+            FaultKind::Partition { .. } | FaultKind::Isolate { .. } => {
+                (0, fault.end.is_some(), false)
+            }
+            FaultKind::Pause { .. } => (0, true, false),
+            FaultKind::Crash {
+                restart_after_ns, ..
+            } => (0, restart_after_ns.is_some(), false),
+            FaultKind::Message { pattern, .. } => (kinds_bit(pattern.kind), false, true),
+            _ => (0, false, false),
+        };
+        Settle {
+            watch,
+            waits,
+            holds,
+        }
+    }
+}
+
 /// One message-anchored trigger of a fault.
 #[derive(Copy, Clone, Debug)]
 struct Anchor {
@@ -230,6 +263,8 @@ pub struct PlanDirector {
     shape: Shape,
     /// One per fault, by index.
     state: Vec<FaultState>,
+    /// One per fault, by index: what it means while active.
+    settle: Vec<Settle>,
     /// Messages held until a pause ends, per pause fault: the anchoring message and every
     /// later one the paused node sent in the same instant (the rest of its handler).
     anchored: BTreeMap<usize, Vec<u64>>,
@@ -300,6 +335,8 @@ impl PlanDirector {
     fn file(&mut self, faults: &[Fault]) {
         self.faults.clear();
         self.faults.extend_from_slice(faults);
+        self.settle.clear();
+        self.settle.extend(faults.iter().map(Settle::of));
         self.anchors.clear();
         for (i, f) in faults.iter().enumerate() {
             for edge in Edge::ALL {
@@ -393,11 +430,24 @@ impl PlanDirector {
     /// occurred is not waited for; one that started and will end by itself (a healing cut, a
     /// pause, a restart, a held message) is, so that it cannot hide the end of the story.
     fn refresh(&mut self) {
-        (self.unsettled, self.fault_watch) = self.settled_now();
+        let (mut unsettled, mut watch) = (false, 0);
+        for (settle, st) in self.settle.iter().zip(&self.state) {
+            if st.phase == Phase::Active {
+                unsettled |= settle.waits || (settle.holds && !st.held.is_empty());
+                watch |= settle.watch;
+            }
+        }
+        self.unsettled = unsettled;
+        self.fault_watch = if self.anchored.is_empty() && self.anchored_node.is_empty() {
+            watch
+        } else {
+            u64::MAX
+        };
     }
 
-    /// [`PlanDirector::unsettled`] and [`PlanDirector::fault_watch`] as the faults' state makes
-    /// them.
+    /// [`PlanDirector::unsettled`] and [`PlanDirector::fault_watch`] as the faults' kinds and
+    /// state make them: what [`PlanDirector::refresh`] finds from what it filed of each kind.
+    #[cfg(test)]
     fn settled_now(&self) -> (bool, u64) {
         let (mut unsettled, mut watch) = (false, 0);
         for (fault, st) in self.faults.iter().zip(&self.state) {
