@@ -18,8 +18,9 @@ thread_local! {
     /// grew it, a run allocates nothing for its queue, its messages or its trace.
     static BUFFERS: RefCell<Buffers<Msg, Event>> = RefCell::new(Buffers::default());
     /// The fault plan's director, kept per thread and reset for each run, for the same reason
-    /// (`None` while a run uses it: a run started from inside another gets a new one).
-    static DIRECTOR: RefCell<Option<PlanDirector>> = const { RefCell::new(None) };
+    /// (`None` while a run uses it: a run started from inside another gets a new one). Boxed,
+    /// so that a run takes it and gives it back by moving a pointer, not the director.
+    static DIRECTOR: RefCell<Option<Box<PlanDirector>>> = const { RefCell::new(None) };
     /// The node list and operation names of this thread's last run: a sweep's runs of one
     /// scenario share them, so a run's result holds them without building them again.
     static NAMES: RefCell<Option<Names>> = const { RefCell::new(None) };
@@ -144,7 +145,9 @@ pub struct RunResult {
 
 impl RunResult {
     /// The result of a run (its end, true time at the end, events) judged as `judgement`, with
-    /// no machine fault and no statements yet.
+    /// no machine fault and no statements yet. Inlined, so that the result is built where its
+    /// caller returns it rather than built and then moved (it is a few hundred bytes).
+    #[inline(always)]
     fn judged(
         seed: u64,
         (nodes, op_names): Names,
@@ -267,7 +270,8 @@ fn run_judged(
     };
     let buffers = BUFFERS.with_borrow_mut(std::mem::take);
     let mut sim = Sim::with_buffers(seed, nodes, setup.net, setup.limits, buffers);
-    let mut director = DIRECTOR.with_borrow_mut(Option::take).unwrap_or_default();
+    let mut director: Box<PlanDirector> =
+        DIRECTOR.with_borrow_mut(Option::take).unwrap_or_default();
     director.reset(&setup.faults, setup.tool_node(), setup.operator_node());
     for c in director.initial_commands(setup.heal_at_ns) {
         sim.command(c);
@@ -278,7 +282,7 @@ fn run_judged(
     // Bounded: each pass processes at least one event, up to the event budget.
     let (end, fault) = loop {
         let pause_at = sim.events().saturating_add(judge_every);
-        match catch_unwind(AssertUnwindSafe(|| sim.run_until(&mut director, pause_at))) {
+        match catch_unwind(AssertUnwindSafe(|| sim.run_until(&mut *director, pause_at))) {
             Ok(Some(end)) => break (end, sim.fault().cloned()),
             Ok(None) => parts
                 .get_or_insert_with(|| Parts::start(setup))

@@ -471,9 +471,9 @@ impl Setup {
         let addrs = Addrs {
             coordinator: Self::COORDINATOR,
             tool: self.tool_node(),
-            receivers: (0..self.receivers.len())
-                .map(|i| self.receiver_node(i))
-                .collect(),
+            receivers: crate::world::receivers_list(
+                (0..self.receivers.len()).map(|i| self.receiver_node(i)),
+            ),
         };
         // The coordinator, the workers, the receivers, the tool and the operator.
         let mut nodes: Vec<(Node, Clock)> =
@@ -508,7 +508,10 @@ impl Setup {
                 config: &config,
             });
             let addrs = match &mut addrs {
-                Some(a) if index < last => a.clone(),
+                Some(a) if index < last => Addrs {
+                    receivers: crate::world::receivers_list(a.receivers.iter().copied()),
+                    ..*a
+                },
                 a => a.take().expect("only the last worker takes the addresses"),
             };
             nodes.push((Node::Worker(worker, addrs), w.clock.clock()));

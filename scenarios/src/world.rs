@@ -116,6 +116,21 @@ thread_local! {
     /// The tool node of this thread's last run, handed back by [`keep_nodes`] for the next
     /// run's [`tool_node`] to renew instead of building one.
     static KEPT_TOOL: RefCell<Option<Box<ToolNode>>> = const { RefCell::new(None) };
+    /// The workers' lists of receivers of this thread's last run, handed back by
+    /// [`keep_nodes`] for the next run's [`receivers_list`] to fill instead of allocating one.
+    static KEPT_RECEIVERS: RefCell<Vec<Vec<NodeId>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Most lists of receivers a thread keeps (one per worker of a run).
+const KEPT_RECEIVERS_MAX: usize = 64;
+
+/// A list of the receivers `receivers` names, in the storage of one this thread kept from its
+/// last run when it kept one: the same list as one collected anew.
+pub(crate) fn receivers_list(receivers: impl Iterator<Item = NodeId>) -> Vec<NodeId> {
+    let mut list = KEPT_RECEIVERS.with_borrow_mut(Vec::pop).unwrap_or_default();
+    list.clear();
+    list.extend(receivers);
+    list
 }
 
 /// Most tool steps or fault rules a kept tool node keeps room for.
@@ -167,9 +182,23 @@ pub(crate) fn tool_node(
 }
 
 /// Keeps the tool node of a finished run's `nodes` for this thread's next run (one at most,
-/// and only with room for at most a few hundred steps and rules); the rest are dropped.
+/// and only with room for at most a few hundred steps and rules), and the workers' lists of
+/// receivers (a few dozen at most, each with room for a few hundred); the rest are dropped.
 pub(crate) fn keep_nodes(nodes: Vec<Node>) {
     for node in nodes {
+        if let Node::Worker(worker, addrs) = node {
+            // The machine goes first, as it would without the list kept.
+            drop(worker);
+            let list = addrs.receivers;
+            if list.capacity() != 0 && list.capacity() <= KEPT_TOOL_MAX {
+                KEPT_RECEIVERS.with_borrow_mut(|kept| {
+                    if kept.len() < KEPT_RECEIVERS_MAX {
+                        kept.push(list);
+                    }
+                });
+            }
+            continue;
+        }
         if let Node::Tool(tool) = node {
             let small = tool.setup.steps.capacity() <= KEPT_TOOL_MAX
                 && tool.faults.capacity() <= KEPT_TOOL_MAX
@@ -417,6 +446,49 @@ mod tests {
                 .collect(),
             default_min_ns: 1,
             default_max_ns: 9,
+        }
+    }
+
+    /// The workers' addresses of a run, built in the lists another run's workers left (a
+    /// setup with more workers and receivers, or fewer) are the ones built in new lists.
+    #[test]
+    fn addresses_built_in_kept_lists_are_new_ones() {
+        use crate::machines::Machines;
+        use leasesim_protocol::Variant;
+        let addrs = |nodes: Vec<(Node, leasesim_sim::Clock)>| -> Vec<Addrs> {
+            let all = nodes
+                .iter()
+                .filter_map(|(n, _)| match n {
+                    Node::Worker(_, a) => Some(a.clone()),
+                    _ => None,
+                })
+                .collect();
+            keep_nodes(nodes.into_iter().map(|(n, _)| n).collect());
+            all
+        };
+        let machines = Machines::reference();
+        for name in ["w1-w2", "swarm", "admission-and-authorization"] {
+            let setup = (crate::scenarios::find(name).unwrap().build)(3, Variant::Reference);
+            KEPT_RECEIVERS.with_borrow_mut(Vec::clear);
+            let new = addrs(setup.build_nodes(3, &machines));
+            let want = Addrs {
+                coordinator: crate::Setup::COORDINATOR,
+                tool: setup.tool_node(),
+                receivers: (0..setup.receivers.len())
+                    .map(|i| setup.receiver_node(i))
+                    .collect(),
+            };
+            assert_eq!(new, vec![want; setup.workers.len()], "{name}");
+            for other in ["swarm", "w1-w2", "admission-and-authorization"] {
+                let before = (crate::scenarios::find(other).unwrap().build)(5, Variant::Reference);
+                addrs(before.build_nodes(5, &machines));
+                assert!(KEPT_RECEIVERS.with_borrow(|k| !k.is_empty()));
+                assert_eq!(
+                    addrs(setup.build_nodes(3, &machines)),
+                    new,
+                    "{name} after {other}"
+                );
+            }
         }
     }
 

@@ -189,6 +189,42 @@ impl ByKind {
 struct Shape {
     anchors: Vec<(bool, Option<MsgKind>)>,
     faults: Vec<Option<Option<MsgKind>>>,
+    /// [`PlanDirector::anchor_watch`] before any anchor matched: what every run of the plan
+    /// starts with.
+    watch: [u64; 2],
+}
+
+/// What an active fault means for the end of the run and for the messages the director looks
+/// at, filed from its kind (see [`PlanDirector::refresh`]).
+#[derive(Copy, Clone, Debug)]
+struct Settle {
+    /// The kinds of message it acts on (a message fault's).
+    watch: u64,
+    /// Whether the run waits for it to end: a healing cut, a pause, a restarting crash.
+    waits: bool,
+    /// Whether the run waits for it while it holds messages: a message fault.
+    holds: bool,
+}
+
+impl Settle {
+    fn of(fault: &Fault) -> Settle {
+        let (watch, waits, holds) = match fault.kind {
+            FaultKind::Partition { .. } | FaultKind::Isolate { .. } => {
+                (0, fault.end.is_some(), false)
+            }
+            FaultKind::Pause { .. } => (0, true, false),
+            FaultKind::Crash {
+                restart_after_ns, ..
+            } => (0, restart_after_ns.is_some(), false),
+            FaultKind::Message { pattern, .. } => (kinds_bit(pattern.kind), false, true),
+            _ => (0, false, false),
+        };
+        Settle {
+            watch,
+            waits,
+            holds,
+        }
+    }
 }
 
 /// One message-anchored trigger of a fault.
@@ -227,6 +263,8 @@ pub struct PlanDirector {
     shape: Shape,
     /// One per fault, by index.
     state: Vec<FaultState>,
+    /// One per fault, by index: what it means while active.
+    settle: Vec<Settle>,
     /// Messages held until a pause ends, per pause fault: the anchoring message and every
     /// later one the paused node sent in the same instant (the rest of its handler).
     anchored: BTreeMap<usize, Vec<u64>>,
@@ -257,11 +295,10 @@ impl PlanDirector {
     /// Makes this director one for `faults`, as [`PlanDirector::new`] would, keeping the
     /// storage an earlier plan grew (a thread reuses one director run after run).
     pub fn reset(&mut self, faults: &[Fault], tool: NodeId, operator: NodeId) {
-        // The anchors and the lists by kind depend on the plan alone: a thread running the
-        // same plan again (a sweep of one scenario) keeps them.
-        if self.faults.as_slice() != faults || self.state.len() != faults.len() {
-            self.file(faults);
-        }
+        // Filed anew each time: a sweep's plans differ from seed to seed in their times, so
+        // comparing them with the last one first mostly costs a comparison more. The lists by
+        // kind, which depend on the plan's shape alone, are kept when it is the same.
+        self.file(faults);
         // Each fault armed again; a hold's list keeps its storage.
         self.state.truncate(faults.len());
         for st in &mut self.state {
@@ -273,13 +310,24 @@ impl PlanDirector {
             };
         }
         self.state.resize(faults.len(), FaultState::ARMED);
-        self.anchored.clear();
-        self.anchored_node.clear();
+        // Mostly empty already: a tree's `clear` takes it apart even then.
+        if !self.anchored.is_empty() {
+            self.anchored.clear();
+        }
+        if !self.anchored_node.is_empty() {
+            self.anchored_node.clear();
+        }
         self.tool = tool;
         self.operator = operator;
         self.healed = false;
         self.coordinator.set(None);
-        self.rewatch();
+        // What recomputing them finds for a plan no event has touched yet: every anchor
+        // still to match, no fault active, nothing held.
+        self.anchor_watch = self.shape.watch;
+        self.unsettled = false;
+        self.fault_watch = 0;
+        #[cfg(test)]
+        self.assert_watch_current();
     }
 
     /// Files a plan's message-anchored triggers and message faults by the kinds of message
@@ -287,6 +335,8 @@ impl PlanDirector {
     fn file(&mut self, faults: &[Fault]) {
         self.faults.clear();
         self.faults.extend_from_slice(faults);
+        self.settle.clear();
+        self.settle.extend(faults.iter().map(Settle::of));
         self.anchors.clear();
         for (i, f) in faults.iter().enumerate() {
             for edge in Edge::ALL {
@@ -345,18 +395,34 @@ impl PlanDirector {
             .extend(anchors.iter().map(|a| (a.on_send, a.pattern.kind)));
         self.shape.faults.clear();
         self.shape.faults.extend(faults.iter().map(msg_kind));
+        self.shape.watch = [0; 2];
+        for a in anchors {
+            self.shape.watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
+        }
     }
 
-    /// Recomputes [`PlanDirector::anchor_watch`] from the anchors not matched yet, then the
-    /// rest ([`PlanDirector::refresh`]).
-    fn rewatch(&mut self) {
-        self.anchor_watch = [0; 2];
+    /// [`PlanDirector::anchor_watch`] as the anchors not matched yet make it.
+    fn anchor_watch_now(&self) -> [u64; 2] {
+        let mut watch = [0; 2];
         for a in &self.anchors {
             if !self.state[a.fault].matched.get(a.edge) {
-                self.anchor_watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
+                watch[a.on_send as usize] |= kinds_bit(a.pattern.kind);
             }
         }
-        self.refresh();
+        watch
+    }
+
+    /// Checks that what the director keeps up to date as it goes ([`PlanDirector::anchor_watch`],
+    /// [`PlanDirector::unsettled`], [`PlanDirector::fault_watch`]) is what recomputing it
+    /// from scratch gives.
+    #[cfg(test)]
+    fn assert_watch_current(&self) {
+        assert_eq!(self.anchor_watch, self.anchor_watch_now(), "anchor watch");
+        assert_eq!(
+            (self.unsettled, self.fault_watch),
+            self.settled_now(),
+            "unsettled, fault watch"
+        );
     }
 
     /// Recomputes [`PlanDirector::unsettled`] and [`PlanDirector::fault_watch`] after a
@@ -364,6 +430,25 @@ impl PlanDirector {
     /// occurred is not waited for; one that started and will end by itself (a healing cut, a
     /// pause, a restart, a held message) is, so that it cannot hide the end of the story.
     fn refresh(&mut self) {
+        let (mut unsettled, mut watch) = (false, 0);
+        for (settle, st) in self.settle.iter().zip(&self.state) {
+            if st.phase == Phase::Active {
+                unsettled |= settle.waits || (settle.holds && !st.held.is_empty());
+                watch |= settle.watch;
+            }
+        }
+        self.unsettled = unsettled;
+        self.fault_watch = if self.anchored.is_empty() && self.anchored_node.is_empty() {
+            watch
+        } else {
+            u64::MAX
+        };
+    }
+
+    /// [`PlanDirector::unsettled`] and [`PlanDirector::fault_watch`] as the faults' kinds and
+    /// state make them: what [`PlanDirector::refresh`] finds from what it filed of each kind.
+    #[cfg(test)]
+    fn settled_now(&self) -> (bool, u64) {
         let (mut unsettled, mut watch) = (false, 0);
         for (fault, st) in self.faults.iter().zip(&self.state) {
             if st.phase != Phase::Active {
@@ -384,12 +469,12 @@ impl PlanDirector {
                 _ => {}
             }
         }
-        self.unsettled = unsettled;
-        self.fault_watch = if self.anchored.is_empty() && self.anchored_node.is_empty() {
+        let watch = if self.anchored.is_empty() && self.anchored_node.is_empty() {
             watch
         } else {
             u64::MAX
         };
+        (unsettled, watch)
     }
 
     /// Alarms for the faults that start or end at a fixed time, and for the heal phase, in
@@ -639,50 +724,95 @@ impl PlanDirector {
     ) {
         let kind = env.msg.kind();
         let mut k = 0;
-        let mut matched = false;
+        // Whether an anchor naming no kind matched; whether one of the list is still to match;
+        // whether a trigger fired here.
+        let (mut matched, mut matched_any_kind) = (false, false);
+        let (mut left, mut fired) = (false, false);
         while let Some(&a) = self.by_kind[sent as usize].of(kind).get(k) {
             k += 1;
             let anchor = &self.anchors[a as usize];
-            let (i, edge, delay_ns) = (anchor.fault, anchor.edge, anchor.delay_ns);
-            let st = &mut self.state[i];
-            if st.matched.get(edge) {
+            let st = &self.state[anchor.fault];
+            if st.matched.get(anchor.edge) {
                 continue;
             }
             // An end or a release only counts once the start trigger matched (the start itself
             // may still be waiting for its delay).
-            if edge != Edge::Start && st.phase == Phase::Armed && !st.matched.get(Edge::Start) {
+            if anchor.edge != Edge::Start
+                && st.phase == Phase::Armed
+                && !st.matched.get(Edge::Start)
+            {
+                left = true;
                 continue;
             }
             if !anchor.pattern.matches(env.from, env.to, &env.msg) {
+                left = true;
                 continue;
             }
-            st.matched.set(edge);
             matched = true;
-            let will_start = st.phase == Phase::Armed && !self.healed;
-            if edge == Edge::Start && sent && delay_ns == 0 && will_start {
-                if let FaultKind::Pause {
-                    node,
-                    hold_anchor: true,
-                    ..
-                } = self.faults[i].kind
-                {
-                    if node == env.from {
-                        self.anchored.insert(i, vec![env.id]);
-                        self.anchored_node.insert(node, (i, now));
-                    }
+            matched_any_kind |= anchor.pattern.kind.is_none();
+            fired |= self.anchor_matched(ctl, now, nodes, sent, env, a as usize);
+        }
+        // The list holds every anchor of this direction that names this kind or none: once
+        // none of it is left to match, no anchor watches the kind any more. One naming no
+        // kind watched every kind, and a kind beyond 64 shares its bit with all the others:
+        // then every anchor is looked at again.
+        if matched_any_kind || (matched && kind_bit(kind) == u64::MAX) {
+            self.anchor_watch = self.anchor_watch_now();
+        } else if !left {
+            self.anchor_watch[sent as usize] &= !kind_bit(kind);
+        }
+        // Only a fired trigger moves a fault or an anchored pause.
+        if fired {
+            self.refresh();
+        }
+        #[cfg(test)]
+        self.assert_watch_current();
+    }
+
+    /// Anchor `a`, which matched the message: marks it, then fires its trigger (and says so)
+    /// or sets its delay's alarm. Out of line: most messages a kind's anchors look at match
+    /// none of them, and the search above is then the whole call.
+    #[inline(never)]
+    fn anchor_matched(
+        &mut self,
+        ctl: &mut Control,
+        now: u64,
+        nodes: u32,
+        sent: bool,
+        env: &Envelope<Msg>,
+        a: usize,
+    ) -> bool {
+        let Anchor {
+            fault: i,
+            edge,
+            delay_ns,
+            ..
+        } = self.anchors[a];
+        let st = &mut self.state[i];
+        st.matched.set(edge);
+        let will_start = st.phase == Phase::Armed && !self.healed;
+        if edge == Edge::Start && sent && delay_ns == 0 && will_start {
+            if let FaultKind::Pause {
+                node,
+                hold_anchor: true,
+                ..
+            } = self.faults[i].kind
+            {
+                if node == env.from {
+                    self.anchored.insert(i, vec![env.id]);
+                    self.anchored_node.insert(node, (i, now));
                 }
             }
-            if delay_ns == 0 {
-                self.fire(ctl, now, nodes, i, edge);
-            } else {
-                ctl.push(Command::Alarm {
-                    at: now + delay_ns,
-                    tag: Alarm::Edge { fault: i, edge }.encode(),
-                });
-            }
         }
-        if matched {
-            self.rewatch();
+        if delay_ns == 0 {
+            self.fire(ctl, now, nodes, i, edge);
+            true
+        } else {
+            ctl.push(Command::Alarm {
+                at: now + delay_ns,
+                tag: Alarm::Edge { fault: i, edge }.encode(),
+            });
+            false
         }
     }
 }
@@ -697,6 +827,19 @@ fn kind_bit(kind: MsgKind) -> u64 {
 /// The kinds a pattern names: one, or every kind when it names none.
 fn kinds_bit(kind: Option<MsgKind>) -> u64 {
     kind.map_or(u64::MAX, kind_bit)
+}
+
+/// Whether any node is a coordinator with every job terminal.
+#[cold]
+#[inline(never)]
+fn any_finished_coordinator(nodes: &[Node]) -> bool {
+    nodes.iter().any(Node::is_finished_coordinator)
+}
+
+/// Whether any node is a worker that holds a job.
+#[inline(never)]
+fn any_busy_worker(nodes: &[Node]) -> bool {
+    nodes.iter().any(Node::is_busy_worker)
 }
 
 impl PlanDirector {
@@ -807,7 +950,10 @@ impl Director<Node> for PlanDirector {
         if (self.anchor_watch[1] | self.fault_watch) & kind_bit(env.msg.kind()) == 0 {
             return fate;
         }
-        self.on_watched_send(ctl, now, env, fate)
+        let fate = self.on_watched_send(ctl, now, env, fate);
+        #[cfg(test)]
+        self.assert_watch_current();
+        fate
     }
 
     #[inline]
@@ -831,18 +977,22 @@ impl Director<Node> for PlanDirector {
             _ => debug_assert!(false, "an alarm tag this director never set: {tag}"),
         }
         self.refresh();
+        #[cfg(test)]
+        self.assert_watch_current();
     }
 
     fn is_done(&self, nodes: &[Node]) -> bool {
         if self.unsettled || !self.anchored.is_empty() {
             return false;
         }
+        // Asked after every event, and mostly answered by the coordinator alone: the walks
+        // over the nodes are kept out of line, so that this answer costs no more than it.
         let finished = match self.coordinator.get() {
             Some(Some(i)) if i < nodes.len() => nodes[i].is_finished_coordinator(),
-            Some(_) => nodes.iter().any(Node::is_finished_coordinator),
+            Some(_) => any_finished_coordinator(nodes),
             None => self.find_coordinator(nodes),
         };
-        finished && !nodes.iter().any(Node::is_busy_worker)
+        finished && !any_busy_worker(nodes)
     }
 }
 
@@ -890,6 +1040,24 @@ mod tests {
             of(&d.by_kind[1]),
             of(&d.msg_faults)
         )
+    }
+
+    /// What a director keeps up to date as a run goes (the kinds of message it watches, and
+    /// whether a fault is unsettled) is what recomputing it from scratch gives, after every
+    /// callback of every scenario's runs: each callback asserts it in a test build.
+    #[test]
+    fn the_watch_kept_up_to_date_is_the_one_recomputed() {
+        use crate::scenarios::ALL;
+        use leasesim_protocol::Variant;
+        for def in ALL {
+            for seed in 0..4 {
+                let variant = Variant::ALL[seed as usize % Variant::ALL.len()];
+                let setup = (def.build)(seed, variant);
+                let r = crate::run(&setup, seed, &crate::Machines::variant(variant));
+                // A run catches a panic as a machine's fault.
+                assert_eq!(r.machine_fault, None, "{} seed {seed}", def.name);
+            }
+        }
     }
 
     /// A director reset for a plan after any other plan (another scenario's, the same
