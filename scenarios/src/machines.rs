@@ -27,7 +27,7 @@
 
 use leasesim_protocol::{
     ClassSpec, Coordinator, CoordinatorMachine, JobSpec, Msg, Nanos, OpId, Output, Receiver,
-    ReceiverMachine, Variant, Worker, WorkerConfig, WorkerMachine,
+    ReceiverMachine, Switches, Variant, Worker, WorkerConfig, WorkerMachine,
 };
 use std::sync::Arc;
 
@@ -94,6 +94,9 @@ pub struct Machines {
     coordinator: CoordinatorFactory,
     worker: WorkerFactory,
     receiver: ReceiverFactory,
+    /// The switches of each part that is leasesim's own, which a run builds directly rather
+    /// than through its factory (the same machine; see [`Part`]); `None` for a user's part.
+    stock: StockParts,
     scope: Option<ScopeCheck>,
     statements: Arc<Vec<(String, String)>>,
     command_line: Option<String>,
@@ -138,46 +141,19 @@ impl Machines {
             // A machine a run dropped is kept per thread and made new for the next run (see
             // `Reused`): the same machine as a new one, without allocating its storage again.
             coordinator: Arc::new(move |s: &CoordinatorSpec<'_>| {
-                let coordinator = match Reused::<Coordinator>::take() {
-                    Some(mut c) => {
-                        c.rebuild(s.classes, s.jobs, switches);
-                        c
-                    }
-                    None => Box::new(Coordinator::new(s.classes.to_vec(), s.jobs, switches)),
-                };
-                Box::new(Reused(Some(coordinator))) as Box<dyn CoordinatorMachine>
+                Box::new(stock_coordinator(s, switches)) as Box<dyn CoordinatorMachine>
             }),
             worker: Arc::new(move |s: &WorkerSpec<'_>| {
-                let worker = match Reused::<Worker>::take() {
-                    Some(mut w) => {
-                        w.rebuild(s.config, switches);
-                        w
-                    }
-                    None => Box::new(Worker::new(s.config.clone(), switches)),
-                };
-                Box::new(Reused(Some(worker))) as Box<dyn WorkerMachine>
+                Box::new(stock_worker(s, switches)) as Box<dyn WorkerMachine>
             }),
             receiver: Arc::new(move |s: &ReceiverSpec<'_>| {
-                let receiver = match Reused::<Receiver>::take() {
-                    Some(mut r) => {
-                        r.rebuild(s.supports_fence, switches);
-                        r
-                    }
-                    None => Box::new(Receiver::new(s.supports_fence, switches)),
-                };
-                // A new or rebuilt receiver answers status queries and refuses nothing: only
-                // one that must differ is moved through its builder methods.
-                let receiver = if s.supports_status && s.refused_ops.is_empty() {
-                    receiver
-                } else {
-                    Box::new(
-                        (*receiver)
-                            .with_status(s.supports_status)
-                            .with_refused_ops(s.refused_ops.to_vec()),
-                    )
-                };
-                Box::new(Reused(Some(receiver))) as Box<dyn ReceiverMachine>
+                Box::new(stock_receiver(s, switches)) as Box<dyn ReceiverMachine>
             }),
+            stock: StockParts {
+                coordinator: Some(switches),
+                worker: Some(switches),
+                receiver: Some(switches),
+            },
             scope: None,
             statements: Arc::new(Vec::new()),
             command_line: None,
@@ -198,6 +174,7 @@ impl Machines {
         factory: impl Fn(&WorkerSpec<'_>) -> Box<dyn WorkerMachine> + Send + Sync + 'static,
     ) -> Machines {
         self.worker = Arc::new(factory);
+        self.stock.worker = None;
         self.parts.worker = name.to_string();
         self.name = name.to_string();
         self.mine()
@@ -210,6 +187,7 @@ impl Machines {
         factory: impl Fn(&CoordinatorSpec<'_>) -> Box<dyn CoordinatorMachine> + Send + Sync + 'static,
     ) -> Machines {
         self.coordinator = Arc::new(factory);
+        self.stock.coordinator = None;
         self.parts.coordinator = name.to_string();
         self.name = name.to_string();
         self.mine()
@@ -222,6 +200,7 @@ impl Machines {
         factory: impl Fn(&ReceiverSpec<'_>) -> Box<dyn ReceiverMachine> + Send + Sync + 'static,
     ) -> Machines {
         self.receiver = Arc::new(factory);
+        self.stock.receiver = None;
         self.parts.receiver = name.to_string();
         self.name = name.to_string();
         self.mine()
@@ -351,6 +330,149 @@ impl Machines {
     pub fn receiver(&self, spec: &ReceiverSpec<'_>) -> Box<dyn ReceiverMachine> {
         (self.receiver)(spec)
     }
+
+    /// Builds the coordinator as a node holds it: leasesim's own directly, the same machine its
+    /// factory builds.
+    pub(crate) fn coordinator_part(&self, spec: &CoordinatorSpec<'_>) -> CoordinatorPart {
+        CoordinatorPart(match self.stock.coordinator {
+            Some(switches) => Part::Stock(stock_coordinator(spec, switches)),
+            None => Part::Dyn(self.coordinator(spec)),
+        })
+    }
+
+    /// Builds a worker as a node holds it (see [`Machines::coordinator_part`]).
+    pub(crate) fn worker_part(&self, spec: &WorkerSpec<'_>) -> WorkerPart {
+        WorkerPart(match self.stock.worker {
+            Some(switches) => Part::Stock(stock_worker(spec, switches)),
+            None => Part::Dyn(self.worker(spec)),
+        })
+    }
+
+    /// Builds a receiver as a node holds it (see [`Machines::coordinator_part`]).
+    pub(crate) fn receiver_part(&self, spec: &ReceiverSpec<'_>) -> ReceiverPart {
+        ReceiverPart(match self.stock.receiver {
+            Some(switches) => Part::Stock(stock_receiver(spec, switches)),
+            None => Part::Dyn(self.receiver(spec)),
+        })
+    }
+}
+
+/// Which parts of a [`Machines`] are leasesim's own, with the switches they were built with (a
+/// user's part set beside them leaves the others as they were).
+#[derive(Clone, Copy, Debug)]
+struct StockParts {
+    coordinator: Option<Switches>,
+    worker: Option<Switches>,
+    receiver: Option<Switches>,
+}
+
+/// leasesim's own coordinator, kept by this thread and rebuilt when it kept one.
+fn stock_coordinator(s: &CoordinatorSpec<'_>, switches: Switches) -> Reused<Coordinator> {
+    let coordinator = match Reused::<Coordinator>::take() {
+        Some(mut c) => {
+            c.rebuild(s.classes, s.jobs, switches);
+            c
+        }
+        None => Box::new(Coordinator::new(s.classes.to_vec(), s.jobs, switches)),
+    };
+    Reused(Some(coordinator))
+}
+
+/// leasesim's own worker (see [`stock_coordinator`]).
+fn stock_worker(s: &WorkerSpec<'_>, switches: Switches) -> Reused<Worker> {
+    let worker = match Reused::<Worker>::take() {
+        Some(mut w) => {
+            w.rebuild(s.config, switches);
+            w
+        }
+        None => Box::new(Worker::new(s.config.clone(), switches)),
+    };
+    Reused(Some(worker))
+}
+
+/// leasesim's own receiver (see [`stock_coordinator`]).
+fn stock_receiver(s: &ReceiverSpec<'_>, switches: Switches) -> Reused<Receiver> {
+    let receiver = match Reused::<Receiver>::take() {
+        Some(mut r) => {
+            r.rebuild(s.supports_fence, switches);
+            r
+        }
+        None => Box::new(Receiver::new(s.supports_fence, switches)),
+    };
+    // A new or rebuilt receiver answers status queries and refuses nothing: only one that must
+    // differ is moved through its builder methods.
+    let receiver = if s.supports_status && s.refused_ops.is_empty() {
+        receiver
+    } else {
+        Box::new(
+            (*receiver)
+                .with_status(s.supports_status)
+                .with_refused_ops(s.refused_ops.to_vec()),
+        )
+    };
+    Reused(Some(receiver))
+}
+
+/// A machine as a node holds it: leasesim's own by its type, so that the node's calls to it
+/// are direct and inline into the node's adapter (its outputs are then handed over without a
+/// call each), or any other behind its trait. Both are the same machine: the factory of a
+/// stock part builds it the same way.
+pub(crate) enum Part<S, D: ?Sized> {
+    /// leasesim's own machine.
+    Stock(S),
+    /// A user's machine (or leasesim's, handed over by a factory).
+    Dyn(Box<D>),
+}
+
+/// Calls `$body` with `$m` bound to the machine of a [`Part`] (by the reference `$part` is
+/// given as): once for leasesim's own machine, called directly, and once for any other.
+macro_rules! on_part {
+    ($part:expr, $m:ident => $body:expr) => {
+        match $part {
+            $crate::machines::Part::Stock($m) => $body,
+            $crate::machines::Part::Dyn($m) => $body,
+        }
+    };
+}
+pub(crate) use on_part;
+
+/// A coordinator as its node holds it.
+pub struct CoordinatorPart(pub(crate) Part<Reused<Coordinator>, dyn CoordinatorMachine>);
+
+/// A worker as its node holds it.
+pub struct WorkerPart(pub(crate) Part<Reused<Worker>, dyn WorkerMachine>);
+
+/// An effect receiver as its node holds it.
+pub struct ReceiverPart(pub(crate) Part<Reused<Receiver>, dyn ReceiverMachine>);
+
+impl CoordinatorPart {
+    /// The machine.
+    pub fn get(&self) -> &dyn CoordinatorMachine {
+        match &self.0 {
+            Part::Stock(m) => m,
+            Part::Dyn(m) => &**m,
+        }
+    }
+}
+
+impl WorkerPart {
+    /// The machine.
+    pub fn get(&self) -> &dyn WorkerMachine {
+        match &self.0 {
+            Part::Stock(m) => m,
+            Part::Dyn(m) => &**m,
+        }
+    }
+}
+
+impl ReceiverPart {
+    /// The machine.
+    pub fn get(&self) -> &dyn ReceiverMachine {
+        match &self.0 {
+            Part::Stock(m) => m,
+            Part::Dyn(m) => &**m,
+        }
+    }
 }
 
 /// leasesim's own machines kept per thread, at most this many per role: a run needs a handful,
@@ -360,7 +482,7 @@ const REUSED_MAX: usize = 16;
 /// The machines a thread's runs dropped, by role, each in the box it is handed out in again.
 #[derive(Default)]
 #[allow(clippy::vec_box)] // the boxes are the point: a kept machine is never moved
-struct Store {
+pub(crate) struct Store {
     coordinators: Vec<Box<Coordinator>>,
     workers: Vec<Box<Worker>>,
     receivers: Vec<Box<Receiver>>,
@@ -376,10 +498,10 @@ thread_local! {
 /// receiver's list of refused operations, when it has one). The machine itself stays in its own
 /// box from run to run, so that handing it out and taking it back moves a pointer, not the
 /// machine. `None` only while it is dropped.
-struct Reused<T: Stored>(Option<Box<T>>);
+pub(crate) struct Reused<T: Stored>(Option<Box<T>>);
 
 /// A machine kind the store keeps.
-trait Stored: Sized {
+pub(crate) trait Stored: Sized {
     fn shelf(store: &mut Store) -> &mut Vec<Box<Self>>;
 }
 
@@ -540,6 +662,41 @@ mod tests {
         assert!(!mixed.is_stock());
         assert_eq!(mixed.setup_variant(), Variant::Reference);
         assert_eq!(mixed.parts().worker, "leasesim:unconditional-commit");
+    }
+
+    /// A node holds leasesim's own machines by their type and a user's behind their traits: the
+    /// same machines, handed over by the stock factories as a user's would be, run every
+    /// scenario to the same trace and judgement, for every variant.
+    #[test]
+    fn stock_parts_held_by_type_run_as_behind_their_traits() {
+        for &v in Variant::ALL {
+            let stock = Machines::variant(v);
+            let (c, w, r) = (stock.clone(), stock.clone(), stock.clone());
+            let behind = Machines::variant(v)
+                .with_coordinator("c", move |s| c.coordinator(s))
+                .with_worker("w", move |s| w.worker(s))
+                .with_receiver("r", move |s| r.receiver(s));
+            let setup = (crate::scenarios::find("w1-w2").unwrap().build)(1, v);
+            let spec = WorkerSpec {
+                index: 0,
+                config: &setup.workers[0].config,
+            };
+            assert!(matches!(stock.worker_part(&spec).0, Part::Stock(_)));
+            assert!(matches!(behind.worker_part(&spec).0, Part::Dyn(_)));
+            for def in crate::scenarios::ALL {
+                for seed in 0..3 {
+                    let setup = (def.build)(seed, v);
+                    let (a, b) = (
+                        crate::run(&setup, seed, &stock),
+                        crate::run(&setup, seed, &behind),
+                    );
+                    let what = format!("{} {} seed {seed}", def.name, v.name());
+                    assert_eq!(a.trace_hash(), b.trace_hash(), "{what}");
+                    assert_eq!(a.verdict(), b.verdict(), "{what}");
+                    assert_eq!(a.findings, b.findings, "{what}");
+                }
+            }
+        }
     }
 
     /// What a factory hands out after a run used and gave back this thread's machines is what

@@ -479,7 +479,7 @@ impl Setup {
         let mut nodes: Vec<(Node, Clock)> =
             Vec::with_capacity(self.workers.len() + self.receivers.len() + 3);
         nodes.push((
-            Node::Coordinator(machines.coordinator(&CoordinatorSpec {
+            Node::Coordinator(machines.coordinator_part(&CoordinatorSpec {
                 classes: &self.classes,
                 jobs: &self.jobs,
                 // Its own stream, apart from the simulator's: a coordinator that draws (a
@@ -503,7 +503,7 @@ impl Setup {
                     .min()
                     .unwrap_or(config.heartbeat_ns);
             }
-            let worker = machines.worker(&WorkerSpec {
+            let worker = machines.worker_part(&WorkerSpec {
                 index,
                 config: &config,
             });
@@ -517,7 +517,7 @@ impl Setup {
             nodes.push((Node::Worker(worker, addrs), w.clock.clock()));
         }
         for (index, r) in self.receivers.iter().enumerate() {
-            let receiver = machines.receiver(&ReceiverSpec {
+            let receiver = machines.receiver_part(&ReceiverSpec {
                 index: index as u8,
                 supports_fence: r.supports_fence,
                 supports_status: r.supports_status,

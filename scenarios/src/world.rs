@@ -2,8 +2,11 @@
 //! into the simulator (sends, journal notes) and asks to be woken at the machine's next timeout.
 //!
 //! The machines are reached through small traits, so the reference, each known-bad variant, and
-//! a user's own implementation plug in the same way; nothing here judges a run.
+//! a user's own implementation plug in the same way; nothing here judges a run. A node holds
+//! leasesim's own machines by their type (`machines::Part`), so that its calls to them are
+//! direct; the adapter's code is the same for both kinds.
 
+use crate::machines::{on_part, CoordinatorPart, ReceiverPart, WorkerPart};
 pub use leasesim_protocol::machine::{CoordinatorMachine, ReceiverMachine, WorkerMachine};
 use leasesim_protocol::{
     Event, JobId, Msg, Nanos, OperatorAction, Output, Peer, Tool, ToolAnswer, ToolCall,
@@ -246,11 +249,11 @@ impl Addrs {
 /// A simulator node: one protocol machine and the addresses it talks to.
 pub enum Node {
     /// The coordinator.
-    Coordinator(Box<dyn CoordinatorMachine>),
+    Coordinator(CoordinatorPart),
     /// A worker.
-    Worker(Box<dyn WorkerMachine>, Addrs),
+    Worker(WorkerPart, Addrs),
     /// An effect receiver.
-    Receiver(Box<dyn ReceiverMachine>),
+    Receiver(ReceiverPart),
     /// The tool.
     Tool(Box<ToolNode>),
     /// The operator: the actions of the plan's `Fault::Operator`, by fault index.
@@ -260,20 +263,20 @@ pub enum Node {
 impl Node {
     /// Whether this node is a worker that holds a job.
     pub fn is_busy_worker(&self) -> bool {
-        matches!(self, Node::Worker(w, _) if w.is_busy())
+        matches!(self, Node::Worker(w, _) if w.get().is_busy())
     }
 
     /// The tool call this node waits for, if it is a worker that waits for one.
     pub fn tool_in_flight(&self) -> Option<u64> {
         match self {
-            Node::Worker(w, _) => w.tool_in_flight(),
+            Node::Worker(w, _) => w.get().tool_in_flight(),
             _ => None,
         }
     }
 
     /// Whether this node is a coordinator with every job terminal.
     pub fn is_finished_coordinator(&self) -> bool {
-        matches!(self, Node::Coordinator(c) if c.all_terminal())
+        matches!(self, Node::Coordinator(c) if on_part!(&c.0, c => c.all_terminal()))
     }
 }
 
@@ -319,31 +322,33 @@ impl Process for Node {
 
     fn start(&mut self, cx: &mut NodeCx<'_>) {
         if let Node::Worker(w, addrs) = self {
-            w.observe_wall(cx.wall());
-            w.start(cx.now());
-            drain(cx, Some(addrs), || w.poll_output());
-            cx.set_wake(w.poll_timeout());
+            on_part!(&mut w.0, w => {
+                w.observe_wall(cx.wall());
+                w.start(cx.now());
+                drain(cx, Some(addrs), || w.poll_output());
+                cx.set_wake(w.poll_timeout());
+            })
         }
     }
 
     fn message(&mut self, cx: &mut NodeCx<'_>, from: NodeId, msg: Msg) {
         let now = cx.now();
         match self {
-            Node::Coordinator(c) => {
+            Node::Coordinator(c) => on_part!(&mut c.0, c => {
                 c.handle_message(now, from, msg);
                 drain(cx, None, || c.poll_output());
                 cx.set_wake(c.poll_timeout());
-            }
-            Node::Worker(w, addrs) => {
+            }),
+            Node::Worker(w, addrs) => on_part!(&mut w.0, w => {
                 w.observe_wall(cx.wall());
                 w.handle_message(now, msg);
                 drain(cx, Some(addrs), || w.poll_output());
                 cx.set_wake(w.poll_timeout());
-            }
-            Node::Receiver(r) => {
+            }),
+            Node::Receiver(r) => on_part!(&mut r.0, r => {
                 r.handle_message(now, from, msg);
                 drain(cx, None, || r.poll_output());
-            }
+            }),
             Node::Tool(tool) => {
                 if let Msg::ToolStatus { .. } = msg {
                     tool.tool.handle_status(from, msg);
@@ -367,29 +372,29 @@ impl Process for Node {
     fn wake(&mut self, cx: &mut NodeCx<'_>) {
         let now = cx.now();
         match self {
-            Node::Worker(w, addrs) => {
+            Node::Worker(w, addrs) => on_part!(&mut w.0, w => {
                 w.observe_wall(cx.wall());
                 w.handle_timeout(now);
                 drain(cx, Some(addrs), || w.poll_output());
                 cx.set_wake(w.poll_timeout());
-            }
+            }),
             Node::Tool(tool) => {
                 tool.tool.handle_timeout(now);
                 drain(cx, None, || tool.tool.poll_output());
                 cx.set_wake(tool.tool.poll_timeout());
             }
-            Node::Coordinator(c) => {
+            Node::Coordinator(c) => on_part!(&mut c.0, c => {
                 c.handle_timeout(now);
                 drain(cx, None, || c.poll_output());
                 cx.set_wake(c.poll_timeout());
-            }
+            }),
             Node::Receiver(_) | Node::Operator(..) => {}
         }
     }
 
     fn crash(&mut self) {
         match self {
-            Node::Worker(w, _) => w.crash(),
+            Node::Worker(w, _) => on_part!(&mut w.0, w => w.crash()),
             // The coordinator's table and a receiver's store are durable; the tool is the
             // outside world. Their crashes are modelled as outages (no messages in or out).
             Node::Coordinator(_) | Node::Receiver(_) | Node::Tool(..) | Node::Operator(..) => {}
