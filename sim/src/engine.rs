@@ -489,7 +489,7 @@ impl Queue {
         self.heap.len() - self.taken as usize
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, ev: Ev) {
         if self.taken {
             self.taken = false;
@@ -519,15 +519,22 @@ impl Queue {
         Some(first)
     }
 
-    /// Removes the event [`Queue::take_first`] handed out, if no push took its place.
-    #[inline]
+    /// Removes the event [`Queue::take_first`] handed out, if no push took its place. Most
+    /// handlers queue an event, so there is usually nothing to do: only the test is inlined.
+    #[inline(always)]
     fn settle(&mut self) {
         if self.taken {
-            self.taken = false;
-            let last = self.heap.pop().expect("a taken event is in the heap");
-            if !self.heap.is_empty() {
-                self.fill_root(last);
-            }
+            self.remove_taken();
+        }
+    }
+
+    /// [`Queue::settle`]'s work: the last event takes the root's place.
+    #[inline(never)]
+    fn remove_taken(&mut self) {
+        self.taken = false;
+        let last = self.heap.pop().expect("a taken event is in the heap");
+        if !self.heap.is_empty() {
+            self.fill_root(last);
         }
     }
 
