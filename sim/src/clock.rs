@@ -72,12 +72,21 @@ impl Clock {
                 return self.anchor_local.saturating_add((p / PPM as i64) as u64);
             }
         }
+        self.local_slow(t)
+    }
+
+    /// [`Clock::local`] when no fast path applies: in 128 bits, out of line so that the fast
+    /// paths inline small wherever a clock is read.
+    #[inline(never)]
+    fn local_slow(&self, t: u64) -> u64 {
         let dt = t as i128 - self.anchor_true as i128;
         let v = self.anchor_local as i128 + dt * (PPM + self.drift_ppm as i128) / PPM;
         v.clamp(0, u64::MAX as i128) as u64
     }
 
     /// The earliest true time `>= now` at which the clock reads at least `local_deadline`.
+    /// The fast paths are inlined where a wake is armed; the general one is a call of its own.
+    #[inline]
     pub fn true_at(&self, local_deadline: u64, now: u64) -> u64 {
         // Fast path for a true-rate clock read at or after its anchor, exactly equal to the
         // general one: the deadline is reached `deadline - anchor_local` after the anchor, or
@@ -111,6 +120,12 @@ impl Clock {
                 }
             }
         }
+        self.true_at_slow(local_deadline, now)
+    }
+
+    /// [`Clock::true_at`] when no fast path applies: in 128 bits.
+    #[inline(never)]
+    fn true_at_slow(&self, local_deadline: u64, now: u64) -> u64 {
         if self.local(now) >= local_deadline {
             return now;
         }
