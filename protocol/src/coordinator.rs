@@ -132,6 +132,18 @@ struct PendingClaim {
 /// V10: how long the write of a non-atomic claim trails its read (a database round trip).
 pub const NON_ATOMIC_WRITE_DELAY_NS: Nanos = 5 * MILLI_NS;
 
+/// What the last claim query that found nothing learned about the table: no queued job may
+/// start before `retry` (every queued job waits out a backoff that ends then or later), and no
+/// running job's lease has expired at any time up to `expiry` (every lease lasts until then or
+/// later). While both still hold, the query finds nothing again without looking.
+#[derive(Copy, Clone, Debug)]
+struct Quiet {
+    /// The earliest `not_before` of a queued job.
+    retry: Nanos,
+    /// The earliest `lease_until` of a running job.
+    expiry: Nanos,
+}
+
 /// The coordinator state machine.
 #[derive(Clone, Debug)]
 pub struct Coordinator {
@@ -148,6 +160,13 @@ pub struct Coordinator {
     running: Vec<u32>,
     /// How many jobs are not terminal, kept by `write_state` like `running`.
     open: usize,
+    /// The bounds the last empty claim query found (see [`Quiet`]), while they still hold: an
+    /// idle worker polls far more often than the table changes. `write_state` forgets them (a
+    /// job that becomes queued or running may be claimable at once), and a lease set without a
+    /// change of state lowers `expiry` to it (`set_lease`). Only kept when the query depends on
+    /// nothing else: no class has a capacity (admission reads other rows) and V11 is off (it
+    /// reads the claim time).
+    quiet: Option<Quiet>,
     leases: Vec<LeaseRecord>,
     /// Jobs an operator handed to a named worker, waiting for that worker's next claim.
     handoffs: SortedMap<JobId, WorkerName>,
@@ -178,6 +197,7 @@ impl Coordinator {
                 Vec::new()
             },
             open: jobs.len(),
+            quiet: None,
             classes,
             jobs,
             first_open: 0,
@@ -202,6 +222,7 @@ impl Coordinator {
             first_open,
             running,
             open,
+            quiet,
             leases,
             handoffs,
             claims,
@@ -223,6 +244,7 @@ impl Coordinator {
             running.resize(classes.len(), 0);
         }
         *open = rows.len();
+        *quiet = None;
         *first_open = 0;
         leases.clear();
         leases.shrink_to(KEPT_MAX);
@@ -289,9 +311,17 @@ impl Coordinator {
         self.open == 0
     }
 
-    /// Writes a job's state and keeps the counts of running and open jobs. A free function of
-    /// the row and the counts, so that callers may hold the row while they write.
-    fn write_state(row: &mut JobRow, running: &mut [u32], open: &mut usize, state: JobState) {
+    /// Writes a job's state, keeps the counts of running and open jobs and forgets what the
+    /// last empty claim query found. A free function of the row and the counts, so that callers
+    /// may hold the row while they write.
+    fn write_state(
+        row: &mut JobRow,
+        running: &mut [u32],
+        open: &mut usize,
+        quiet: &mut Option<Quiet>,
+        state: JobState,
+    ) {
+        *quiet = None;
         let old = row.state;
         if let Some(count) = running.get_mut(row.class.0 as usize) {
             if old == JobState::Running {
@@ -307,6 +337,15 @@ impl Coordinator {
             _ => {}
         }
         row.state = state;
+    }
+
+    /// Sets a job's lease expiry. What the last empty claim query found stays true of the table:
+    /// a lease that ends before every lease it saw lowers its bound.
+    fn set_lease(row: &mut JobRow, quiet: &mut Option<Quiet>, until: Nanos) {
+        row.lease_until = Some(until);
+        if let Some(q) = quiet {
+            q.expiry = q.expiry.min(until);
+        }
     }
 
     /// Keeps `first_open` at or below a job whose state is about to be written (the reference
@@ -501,7 +540,36 @@ impl Coordinator {
 
     /// The read half of a claim: the first job (by id) that is queued, or running with a lease
     /// expired at `judge`.
-    fn pick(&self, now: Nanos, judge: Nanos) -> Option<JobId> {
+    fn pick(&mut self, now: Nanos, judge: Nanos) -> Option<JobId> {
+        if let Some(q) = self.quiet {
+            if now < q.retry && judge <= q.expiry {
+                // Every queued job still waits and every lease still runs (see `Quiet`).
+                debug_assert_eq!(self.pick_by_scan(now, judge), None);
+                return None;
+            }
+        }
+        let found = self.pick_by_scan(now, judge);
+        if found.is_none() && self.running.is_empty() && !self.switches.takeover_by_status_age {
+            // Nothing matched: every queued job has a `not_before` after `now`, and every
+            // running job's lease lasts until `judge` or later (or it has none).
+            let mut quiet = Quiet {
+                retry: Nanos::MAX,
+                expiry: Nanos::MAX,
+            };
+            for j in &self.jobs[self.first_open..] {
+                match (j.state, j.not_before, j.lease_until) {
+                    (JobState::Queued, Some(t), _) => quiet.retry = quiet.retry.min(t),
+                    (JobState::Running, _, Some(t)) => quiet.expiry = quiet.expiry.min(t),
+                    _ => {}
+                }
+            }
+            self.quiet = Some(quiet);
+        }
+        found
+    }
+
+    /// [`Coordinator::pick`] by reading every open row.
+    fn pick_by_scan(&self, now: Nanos, judge: Nanos) -> Option<JobId> {
         let by_status_age = self.switches.takeover_by_status_age;
         self.jobs[self.first_open..]
             .iter()
@@ -546,7 +614,7 @@ impl Coordinator {
     fn renew(&mut self, now: Nanos, job: JobId, worker: WorkerName, token: Token) -> Nanos {
         let lease_ns = self.lease_ns(&self.jobs[job.0 as usize]);
         let row = &mut self.jobs[job.0 as usize];
-        row.lease_until = Some(now + lease_ns);
+        Self::set_lease(row, &mut self.quiet, now + lease_ns);
         row.heartbeat_at = Some(now);
         let current = row.token;
         if let Some(record) = self.record_mut(job, current) {
@@ -597,7 +665,7 @@ impl Coordinator {
         let lease_ns = self.lease_ns(row);
         let row = &mut self.jobs[job.0 as usize];
         row.checkpoint = Some(step);
-        row.lease_until = Some(now + lease_ns);
+        Self::set_lease(row, &mut self.quiet, now + lease_ns);
         row.heartbeat_at = Some(now);
         row.first_claimed_at = Some(now);
         if let Some(record) = self.record_mut(job, token) {
@@ -667,9 +735,15 @@ impl Coordinator {
         if !self.switches.non_atomic_claim {
             assert!(token > row.token, "P3: fencing token must increase");
         }
-        Self::write_state(row, &mut self.running, &mut self.open, JobState::Running);
+        Self::write_state(
+            row,
+            &mut self.running,
+            &mut self.open,
+            &mut self.quiet,
+            JobState::Running,
+        );
         row.owner = Some(worker);
-        row.lease_until = Some(now + lease_ns);
+        Self::set_lease(row, &mut self.quiet, now + lease_ns);
         row.heartbeat_at = Some(now);
         row.started_at = Some(now);
         row.first_claimed_at.get_or_insert(now);
@@ -760,7 +834,13 @@ impl Coordinator {
                 return false;
             }
             let row = &mut self.jobs[job.0 as usize];
-            Self::write_state(row, &mut self.running, &mut self.open, JobState::Succeeded);
+            Self::write_state(
+                row,
+                &mut self.running,
+                &mut self.open,
+                &mut self.quiet,
+                JobState::Succeeded,
+            );
             row.lease_until = None;
             self.out.push(Output::Journal(Event::ResultAccepted {
                 job,
@@ -786,12 +866,24 @@ impl Coordinator {
         // Who gets the new epoch, and for how long.
         let new_holder = match action {
             OperatorAction::Revoke => {
-                Self::write_state(row, &mut self.running, &mut self.open, JobState::Queued);
+                Self::write_state(
+                    row,
+                    &mut self.running,
+                    &mut self.open,
+                    &mut self.quiet,
+                    JobState::Queued,
+                );
                 row.owner = None;
                 None
             }
             OperatorAction::Cancel => {
-                Self::write_state(row, &mut self.running, &mut self.open, JobState::Cancelled);
+                Self::write_state(
+                    row,
+                    &mut self.running,
+                    &mut self.open,
+                    &mut self.quiet,
+                    JobState::Cancelled,
+                );
                 row.owner = None;
                 None
             }
@@ -811,9 +903,15 @@ impl Coordinator {
         }));
         if let Some((to, lease_ns)) = new_holder {
             let row = &mut self.jobs[job.0 as usize];
-            Self::write_state(row, &mut self.running, &mut self.open, JobState::Running);
+            Self::write_state(
+                row,
+                &mut self.running,
+                &mut self.open,
+                &mut self.quiet,
+                JobState::Running,
+            );
             row.owner = Some(to);
-            row.lease_until = Some(now + lease_ns);
+            Self::set_lease(row, &mut self.quiet, now + lease_ns);
             row.heartbeat_at = Some(now);
             row.started_at = Some(now);
             row.attempt += 1;
@@ -901,7 +999,13 @@ impl Coordinator {
             // P7: endless work must become stages; the job fails with its own reason.
             let row = &mut self.jobs[job.0 as usize];
             let first_claimed_at = row.first_claimed_at.unwrap_or(now);
-            Self::write_state(row, &mut self.running, &mut self.open, JobState::Failed);
+            Self::write_state(
+                row,
+                &mut self.running,
+                &mut self.open,
+                &mut self.quiet,
+                JobState::Failed,
+            );
             row.error = Some(ErrorCode::RenewalCap);
             row.lease_until = None;
             self.out.push(Output::Journal(Event::RenewalCapReached {
@@ -971,7 +1075,13 @@ impl Coordinator {
         let mut retry_at = None;
         match outcome {
             Outcome::Success { result } => {
-                Self::write_state(row, &mut self.running, &mut self.open, JobState::Succeeded);
+                Self::write_state(
+                    row,
+                    &mut self.running,
+                    &mut self.open,
+                    &mut self.quiet,
+                    JobState::Succeeded,
+                );
                 row.result = Some(result);
             }
             Outcome::Failure { error, retryable } => {
@@ -987,7 +1097,13 @@ impl Coordinator {
                 } else {
                     JobState::Failed
                 };
-                Self::write_state(row, &mut self.running, &mut self.open, state);
+                Self::write_state(
+                    row,
+                    &mut self.running,
+                    &mut self.open,
+                    &mut self.quiet,
+                    state,
+                );
             }
         }
         row.lease_until = None;
@@ -1451,5 +1567,138 @@ mod tests {
         assert_eq!(c.leases()[1].took_over, Some(Token(1)));
         // The old record is kept as evidence.
         assert_eq!(c.leases()[0].effects_attempted, 3);
+    }
+
+    #[test]
+    fn a_claim_query_answered_from_what_an_empty_one_found_is_the_query_itself() {
+        // A fixed pseudo-random run of claims, renewals, checkpoints, commits (successes and
+        // retryable failures, which back off) and operator actions on a small table, with
+        // clocks that mostly move forward and sometimes jump back. After every step the claim
+        // query is asked at several times; each answer must be the full scan's.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut draw = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let classes = [ClassSpec {
+            lease_ns: L,
+            max_attempts: 4,
+            renewal_cap_ns: 20 * L,
+            capacity: None,
+            retry_backoff_ns: L / 3,
+        }];
+        let jobs = vec![
+            JobSpec {
+                class: ClassId(0),
+                payload_hash: 7,
+                payload_lease_ns: None,
+            };
+            6
+        ];
+        for variant in [
+            Switches::default(),
+            crate::Variant::WorkerClockExpiry.switches(),
+        ] {
+            let mut c = Coordinator::new(classes.to_vec(), &jobs, variant);
+            let (mut now, mut req, mut grants) = (10 * L, 0, 0);
+            for _ in 0..3_000 {
+                if c.all_terminal() {
+                    // A new table (what the last one's empty queries found is forgotten).
+                    grants += c.leases().len();
+                    c.rebuild(&classes, &jobs, variant);
+                }
+                now = if draw(10) == 0 {
+                    now.saturating_sub(draw(L))
+                } else {
+                    now + draw(L / 2)
+                };
+                let client_now = (now + draw(2 * L)).saturating_sub(L);
+                let (w, job) = (draw(4) as u32, JobId(draw(6) as u32));
+                let current = c.jobs()[job.0 as usize].token.0;
+                let token = Token(match draw(4) {
+                    0 => current.saturating_sub(1),
+                    1 => current + 1,
+                    _ => current,
+                });
+                req += 1;
+                let msg = match draw(7) {
+                    0 | 1 => Msg::Claim {
+                        req,
+                        worker: WorkerName(w),
+                        client_now,
+                    },
+                    2 => Msg::Heartbeat {
+                        req,
+                        job,
+                        worker: WorkerName(w),
+                        token,
+                        client_now,
+                        in_jeopardy: false,
+                        effects_attempted: 0,
+                    },
+                    3 => Msg::Checkpoint {
+                        req,
+                        job,
+                        worker: WorkerName(w),
+                        token,
+                        step: 0,
+                    },
+                    4 => Msg::Commit {
+                        req,
+                        job,
+                        worker: WorkerName(w),
+                        token,
+                        outcome: Outcome::Success { result: 1 },
+                        client_now,
+                    },
+                    5 => Msg::Commit {
+                        req,
+                        job,
+                        worker: WorkerName(w),
+                        token,
+                        outcome: Outcome::Failure {
+                            error: ErrorCode::ToolFailed,
+                            retryable: true,
+                        },
+                        client_now,
+                    },
+                    _ => Msg::Operator {
+                        req,
+                        job,
+                        action: match draw(4) {
+                            0 => OperatorAction::Revoke,
+                            1 => OperatorAction::Takeover { to: WorkerName(w) },
+                            2 => OperatorAction::HandToHuman,
+                            _ => OperatorAction::Cancel,
+                        },
+                    },
+                };
+                c.handle_message(now, w, msg);
+                drain(&mut c);
+                // Times around every lease's end and every backoff's end, where answers change,
+                // and anywhere near now.
+                let edges = c
+                    .jobs()
+                    .iter()
+                    .flat_map(|j| [j.lease_until, j.not_before])
+                    .flatten()
+                    .flat_map(|t| [t.saturating_sub(1), t, t + 1].map(|at| (at, at)))
+                    .collect::<Vec<_>>();
+                let near = (0..4).map(|_| {
+                    let at = (now + draw(2 * L)).saturating_sub(L);
+                    (at, c.judge(at, (at + draw(2 * L)).saturating_sub(L)))
+                });
+                for (at, judge) in near.collect::<Vec<_>>().into_iter().chain(edges) {
+                    assert_eq!(c.pick(at, judge), c.pick_by_scan(at, judge));
+                }
+            }
+            grants += c.leases().len();
+            assert!(
+                grants > 300,
+                "the run claims and takes over often: {grants}"
+            );
+        }
     }
 }
