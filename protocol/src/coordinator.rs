@@ -541,12 +541,8 @@ impl Coordinator {
     /// The read half of a claim: the first job (by id) that is queued, or running with a lease
     /// expired at `judge`.
     fn pick(&mut self, now: Nanos, judge: Nanos) -> Option<JobId> {
-        if let Some(q) = self.quiet {
-            if now < q.retry && judge <= q.expiry {
-                // Every queued job still waits and every lease still runs (see `Quiet`).
-                debug_assert_eq!(self.pick_by_scan(now, judge), None);
-                return None;
-            }
+        if self.is_quiet(now, judge) {
+            return None;
         }
         let found = self.pick_by_scan(now, judge);
         if found.is_none() && self.running.is_empty() && !self.switches.takeover_by_status_age {
@@ -566,6 +562,17 @@ impl Coordinator {
             self.quiet = Some(quiet);
         }
         found
+    }
+
+    /// Whether every queued job still waits and every lease still runs at `now` and `judge`,
+    /// by what the last empty claim query found (see [`Quiet`]): then the query finds nothing.
+    #[inline]
+    fn is_quiet(&self, now: Nanos, judge: Nanos) -> bool {
+        let quiet = self
+            .quiet
+            .is_some_and(|q| now < q.retry && judge <= q.expiry);
+        debug_assert!(!quiet || self.pick_by_scan(now, judge).is_none());
+        quiet
     }
 
     /// [`Coordinator::pick`] by reading every open row.
@@ -686,7 +693,20 @@ impl Coordinator {
 
     /// P3: one atomic step. Picks the first job that is queued, or running with a lease
     /// expired by the coordinator's clock, and grants it. Never the client's clock.
+    #[inline]
     fn claim(&mut self, now: Nanos, judge: Nanos, worker: WorkerName) -> Option<Grant> {
+        // The usual answer to an idle worker's poll, decided here without a call: nothing is
+        // handed to anyone, and the table is as quiet as the last empty query found it (then
+        // nothing defers either: `quiet` is only kept without capacities).
+        if self.handoffs.is_empty() && self.is_quiet(now, judge) {
+            return None;
+        }
+        self.claim_from_table(now, judge, worker)
+    }
+
+    /// [`Coordinator::claim`], looking at the handoffs and the table.
+    #[inline(never)]
+    fn claim_from_table(&mut self, now: Nanos, judge: Nanos, worker: WorkerName) -> Option<Grant> {
         if let Some(grant) = self.pick_up_handoff(now, worker) {
             return Some(grant);
         }
