@@ -381,7 +381,19 @@ impl Worker {
     }
 
     /// Handles a reply from the coordinator, the tool or a receiver.
+    #[inline]
     pub fn handle_message(&mut self, now: Nanos, msg: Msg) {
+        // Most answers to an idle worker's polls are "no job", which changes nothing: decided
+        // here, small enough for the host's call to see it, before the full handler.
+        if let Msg::ClaimEmpty { .. } = msg {
+            return;
+        }
+        self.handle_reply(now, msg)
+    }
+
+    /// [`Worker::handle_message`] for every other message.
+    #[inline(never)]
+    fn handle_reply(&mut self, now: Nanos, msg: Msg) {
         match msg {
             Msg::ClaimGranted {
                 req,
