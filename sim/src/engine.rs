@@ -1470,16 +1470,20 @@ mod tests {
         let mut q = Queue::default();
         let mut model: Vec<(u64, u64)> = Vec::new();
         let mut seq = 0;
+        // Queues a new event due at a random time, in the queue and in the model.
+        let push = |q: &mut Queue, model: &mut Vec<(u64, u64)>, rng: &mut Prng, seq: &mut u64| {
+            *seq += 1;
+            let ev = Ev {
+                t: rng.range(0, 40),
+                seq: *seq,
+                kind: EvKind::Alarm { tag: *seq },
+            };
+            q.push(ev);
+            model.push((ev.t, ev.seq));
+        };
         for _ in 0..20_000 {
             if rng.chance(11, 20) || model.is_empty() {
-                seq += 1;
-                let t = rng.range(0, 40);
-                q.push(Ev {
-                    t,
-                    seq,
-                    kind: EvKind::Alarm { tag: seq },
-                });
-                model.push((t, seq));
+                push(&mut q, &mut model, &mut rng, &mut seq);
             } else if rng.chance(1, 2) {
                 model.sort_unstable_by(|a, b| b.cmp(a));
                 let want = model.pop();
@@ -1494,14 +1498,7 @@ mod tests {
                 assert_eq!(q.take_first().map(|e| (e.t, e.seq)), want);
                 assert_eq!(q.len(), model.len());
                 for _ in 0..rng.range(0, 3) {
-                    seq += 1;
-                    let t = rng.range(0, 40);
-                    q.push(Ev {
-                        t,
-                        seq,
-                        kind: EvKind::Alarm { tag: seq },
-                    });
-                    model.push((t, seq));
+                    push(&mut q, &mut model, &mut rng, &mut seq);
                     assert_eq!(q.len(), model.len());
                 }
                 q.settle();
