@@ -493,11 +493,11 @@ thread_local! {
 }
 
 /// One of leasesim's own machines that goes back to its thread's store when the run drops it,
-/// so that the next run's factory makes it new (`rebuild`) instead of building another: a
-/// sweep's run then allocates only the small box each machine is handed out in (and a
-/// receiver's list of refused operations, when it has one). The machine itself stays in its own
-/// box from run to run, so that handing it out and taking it back moves a pointer, not the
-/// machine. `None` only while it is dropped.
+/// so that the next run makes it new (`rebuild`) instead of building another: a sweep's run
+/// then allocates nothing for it (a factory hands it out in a small box of its own; a node
+/// holds it by type), except a receiver's list of refused operations, when it has one. The
+/// machine itself stays in its own box from run to run, so that handing it out and taking it
+/// back moves a pointer, not the machine. `None` only while it is dropped.
 pub(crate) struct Reused<T: Stored>(Option<Box<T>>);
 
 /// A machine kind the store keeps.
