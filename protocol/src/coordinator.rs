@@ -144,6 +144,26 @@ struct Quiet {
     expiry: Nanos,
 }
 
+/// What the coordinator keeps of its table as it writes it, so that a claim does not read the
+/// whole table: every write of a job's state goes through `write_state`, and every lease set
+/// without one through `set_lease`, which keep it.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    /// How many jobs of each class are running, indexed by class id: admission (P16) reads it
+    /// instead of counting the table on every claim. Empty when no class has a capacity: nobody
+    /// asks then.
+    running: Vec<u32>,
+    /// How many jobs are not terminal.
+    open: usize,
+    /// The bounds the last empty claim query found (see [`Quiet`]), while they still hold: an
+    /// idle worker polls far more often than the table changes. `write_state` forgets them (a
+    /// job that becomes queued or running may be claimable at once), and a lease set without a
+    /// change of state lowers `expiry` to it (`set_lease`). Only kept when the query depends on
+    /// nothing else: no class has a capacity (admission reads other rows) and V11 is off (it
+    /// reads the claim time).
+    quiet: Option<Quiet>,
+}
+
 /// The coordinator state machine.
 #[derive(Clone, Debug)]
 pub struct Coordinator {
@@ -154,19 +174,8 @@ pub struct Coordinator {
     /// long table.
     /// Every write of a job's state lowers it first (`reopen`).
     first_open: usize,
-    /// How many jobs of each class are running, indexed by class id: admission (P16) reads it
-    /// instead of counting the table on every claim. Every write of a job's state goes through
-    /// `write_state`, which keeps it. Empty when no class has a capacity: nobody asks then.
-    running: Vec<u32>,
-    /// How many jobs are not terminal, kept by `write_state` like `running`.
-    open: usize,
-    /// The bounds the last empty claim query found (see [`Quiet`]), while they still hold: an
-    /// idle worker polls far more often than the table changes. `write_state` forgets them (a
-    /// job that becomes queued or running may be claimable at once), and a lease set without a
-    /// change of state lowers `expiry` to it (`set_lease`). Only kept when the query depends on
-    /// nothing else: no class has a capacity (admission reads other rows) and V11 is off (it
-    /// reads the claim time).
-    quiet: Option<Quiet>,
+    /// What the coordinator keeps of its table as it writes it (see [`Tally`]).
+    tally: Tally,
     leases: Vec<LeaseRecord>,
     /// Jobs an operator handed to a named worker, waiting for that worker's next claim.
     handoffs: SortedMap<JobId, WorkerName>,
@@ -191,13 +200,15 @@ impl Coordinator {
             .map(|(i, spec)| Self::row(&classes, i, spec))
             .collect::<Vec<_>>();
         Coordinator {
-            running: if classes.iter().any(|c| c.capacity.is_some()) {
-                vec![0; classes.len()]
-            } else {
-                Vec::new()
+            tally: Tally {
+                running: if classes.iter().any(|c| c.capacity.is_some()) {
+                    vec![0; classes.len()]
+                } else {
+                    Vec::new()
+                },
+                open: jobs.len(),
+                quiet: None,
             },
-            open: jobs.len(),
-            quiet: None,
             classes,
             jobs,
             first_open: 0,
@@ -220,9 +231,7 @@ impl Coordinator {
             classes: own_classes,
             jobs: rows,
             first_open,
-            running,
-            open,
-            quiet,
+            tally,
             leases,
             handoffs,
             claims,
@@ -239,6 +248,11 @@ impl Coordinator {
                 .enumerate()
                 .map(|(i, spec)| Self::row(classes, i, spec)),
         );
+        let Tally {
+            running,
+            open,
+            quiet,
+        } = tally;
         running.clear();
         if classes.iter().any(|c| c.capacity.is_some()) {
             running.resize(classes.len(), 0);
@@ -305,25 +319,19 @@ impl Coordinator {
     /// Whether every job is in a terminal state.
     pub fn all_terminal(&self) -> bool {
         debug_assert_eq!(
-            self.open,
+            self.tally.open,
             self.jobs.iter().filter(|j| !j.state.is_terminal()).count()
         );
-        self.open == 0
+        self.tally.open == 0
     }
 
     /// Writes a job's state, keeps the counts of running and open jobs and forgets what the
-    /// last empty claim query found. A free function of the row and the counts, so that callers
+    /// last empty claim query found. A free function of the row and the tally, so that callers
     /// may hold the row while they write.
-    fn write_state(
-        row: &mut JobRow,
-        running: &mut [u32],
-        open: &mut usize,
-        quiet: &mut Option<Quiet>,
-        state: JobState,
-    ) {
-        *quiet = None;
+    fn write_state(row: &mut JobRow, tally: &mut Tally, state: JobState) {
+        tally.quiet = None;
         let old = row.state;
-        if let Some(count) = running.get_mut(row.class.0 as usize) {
+        if let Some(count) = tally.running.get_mut(row.class.0 as usize) {
             if old == JobState::Running {
                 *count -= 1;
             }
@@ -332,8 +340,8 @@ impl Coordinator {
             }
         }
         match (old.is_terminal(), state.is_terminal()) {
-            (false, true) => *open -= 1,
-            (true, false) => *open += 1,
+            (false, true) => tally.open -= 1,
+            (true, false) => tally.open += 1,
             _ => {}
         }
         row.state = state;
@@ -341,9 +349,9 @@ impl Coordinator {
 
     /// Sets a job's lease expiry. What the last empty claim query found stays true of the table:
     /// a lease that ends before every lease it saw lowers its bound.
-    fn set_lease(row: &mut JobRow, quiet: &mut Option<Quiet>, until: Nanos) {
+    fn set_lease(row: &mut JobRow, tally: &mut Tally, until: Nanos) {
         row.lease_until = Some(until);
-        if let Some(q) = quiet {
+        if let Some(q) = &mut tally.quiet {
             q.expiry = q.expiry.min(until);
         }
     }
@@ -545,7 +553,8 @@ impl Coordinator {
             return None;
         }
         let found = self.pick_by_scan(now, judge);
-        if found.is_none() && self.running.is_empty() && !self.switches.takeover_by_status_age {
+        if found.is_none() && self.tally.running.is_empty() && !self.switches.takeover_by_status_age
+        {
             // Nothing matched: every queued job has a `not_before` after `now`, and every
             // running job's lease lasts until `judge` or later (or it has none).
             let mut quiet = Quiet {
@@ -559,7 +568,7 @@ impl Coordinator {
                     _ => {}
                 }
             }
-            self.quiet = Some(quiet);
+            self.tally.quiet = Some(quiet);
         }
         found
     }
@@ -569,6 +578,7 @@ impl Coordinator {
     #[inline]
     fn is_quiet(&self, now: Nanos, judge: Nanos) -> bool {
         let quiet = self
+            .tally
             .quiet
             .is_some_and(|q| now < q.retry && judge <= q.expiry);
         debug_assert!(!quiet || self.pick_by_scan(now, judge).is_none());
@@ -601,7 +611,7 @@ impl Coordinator {
         let Some(capacity) = self.classes[class.0 as usize].capacity else {
             return Ok(());
         };
-        let running = self.running[class.0 as usize];
+        let running = self.tally.running[class.0 as usize];
         debug_assert_eq!(
             running as usize,
             self.jobs
@@ -621,7 +631,7 @@ impl Coordinator {
     fn renew(&mut self, now: Nanos, job: JobId, worker: WorkerName, token: Token) -> Nanos {
         let lease_ns = self.lease_ns(&self.jobs[job.0 as usize]);
         let row = &mut self.jobs[job.0 as usize];
-        Self::set_lease(row, &mut self.quiet, now + lease_ns);
+        Self::set_lease(row, &mut self.tally, now + lease_ns);
         row.heartbeat_at = Some(now);
         let current = row.token;
         if let Some(record) = self.record_mut(job, current) {
@@ -672,7 +682,7 @@ impl Coordinator {
         let lease_ns = self.lease_ns(row);
         let row = &mut self.jobs[job.0 as usize];
         row.checkpoint = Some(step);
-        Self::set_lease(row, &mut self.quiet, now + lease_ns);
+        Self::set_lease(row, &mut self.tally, now + lease_ns);
         row.heartbeat_at = Some(now);
         row.first_claimed_at = Some(now);
         if let Some(record) = self.record_mut(job, token) {
@@ -713,7 +723,7 @@ impl Coordinator {
         let Some(job) = self.pick(now, judge) else {
             // Told apart from a lease refusal: the job may not start at all yet (P16). Only a
             // class with a capacity defers, and the jobs below `first_open` are all terminal.
-            let deferred = if self.running.is_empty() {
+            let deferred = if self.tally.running.is_empty() {
                 None
             } else {
                 self.jobs[self.first_open..].iter().find_map(|j| {
@@ -755,15 +765,9 @@ impl Coordinator {
         if !self.switches.non_atomic_claim {
             assert!(token > row.token, "P3: fencing token must increase");
         }
-        Self::write_state(
-            row,
-            &mut self.running,
-            &mut self.open,
-            &mut self.quiet,
-            JobState::Running,
-        );
+        Self::write_state(row, &mut self.tally, JobState::Running);
         row.owner = Some(worker);
-        Self::set_lease(row, &mut self.quiet, now + lease_ns);
+        Self::set_lease(row, &mut self.tally, now + lease_ns);
         row.heartbeat_at = Some(now);
         row.started_at = Some(now);
         row.first_claimed_at.get_or_insert(now);
@@ -854,13 +858,7 @@ impl Coordinator {
                 return false;
             }
             let row = &mut self.jobs[job.0 as usize];
-            Self::write_state(
-                row,
-                &mut self.running,
-                &mut self.open,
-                &mut self.quiet,
-                JobState::Succeeded,
-            );
+            Self::write_state(row, &mut self.tally, JobState::Succeeded);
             row.lease_until = None;
             self.out.push(Output::Journal(Event::ResultAccepted {
                 job,
@@ -886,24 +884,12 @@ impl Coordinator {
         // Who gets the new epoch, and for how long.
         let new_holder = match action {
             OperatorAction::Revoke => {
-                Self::write_state(
-                    row,
-                    &mut self.running,
-                    &mut self.open,
-                    &mut self.quiet,
-                    JobState::Queued,
-                );
+                Self::write_state(row, &mut self.tally, JobState::Queued);
                 row.owner = None;
                 None
             }
             OperatorAction::Cancel => {
-                Self::write_state(
-                    row,
-                    &mut self.running,
-                    &mut self.open,
-                    &mut self.quiet,
-                    JobState::Cancelled,
-                );
+                Self::write_state(row, &mut self.tally, JobState::Cancelled);
                 row.owner = None;
                 None
             }
@@ -923,15 +909,9 @@ impl Coordinator {
         }));
         if let Some((to, lease_ns)) = new_holder {
             let row = &mut self.jobs[job.0 as usize];
-            Self::write_state(
-                row,
-                &mut self.running,
-                &mut self.open,
-                &mut self.quiet,
-                JobState::Running,
-            );
+            Self::write_state(row, &mut self.tally, JobState::Running);
             row.owner = Some(to);
-            Self::set_lease(row, &mut self.quiet, now + lease_ns);
+            Self::set_lease(row, &mut self.tally, now + lease_ns);
             row.heartbeat_at = Some(now);
             row.started_at = Some(now);
             row.attempt += 1;
@@ -1019,13 +999,7 @@ impl Coordinator {
             // P7: endless work must become stages; the job fails with its own reason.
             let row = &mut self.jobs[job.0 as usize];
             let first_claimed_at = row.first_claimed_at.unwrap_or(now);
-            Self::write_state(
-                row,
-                &mut self.running,
-                &mut self.open,
-                &mut self.quiet,
-                JobState::Failed,
-            );
+            Self::write_state(row, &mut self.tally, JobState::Failed);
             row.error = Some(ErrorCode::RenewalCap);
             row.lease_until = None;
             self.out.push(Output::Journal(Event::RenewalCapReached {
@@ -1095,13 +1069,7 @@ impl Coordinator {
         let mut retry_at = None;
         match outcome {
             Outcome::Success { result } => {
-                Self::write_state(
-                    row,
-                    &mut self.running,
-                    &mut self.open,
-                    &mut self.quiet,
-                    JobState::Succeeded,
-                );
+                Self::write_state(row, &mut self.tally, JobState::Succeeded);
                 row.result = Some(result);
             }
             Outcome::Failure { error, retryable } => {
@@ -1117,13 +1085,7 @@ impl Coordinator {
                 } else {
                     JobState::Failed
                 };
-                Self::write_state(
-                    row,
-                    &mut self.running,
-                    &mut self.open,
-                    &mut self.quiet,
-                    state,
-                );
+                Self::write_state(row, &mut self.tally, state);
             }
         }
         row.lease_until = None;
