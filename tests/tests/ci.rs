@@ -785,6 +785,62 @@ fn a_time_budget_stops_within_a_seed_and_names_the_seeds_to_rerun() {
     }
 }
 
+/// A sweep of some scenarios only: the commands that repeat what ran name those scenarios, and
+/// run exactly their seeds again, not every scenario's.
+#[test]
+fn the_repeat_commands_of_a_sweep_of_some_scenarios_name_them() {
+    let tmp = TempDir::new("ci-budget-some");
+    let mut cmd = Command::new(leasesim_bin());
+    cmd.args([
+        "sweep", "w1-w2", "retries", "--seeds", "random", "--for", "150ms", "--format", "json",
+    ])
+    .arg("--failures-dir")
+    .arg(tmp.join("f"))
+    .env_remove("LEASESIM_SHARD")
+    .env_remove("CI_NODE_INDEX")
+    .env_remove("JOB_COMPLETION_INDEX");
+    let f = run_with_limit(cmd, Duration::from_secs(120));
+    assert!(!f.timed_out);
+    assert_eq!(f.code, Some(0), "{}", f.err);
+    let v = json_of(&f.out);
+    let ran: BTreeMap<String, u64> = v["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().into(),
+                s["runs"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ran.len(), 2, "{ran:?}");
+    let repeat = v["repeat"].as_array().unwrap();
+    assert!(!repeat.is_empty() && repeat.len() <= 2, "{repeat:?}");
+    let mut again: BTreeMap<String, u64> = BTreeMap::new();
+    for c in repeat {
+        let c = c
+            .as_str()
+            .unwrap()
+            .strip_prefix("cargo run --release -- ")
+            .unwrap();
+        assert!(
+            c.starts_with("sweep w1-w2 ") || c.starts_with("sweep retries "),
+            "{c}"
+        );
+        let mut args: Vec<&str> = c.split(' ').collect();
+        let dir = tmp.join("r").display().to_string();
+        args.extend(["--format", "json", "--failures-dir", &dir]);
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 0, "{c}: {err}");
+        for s in json_of(&out)["scenarios"].as_array().unwrap() {
+            *again.entry(s["name"].as_str().unwrap().into()).or_default() +=
+                s["runs"].as_u64().unwrap();
+        }
+    }
+    assert_eq!(again, ran);
+}
+
 #[test]
 fn the_shard_comes_from_ci_variables_and_the_output_says_which() {
     let tmp = TempDir::new("ci-env");

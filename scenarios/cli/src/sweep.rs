@@ -658,7 +658,9 @@ impl Results {
     /// same seeds.
     pub fn repeat(&self) -> Vec<String> {
         let m = &self.config.machines;
-        let every = self.defs.len();
+        // A group's scenarios go unnamed only when they are every scenario the program has:
+        // a command without names sweeps them all.
+        let every = leasesim::scenarios::ALL.len();
         let ran = groups(
             &self.defs,
             self.report.scenarios.iter().map(|o| o.ran.as_slice()),
