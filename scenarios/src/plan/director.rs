@@ -726,7 +726,7 @@ impl PlanDirector {
         let mut k = 0;
         // Whether an anchor naming no kind matched; whether one of the list is still to match;
         // whether a trigger fired here.
-        let (mut matched, mut matched_any_kind) = (false, false);
+        let mut matched_any_kind = false;
         let (mut left, mut fired) = (false, false);
         while let Some(&a) = self.by_kind[sent as usize].of(kind).get(k) {
             k += 1;
@@ -748,7 +748,6 @@ impl PlanDirector {
                 left = true;
                 continue;
             }
-            matched = true;
             matched_any_kind |= anchor.pattern.kind.is_none();
             fired |= self.anchor_matched(ctl, now, nodes, sent, env, a as usize);
         }
@@ -756,7 +755,7 @@ impl PlanDirector {
         // none of it is left to match, no anchor watches the kind any more. One naming no
         // kind watched every kind, and a kind beyond 64 shares its bit with all the others:
         // then every anchor is looked at again.
-        if matched_any_kind || (matched && kind_bit(kind) == u64::MAX) {
+        if matched_any_kind || kind_bit(kind) == u64::MAX {
             self.anchor_watch = self.anchor_watch_now();
         } else if !left {
             self.anchor_watch[sent as usize] &= !kind_bit(kind);
