@@ -146,7 +146,11 @@ struct Quiet {
 
 /// What the coordinator keeps of its table as it writes it, so that a claim does not read the
 /// whole table: every write of a job's state goes through `write_state`, and every lease set
-/// without one through `set_lease`, which keep it.
+/// through `set_lease`, which keep it. The other fields a claim reads are written directly only
+/// where that cannot make a job claimable sooner than the kept bounds say: a lease cleared (a
+/// running job without a lease is never claimed) and a backoff set just before its job's state
+/// is written (which forgets the bounds). In debug builds every claim answered from the bounds
+/// is checked against a read of the whole table.
 #[derive(Clone, Debug, Default)]
 struct Tally {
     /// How many jobs of each class are running, indexed by class id: admission (P16) reads it
@@ -1682,5 +1686,163 @@ mod tests {
                 "the run claims and takes over often: {grants}"
             );
         }
+    }
+
+    /// A coordinator whose quiet bounds are forgotten before every input (so that it reads its
+    /// whole table on every claim) answers and journals exactly as one that keeps them, for
+    /// every variant, with and without a class capacity, through handoffs, V10's delayed
+    /// writes, payload lease lengths, backoffs, human handoffs and clocks that jump back.
+    #[test]
+    fn the_quiet_table_changes_no_answer_of_any_variant() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut draw = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut quiet_hits = 0u64;
+        for &variant in crate::Variant::ALL {
+            for capacity in [None, Some(2)] {
+                let classes = vec![
+                    ClassSpec {
+                        lease_ns: L,
+                        max_attempts: 4,
+                        renewal_cap_ns: 6 * L,
+                        capacity: None,
+                        retry_backoff_ns: L / 3,
+                    },
+                    ClassSpec {
+                        lease_ns: L / 2,
+                        max_attempts: 3,
+                        renewal_cap_ns: 4 * L,
+                        capacity,
+                        retry_backoff_ns: L / 5,
+                    },
+                ];
+                let jobs: Vec<JobSpec> = (0..7)
+                    .map(|i| JobSpec {
+                        class: ClassId((i % 2) as u8),
+                        payload_hash: i,
+                        payload_lease_ns: if i % 3 == 0 { Some(L / 7) } else { None },
+                    })
+                    .collect();
+                let sw = variant.switches();
+                let mut a = Coordinator::new(classes.clone(), &jobs, sw);
+                let mut b = Coordinator::new(classes.clone(), &jobs, sw);
+                let mut now = 10 * L;
+                let mut req = 0;
+                for step in 0..6_000 {
+                    if a.all_terminal() {
+                        a.rebuild(&classes, &jobs, sw);
+                        b.rebuild(&classes, &jobs, sw);
+                    }
+                    now = if draw(12) == 0 {
+                        now.saturating_sub(draw(L))
+                    } else {
+                        now + draw(L / 3)
+                    };
+                    let client_now = (now + draw(2 * L)).saturating_sub(L);
+                    let (w, job) = (draw(4) as u32, JobId(draw(7) as u32));
+                    let current = a.jobs()[job.0 as usize].token.0;
+                    let token = Token(match draw(5) {
+                        0 => current.saturating_sub(1),
+                        1 => current + 1,
+                        _ => current,
+                    });
+                    // Sometimes a repeated claim request.
+                    if draw(8) != 0 {
+                        req += 1;
+                    }
+                    let msg = match draw(10) {
+                        0..=3 => Msg::Claim {
+                            req,
+                            worker: WorkerName(w),
+                            client_now,
+                        },
+                        4 => Msg::Heartbeat {
+                            req,
+                            job,
+                            worker: WorkerName(w),
+                            token,
+                            client_now,
+                            in_jeopardy: false,
+                            effects_attempted: 0,
+                        },
+                        5 => Msg::Checkpoint {
+                            req,
+                            job,
+                            worker: WorkerName(w),
+                            token,
+                            step: 0,
+                        },
+                        6 => Msg::Commit {
+                            req,
+                            job,
+                            worker: WorkerName(w),
+                            token,
+                            outcome: Outcome::Success { result: 1 },
+                            client_now,
+                        },
+                        7 => Msg::Commit {
+                            req,
+                            job,
+                            worker: WorkerName(w),
+                            token,
+                            outcome: Outcome::Failure {
+                                error: ErrorCode::ToolFailed,
+                                retryable: draw(4) != 0,
+                            },
+                            client_now,
+                        },
+                        _ => Msg::Operator {
+                            req,
+                            job,
+                            action: match draw(5) {
+                                0 => OperatorAction::Revoke,
+                                1 => OperatorAction::Takeover {
+                                    to: WorkerName(draw(4) as u32),
+                                },
+                                2 => OperatorAction::HandToHuman,
+                                3 => OperatorAction::HumanResolves,
+                                _ => OperatorAction::Cancel,
+                            },
+                        },
+                    };
+                    b.tally.quiet = None;
+                    if matches!(msg, Msg::Claim { .. }) && a.handoffs.is_empty() {
+                        let judge = a.judge(now, client_now);
+                        if a.tally
+                            .quiet
+                            .is_some_and(|q| now < q.retry && judge <= q.expiry)
+                        {
+                            quiet_hits += 1;
+                        }
+                    }
+                    a.handle_message(now, w, msg);
+                    b.handle_message(now, w, msg);
+                    assert_eq!(
+                        drain(&mut a),
+                        drain(&mut b),
+                        "{} cap {capacity:?} step {step}",
+                        variant.name()
+                    );
+                    assert_eq!(a.jobs(), b.jobs(), "{} step {step}", variant.name());
+                    if draw(3) == 0 {
+                        if let Some(t) = a.poll_timeout() {
+                            let at = t.max(now);
+                            b.tally.quiet = None;
+                            a.handle_timeout(at);
+                            b.handle_timeout(at);
+                            assert_eq!(drain(&mut a), drain(&mut b));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            quiet_hits > 1_000,
+            "the fast path was taken {quiet_hits} times"
+        );
     }
 }
