@@ -445,35 +445,39 @@ pub struct WorkerPart(pub(crate) Part<Reused<Worker>, dyn WorkerMachine>);
 /// An effect receiver as its node holds it.
 pub struct ReceiverPart(pub(crate) Part<Reused<Receiver>, dyn ReceiverMachine>);
 
-impl CoordinatorPart {
-    /// The machine.
-    pub fn get(&self) -> &dyn CoordinatorMachine {
-        match &self.0 {
-            Part::Stock(m) => m,
-            Part::Dyn(m) => &**m,
+/// What outside code may do with a part: read or drive its machine through the role's trait,
+/// and make a part of any boxed machine (a node built by hand).
+macro_rules! part_access {
+    ($part:ident, $machine:ident) => {
+        impl $part {
+            /// The machine.
+            pub fn get(&self) -> &dyn $machine {
+                match &self.0 {
+                    Part::Stock(m) => m,
+                    Part::Dyn(m) => &**m,
+                }
+            }
+
+            /// The machine, to drive.
+            pub fn get_mut(&mut self) -> &mut dyn $machine {
+                match &mut self.0 {
+                    Part::Stock(m) => m,
+                    Part::Dyn(m) => &mut **m,
+                }
+            }
         }
-    }
+
+        impl From<Box<dyn $machine>> for $part {
+            fn from(m: Box<dyn $machine>) -> Self {
+                $part(Part::Dyn(m))
+            }
+        }
+    };
 }
 
-impl WorkerPart {
-    /// The machine.
-    pub fn get(&self) -> &dyn WorkerMachine {
-        match &self.0 {
-            Part::Stock(m) => m,
-            Part::Dyn(m) => &**m,
-        }
-    }
-}
-
-impl ReceiverPart {
-    /// The machine.
-    pub fn get(&self) -> &dyn ReceiverMachine {
-        match &self.0 {
-            Part::Stock(m) => m,
-            Part::Dyn(m) => &**m,
-        }
-    }
-}
+part_access!(CoordinatorPart, CoordinatorMachine);
+part_access!(WorkerPart, WorkerMachine);
+part_access!(ReceiverPart, ReceiverMachine);
 
 /// leasesim's own machines kept per thread, at most this many per role: a run needs a handful,
 /// and a thread that once ran a large setup does not keep hundreds.
@@ -697,6 +701,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A part made by hand from a boxed machine, and driven through `get_mut`, is that machine:
+    /// it answers as the stock part does.
+    #[test]
+    fn a_part_made_from_a_boxed_machine_is_driven_through_its_trait() {
+        let v = Variant::Reference;
+        let machines = Machines::variant(v);
+        let setup = (crate::scenarios::find("w1-w2").unwrap().build)(1, v);
+        let spec = WorkerSpec {
+            index: 0,
+            config: &setup.workers[0].config,
+        };
+        let mut stock = machines.worker_part(&spec);
+        let mut boxed = WorkerPart::from(machines.worker(&spec));
+        assert!(matches!(stock.0, Part::Stock(_)));
+        assert!(matches!(boxed.0, Part::Dyn(_)));
+        let mut answers = Vec::new();
+        for part in [&mut stock, &mut boxed] {
+            let m = part.get_mut();
+            m.start(1_000);
+            let poll = m
+                .poll_timeout()
+                .expect("a started worker sets its poll timer");
+            m.handle_timeout(poll);
+            let mut out = Vec::new();
+            while let Some(o) = m.poll_output() {
+                out.push(o);
+            }
+            answers.push((out, part.get().poll_timeout(), part.get().is_busy()));
+        }
+        assert!(!answers[0].0.is_empty(), "a started worker asks for a job");
+        assert_eq!(answers[0], answers[1]);
     }
 
     /// What a factory hands out after a run used and gave back this thread's machines is what

@@ -246,7 +246,9 @@ impl Addrs {
     }
 }
 
-/// A simulator node: one protocol machine and the addresses it talks to.
+/// A simulator node: one protocol machine and the addresses it talks to. A machine's part
+/// gives it through its role's trait (`get`, `get_mut`); a node built by hand makes its part
+/// from a boxed machine (`WorkerPart::from(Box<dyn WorkerMachine>)`, and so on).
 pub enum Node {
     /// The coordinator.
     Coordinator(CoordinatorPart),
