@@ -1156,6 +1156,103 @@ mod tests {
         std::iter::from_fn(|| c.poll_output()).collect()
     }
 
+    /// A pseudo-random source for the table tests (xorshift): `draw(n)` is below `n`.
+    fn drawer(mut x: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        }
+    }
+
+    /// One pseudo-random step of the table tests: the clock mostly moves forward and sometimes
+    /// jumps back; then, from one of four workers whose clocks are off by up to a lease either
+    /// way, a claim (now and then a repeated one), a heartbeat, a checkpoint, a commit (a
+    /// success or a failure, mostly retryable) or an operator action, on one of the table's
+    /// jobs, with its token or one off either way. Returns the sender and the message.
+    fn random_input(
+        draw: &mut impl FnMut(u64) -> u64,
+        c: &Coordinator,
+        now: &mut Nanos,
+        req: &mut u64,
+    ) -> (u32, Msg) {
+        *now = if draw(12) == 0 {
+            now.saturating_sub(draw(L))
+        } else {
+            *now + draw(L / 3)
+        };
+        let client_now = (*now + draw(2 * L)).saturating_sub(L);
+        let (w, job) = (draw(4) as u32, JobId(draw(c.jobs().len() as u64) as u32));
+        let current = c.jobs()[job.0 as usize].token.0;
+        let token = Token(match draw(5) {
+            0 => current.saturating_sub(1),
+            1 => current + 1,
+            _ => current,
+        });
+        if draw(8) != 0 {
+            *req += 1;
+        }
+        let req = *req;
+        let worker = WorkerName(w);
+        let msg = match draw(10) {
+            0..=3 => Msg::Claim {
+                req,
+                worker,
+                client_now,
+            },
+            4 => Msg::Heartbeat {
+                req,
+                job,
+                worker,
+                token,
+                client_now,
+                in_jeopardy: false,
+                effects_attempted: 0,
+            },
+            5 => Msg::Checkpoint {
+                req,
+                job,
+                worker,
+                token,
+                step: 0,
+            },
+            6 => Msg::Commit {
+                req,
+                job,
+                worker,
+                token,
+                outcome: Outcome::Success { result: 1 },
+                client_now,
+            },
+            7 => Msg::Commit {
+                req,
+                job,
+                worker,
+                token,
+                outcome: Outcome::Failure {
+                    error: ErrorCode::ToolFailed,
+                    retryable: draw(4) != 0,
+                },
+                client_now,
+            },
+            _ => Msg::Operator {
+                req,
+                job,
+                action: match draw(5) {
+                    0 => OperatorAction::Revoke,
+                    1 => OperatorAction::Takeover {
+                        to: WorkerName(draw(4) as u32),
+                    },
+                    2 => OperatorAction::HandToHuman,
+                    3 => OperatorAction::HumanResolves,
+                    _ => OperatorAction::Cancel,
+                },
+            },
+        };
+        (w, msg)
+    }
+
     fn reply(c: &mut Coordinator) -> Msg {
         drain(c)
             .into_iter()
@@ -1557,17 +1654,11 @@ mod tests {
 
     #[test]
     fn a_claim_query_answered_from_what_an_empty_one_found_is_the_query_itself() {
-        // A fixed pseudo-random run of claims, renewals, checkpoints, commits (successes and
-        // retryable failures, which back off) and operator actions on a small table, with
-        // clocks that mostly move forward and sometimes jump back. After every step the claim
+        // A fixed pseudo-random run of claims, renewals, checkpoints, commits (successes, and
+        // failures that mostly back off and retry) and operator actions on a small table, with
+        // clocks that mostly move forward and sometimes jump back (`random_input`). After every step the claim
         // query is asked at several times; each answer must be the full scan's.
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut draw = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut draw = drawer(0x2545_f491_4f6c_dd1d);
         let classes = [ClassSpec {
             lease_ns: L,
             max_attempts: 4,
@@ -1595,72 +1686,7 @@ mod tests {
                     grants += c.leases().len();
                     c.rebuild(&classes, &jobs, variant);
                 }
-                now = if draw(10) == 0 {
-                    now.saturating_sub(draw(L))
-                } else {
-                    now + draw(L / 2)
-                };
-                let client_now = (now + draw(2 * L)).saturating_sub(L);
-                let (w, job) = (draw(4) as u32, JobId(draw(6) as u32));
-                let current = c.jobs()[job.0 as usize].token.0;
-                let token = Token(match draw(4) {
-                    0 => current.saturating_sub(1),
-                    1 => current + 1,
-                    _ => current,
-                });
-                req += 1;
-                let msg = match draw(7) {
-                    0 | 1 => Msg::Claim {
-                        req,
-                        worker: WorkerName(w),
-                        client_now,
-                    },
-                    2 => Msg::Heartbeat {
-                        req,
-                        job,
-                        worker: WorkerName(w),
-                        token,
-                        client_now,
-                        in_jeopardy: false,
-                        effects_attempted: 0,
-                    },
-                    3 => Msg::Checkpoint {
-                        req,
-                        job,
-                        worker: WorkerName(w),
-                        token,
-                        step: 0,
-                    },
-                    4 => Msg::Commit {
-                        req,
-                        job,
-                        worker: WorkerName(w),
-                        token,
-                        outcome: Outcome::Success { result: 1 },
-                        client_now,
-                    },
-                    5 => Msg::Commit {
-                        req,
-                        job,
-                        worker: WorkerName(w),
-                        token,
-                        outcome: Outcome::Failure {
-                            error: ErrorCode::ToolFailed,
-                            retryable: true,
-                        },
-                        client_now,
-                    },
-                    _ => Msg::Operator {
-                        req,
-                        job,
-                        action: match draw(4) {
-                            0 => OperatorAction::Revoke,
-                            1 => OperatorAction::Takeover { to: WorkerName(w) },
-                            2 => OperatorAction::HandToHuman,
-                            _ => OperatorAction::Cancel,
-                        },
-                    },
-                };
+                let (w, msg) = random_input(&mut draw, &c, &mut now, &mut req);
                 c.handle_message(now, w, msg);
                 drain(&mut c);
                 // Times around every lease's end and every backoff's end, where answers change,
@@ -1694,13 +1720,7 @@ mod tests {
     /// writes, payload lease lengths, backoffs, human handoffs and clocks that jump back.
     #[test]
     fn the_quiet_table_changes_no_answer_of_any_variant() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut draw = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut draw = drawer(0x9e37_79b9_7f4a_7c15);
         let mut quiet_hits = 0u64;
         for &variant in crate::Variant::ALL {
             for capacity in [None, Some(2)] {
@@ -1737,84 +1757,14 @@ mod tests {
                         a.rebuild(&classes, &jobs, sw);
                         b.rebuild(&classes, &jobs, sw);
                     }
-                    now = if draw(12) == 0 {
-                        now.saturating_sub(draw(L))
-                    } else {
-                        now + draw(L / 3)
-                    };
-                    let client_now = (now + draw(2 * L)).saturating_sub(L);
-                    let (w, job) = (draw(4) as u32, JobId(draw(7) as u32));
-                    let current = a.jobs()[job.0 as usize].token.0;
-                    let token = Token(match draw(5) {
-                        0 => current.saturating_sub(1),
-                        1 => current + 1,
-                        _ => current,
-                    });
-                    // Sometimes a repeated claim request.
-                    if draw(8) != 0 {
-                        req += 1;
-                    }
-                    let msg = match draw(10) {
-                        0..=3 => Msg::Claim {
-                            req,
-                            worker: WorkerName(w),
-                            client_now,
-                        },
-                        4 => Msg::Heartbeat {
-                            req,
-                            job,
-                            worker: WorkerName(w),
-                            token,
-                            client_now,
-                            in_jeopardy: false,
-                            effects_attempted: 0,
-                        },
-                        5 => Msg::Checkpoint {
-                            req,
-                            job,
-                            worker: WorkerName(w),
-                            token,
-                            step: 0,
-                        },
-                        6 => Msg::Commit {
-                            req,
-                            job,
-                            worker: WorkerName(w),
-                            token,
-                            outcome: Outcome::Success { result: 1 },
-                            client_now,
-                        },
-                        7 => Msg::Commit {
-                            req,
-                            job,
-                            worker: WorkerName(w),
-                            token,
-                            outcome: Outcome::Failure {
-                                error: ErrorCode::ToolFailed,
-                                retryable: draw(4) != 0,
-                            },
-                            client_now,
-                        },
-                        _ => Msg::Operator {
-                            req,
-                            job,
-                            action: match draw(5) {
-                                0 => OperatorAction::Revoke,
-                                1 => OperatorAction::Takeover {
-                                    to: WorkerName(draw(4) as u32),
-                                },
-                                2 => OperatorAction::HandToHuman,
-                                3 => OperatorAction::HumanResolves,
-                                _ => OperatorAction::Cancel,
-                            },
-                        },
-                    };
+                    let (w, msg) = random_input(&mut draw, &a, &mut now, &mut req);
                     b.tally.quiet = None;
-                    if matches!(msg, Msg::Claim { .. }) && a.handoffs.is_empty() {
+                    if let Msg::Claim { client_now, .. } = msg {
                         let judge = a.judge(now, client_now);
-                        if a.tally
-                            .quiet
-                            .is_some_and(|q| now < q.retry && judge <= q.expiry)
+                        if a.handoffs.is_empty()
+                            && a.tally
+                                .quiet
+                                .is_some_and(|q| now < q.retry && judge <= q.expiry)
                         {
                             quiet_hits += 1;
                         }
