@@ -136,8 +136,9 @@ pub(crate) fn receivers_list(receivers: impl Iterator<Item = NodeId>) -> Vec<Nod
     list
 }
 
-/// Most tool steps or fault rules a kept tool node keeps room for.
-const KEPT_TOOL_MAX: usize = 256;
+/// Most elements a kept vector keeps room for: a tool node's steps or fault rules, a worker's
+/// list of receivers.
+const KEPT_ROOM_MAX: usize = 256;
 
 /// The tool node for a run: the one this thread kept from its last run, renewed, or a new one.
 /// A renewed node is the same as a new one (a test holds it to that).
@@ -193,7 +194,7 @@ pub(crate) fn keep_nodes(nodes: Vec<Node>) {
             // The machine goes first, as it would without the list kept.
             drop(worker);
             let list = addrs.receivers;
-            if list.capacity() != 0 && list.capacity() <= KEPT_TOOL_MAX {
+            if list.capacity() != 0 && list.capacity() <= KEPT_ROOM_MAX {
                 KEPT_RECEIVERS.with_borrow_mut(|kept| {
                     if kept.len() < KEPT_RECEIVERS_MAX {
                         kept.push(list);
@@ -203,9 +204,9 @@ pub(crate) fn keep_nodes(nodes: Vec<Node>) {
             continue;
         }
         if let Node::Tool(tool) = node {
-            let small = tool.setup.steps.capacity() <= KEPT_TOOL_MAX
-                && tool.faults.capacity() <= KEPT_TOOL_MAX
-                && tool.seen.capacity() <= KEPT_TOOL_MAX;
+            let small = tool.setup.steps.capacity() <= KEPT_ROOM_MAX
+                && tool.faults.capacity() <= KEPT_ROOM_MAX
+                && tool.seen.capacity() <= KEPT_ROOM_MAX;
             if small {
                 KEPT_TOOL.with_borrow_mut(|kept| {
                     kept.get_or_insert(tool);
