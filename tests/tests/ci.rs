@@ -22,6 +22,22 @@ const SHARDED: [&str; 4] = [
     "swarm",
 ];
 
+/// `leasesim` with `args`, run as one whole sweep whatever CI runs the tests: none of the
+/// variables a CI names its shard by reaches it.
+fn unsharded(args: &[&str]) -> Command {
+    let mut cmd = Command::new(leasesim_bin());
+    cmd.args(args);
+    for var in [
+        "LEASESIM_SHARD",
+        "CI_NODE_INDEX",
+        "CI_NODE_TOTAL",
+        "JOB_COMPLETION_INDEX",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
 fn json_of(out: &str) -> Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
@@ -634,8 +650,7 @@ fn junit_carries_the_failing_seed_its_reproduce_command_and_replay() {
 #[test]
 fn a_time_budget_stops_within_a_seed_and_names_the_seeds_to_rerun() {
     let tmp = TempDir::new("ci-budget");
-    let mut cmd = Command::new(leasesim_bin());
-    cmd.args([
+    let mut cmd = unsharded(&[
         "sweep",
         "--seeds",
         "random",
@@ -645,14 +660,11 @@ fn a_time_budget_stops_within_a_seed_and_names_the_seeds_to_rerun() {
         BAD,
         "--format",
         "json",
-    ])
-    .arg("--failures-dir")
-    .arg(tmp.join("f"))
-    .arg("--summary")
-    .arg(tmp.join("summary.md"))
-    .env_remove("LEASESIM_SHARD")
-    .env_remove("CI_NODE_INDEX")
-    .env_remove("JOB_COMPLETION_INDEX");
+    ]);
+    cmd.arg("--failures-dir")
+        .arg(tmp.join("f"))
+        .arg("--summary")
+        .arg(tmp.join("summary.md"));
     let f = run_with_limit(cmd, Duration::from_secs(120));
     assert!(!f.timed_out);
     assert_eq!(f.code, Some(1), "the variant fails: {}", f.err);
@@ -790,15 +802,10 @@ fn a_time_budget_stops_within_a_seed_and_names_the_seeds_to_rerun() {
 #[test]
 fn the_repeat_commands_of_a_sweep_of_some_scenarios_name_them() {
     let tmp = TempDir::new("ci-budget-some");
-    let mut cmd = Command::new(leasesim_bin());
-    cmd.args([
+    let mut cmd = unsharded(&[
         "sweep", "w1-w2", "retries", "--seeds", "random", "--for", "150ms", "--format", "json",
-    ])
-    .arg("--failures-dir")
-    .arg(tmp.join("f"))
-    .env_remove("LEASESIM_SHARD")
-    .env_remove("CI_NODE_INDEX")
-    .env_remove("JOB_COMPLETION_INDEX");
+    ]);
+    cmd.arg("--failures-dir").arg(tmp.join("f"));
     let f = run_with_limit(cmd, Duration::from_secs(120));
     assert!(!f.timed_out);
     assert_eq!(f.code, Some(0), "{}", f.err);
@@ -845,13 +852,8 @@ fn the_repeat_commands_of_a_sweep_of_some_scenarios_name_them() {
 fn the_shard_comes_from_ci_variables_and_the_output_says_which() {
     let tmp = TempDir::new("ci-env");
     let run = |vars: &[(&str, &str)]| {
-        let mut cmd = Command::new(leasesim_bin());
-        cmd.args(["sweep", "w1-w2", "--seeds", "100", "--failures-dir"])
-            .arg(tmp.join("f"))
-            .env_remove("LEASESIM_SHARD")
-            .env_remove("CI_NODE_INDEX")
-            .env_remove("CI_NODE_TOTAL")
-            .env_remove("JOB_COMPLETION_INDEX");
+        let mut cmd = unsharded(&["sweep", "w1-w2", "--seeds", "100", "--failures-dir"]);
+        cmd.arg(tmp.join("f"));
         for (k, v) in vars {
             cmd.env(k, v);
         }
