@@ -36,6 +36,36 @@ fn the_instruction_count_of_a_seed_is_the_difference_of_two_counted_sweeps() {
     // A w1-w2 seed is tens of events (67 on average over many seeds).
     let events = n(&doc["events_per_seed"]);
     assert!((30.0..150.0).contains(&events), "{doc}");
+    // Where a seed's instructions go: every part of leasesim a seed runs is found in the
+    // profile (a source path not matched to its part would leave it at zero), and the parts add
+    // up to the seed.
+    let parts = doc["per_seed_by_part"].as_array().expect("a list of parts");
+    let of = |name: &str| {
+        parts
+            .iter()
+            .find(|p| p["part"].as_str().is_some_and(|p| p.starts_with(name)))
+            .map(|p| n(&p["instructions"]))
+            .unwrap_or_else(|| panic!("no part {name} in {doc}"))
+    };
+    for part in [
+        "simulator",
+        "fault-plan director",
+        "nodes' adapters",
+        "protocol machines",
+        "checkers",
+        "scenario setup",
+        "random streams",
+    ] {
+        assert!(of(part) > 0.0, "{part}: {doc}");
+    }
+    let sum: f64 = parts.iter().map(|p| n(&p["instructions"])).sum();
+    let per_seed = n(&doc["instructions_per_seed"]);
+    assert!(
+        (sum - per_seed).abs() <= parts.len() as f64,
+        "the parts add up to {sum}, a seed to {per_seed}: {doc}"
+    );
+    // The simulator is a share of a seed, not all of it.
+    assert!(of("simulator") < per_seed * 0.8, "{doc}");
 }
 
 #[test]

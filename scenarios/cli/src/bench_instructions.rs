@@ -4,7 +4,7 @@
 //! difference of the two counts, divided by `2N`, is the cost of a seed with the program's
 //! start-up and the sweep's fixed costs taken out.
 
-use super::{Format, UsageError};
+use super::{callgrind, Format, UsageError};
 use serde_json::json;
 use std::io::Write;
 use std::path::Path;
@@ -20,10 +20,12 @@ pub(super) struct InstructionArgs<'a> {
     pub format: Format,
 }
 
-/// One sweep under callgrind: instructions executed and events simulated.
+/// One sweep under callgrind: instructions executed, events simulated, and where the
+/// instructions went.
 struct Count {
     instructions: u64,
     events: u64,
+    split: callgrind::Split,
 }
 
 /// Runs the two counted sweeps and prints the figures per seed and per event.
@@ -58,6 +60,16 @@ pub(super) fn instructions(
     let events = hi.events.saturating_sub(lo.events);
     let per_seed = instructions as f64 / seeds as f64;
     let per_event = (events > 0).then(|| instructions as f64 / events as f64);
+    // Each part's share of a seed: the same difference, part by part. None when the program's
+    // debug information does not name this workspace's sources (a build whose paths were
+    // remapped or moved): every instruction would then look like another crate's.
+    let parts: Option<Vec<(&str, f64)>> = (hi.split.by_part[0] > 0).then(|| {
+        callgrind::PARTS
+            .iter()
+            .zip(lo.split.by_part.iter().zip(&hi.split.by_part))
+            .map(|(&part, (&l, &h))| (part, (h as f64 - l as f64) / seeds as f64))
+            .collect()
+    });
     match a.format {
         Format::Json => {
             let doc = json!({
@@ -69,6 +81,10 @@ pub(super) fn instructions(
                 "instructions_per_seed": per_seed.round(),
                 "events_per_seed": events as f64 / seeds as f64,
                 "instructions_per_event": per_event.map(f64::round),
+                "per_seed_by_part": parts.as_ref().map(|parts| parts
+                    .iter()
+                    .map(|&(part, n)| json!({"part": part, "instructions": n.round()}))
+                    .collect::<Vec<_>>()),
             });
             super::io(writeln!(out, "{doc:#}"))?;
         }
@@ -88,6 +104,29 @@ pub(super) fn instructions(
                 events as f64 / seeds as f64,
                 per_event.map_or("n/a".into(), |p| format!("{p:.0} instructions")),
             ))?;
+            let Some(parts) = parts else {
+                super::io(writeln!(
+                    out,
+                    "  (no split by part: this build's debug information does not name the sources under {})",
+                    callgrind::workspace_root()
+                ))?;
+                return Ok(0);
+            };
+            super::io(writeln!(
+                out,
+                "  a seed's instructions by the part of leasesim whose source they were compiled from:"
+            ))?;
+            for (part, n) in &parts {
+                super::io(writeln!(
+                    out,
+                    "    {n:>10.0}  {:>5.1}%  {part}",
+                    if per_seed > 0.0 {
+                        100.0 * n / per_seed
+                    } else {
+                        0.0
+                    }
+                ))?;
+            }
         }
     }
     Ok(0)
@@ -130,6 +169,15 @@ fn count(dir: &Path, a: &InstructionArgs<'_>, seeds: u64) -> Result<Count, Strin
                 stderr.lines().last().unwrap_or("no message")
             )
         })?;
+    let split = std::fs::File::open(&profile)
+        .map_err(|e| format!("callgrind wrote no profile for {seeds} seeds: {e}"))
+        .and_then(|f| callgrind::split(std::io::BufReader::new(f), callgrind::workspace_root()))?;
+    if split.total != instructions {
+        return Err(format!(
+            "the profile of {seeds} seeds adds up to {} instructions, not the {instructions} valgrind counted",
+            split.total
+        ));
+    }
     let doc: serde_json::Value = std::fs::read(&summary)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
@@ -140,5 +188,6 @@ fn count(dir: &Path, a: &InstructionArgs<'_>, seeds: u64) -> Result<Count, Strin
     Ok(Count {
         instructions,
         events,
+        split,
     })
 }

@@ -10,6 +10,7 @@ mod bench;
 pub mod bench_engines;
 mod bench_instructions;
 mod bench_sql;
+mod callgrind;
 pub mod examples;
 mod explore;
 pub mod interrupt;
@@ -294,7 +295,8 @@ enum Command {
         scaling: bool,
         /// Counts instructions instead of seconds: sweeps N and 3N seeds of the scenario on one
         /// thread under `valgrind --tool=callgrind` and prints the difference per seed and per
-        /// event (N from --instruction-seeds).
+        /// event (N from --instruction-seeds), and how a seed's instructions split between the
+        /// parts of leasesim whose sources they were compiled from.
         #[arg(long, conflicts_with = "scaling")]
         instructions: bool,
         /// N for --instructions.
