@@ -60,16 +60,8 @@ pub(super) fn instructions(
     let events = hi.events.saturating_sub(lo.events);
     let per_seed = instructions as f64 / seeds as f64;
     let per_event = (events > 0).then(|| instructions as f64 / events as f64);
-    // Each part's share of a seed: the same difference, part by part. None when the program's
-    // debug information does not name this workspace's sources (a build whose paths were
-    // remapped or moved): every instruction would then look like another crate's.
-    let parts: Option<Vec<(&str, f64)>> = (hi.split.by_part[0] > 0).then(|| {
-        callgrind::PARTS
-            .iter()
-            .zip(lo.split.by_part.iter().zip(&hi.split.by_part))
-            .map(|(&part, (&l, &h))| (part, (h as f64 - l as f64) / seeds as f64))
-            .collect()
-    });
+    // Each part's share of a seed: the same difference, part by part.
+    let parts = callgrind::Split::per_seed(&lo.split, &hi.split, seeds);
     match a.format {
         Format::Json => {
             let doc = json!({
@@ -83,7 +75,7 @@ pub(super) fn instructions(
                 "instructions_per_event": per_event.map(f64::round),
                 "per_seed_by_part": parts.as_ref().map(|parts| parts
                     .iter()
-                    .map(|&(part, n)| json!({"part": part, "instructions": n.round()}))
+                    .map(|&(part, n)| json!({"part": part.label(), "instructions": n.round()}))
                     .collect::<Vec<_>>()),
             });
             super::io(writeln!(out, "{doc:#}"))?;
@@ -119,12 +111,13 @@ pub(super) fn instructions(
             for (part, n) in &parts {
                 super::io(writeln!(
                     out,
-                    "    {n:>10.0}  {:>5.1}%  {part}",
+                    "    {n:>10.0}  {:>5.1}%  {}",
                     if per_seed > 0.0 {
                         100.0 * n / per_seed
                     } else {
                         0.0
-                    }
+                    },
+                    part.label()
                 ))?;
             }
         }
@@ -172,10 +165,10 @@ fn count(dir: &Path, a: &InstructionArgs<'_>, seeds: u64) -> Result<Count, Strin
     let split = std::fs::File::open(&profile)
         .map_err(|e| format!("callgrind wrote no profile for {seeds} seeds: {e}"))
         .and_then(|f| callgrind::split(std::io::BufReader::new(f), callgrind::workspace_root()))?;
-    if split.total != instructions {
+    if split.total() != instructions {
         return Err(format!(
             "the profile of {seeds} seeds adds up to {} instructions, not the {instructions} valgrind counted",
-            split.total
+            split.total()
         ));
     }
     let doc: serde_json::Value = std::fs::read(&summary)

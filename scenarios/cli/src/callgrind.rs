@@ -9,37 +9,68 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 
 /// The parts a profile's instructions are filed under, in the order they are printed.
-pub(crate) const PARTS: [&str; 10] = [
-    "simulator (event queue, trace, clocks, network draws)",
-    "fault-plan director",
-    "nodes' adapters and the tool node",
-    "protocol machines",
-    "checkers",
-    "scenario setup",
-    "runs and sweep",
-    "random streams (ChaCha8)",
-    "C library (allocator, copies) and other shared libraries",
-    "the command-line program and other crates",
-];
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Part {
+    Simulator,
+    Director,
+    Adapters,
+    Machines,
+    Checkers,
+    Setup,
+    Runs,
+    Random,
+    CLibrary,
+    Other,
+}
 
-/// The part of a source file of this workspace (`rel` relative to its root), if it has one.
-fn part_of_source(rel: &str) -> usize {
+impl Part {
+    pub(crate) const ALL: [Part; 10] = [
+        Part::Simulator,
+        Part::Director,
+        Part::Adapters,
+        Part::Machines,
+        Part::Checkers,
+        Part::Setup,
+        Part::Runs,
+        Part::Random,
+        Part::CLibrary,
+        Part::Other,
+    ];
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Part::Simulator => "simulator (event queue, trace, clocks, network draws)",
+            Part::Director => "fault-plan director",
+            Part::Adapters => "nodes' adapters and the tool node",
+            Part::Machines => "protocol machines",
+            Part::Checkers => "checkers",
+            Part::Setup => "scenario setup",
+            Part::Runs => "runs and sweep",
+            Part::Random => "random streams (ChaCha8)",
+            Part::CLibrary => "C library (allocator, copies) and other shared libraries",
+            Part::Other => "the command-line program and other crates",
+        }
+    }
+}
+
+/// The part of a source file of this workspace (`rel` relative to its root).
+fn part_of_source(rel: &str) -> Part {
     if rel.starts_with("sim/src/") {
-        0
+        Part::Simulator
     } else if rel.starts_with("scenarios/src/plan/") {
-        1
+        Part::Director
     } else if rel == "scenarios/src/world.rs" || rel == "scenarios/src/machines.rs" {
-        2
+        Part::Adapters
     } else if rel.starts_with("protocol/src/") {
-        3
+        Part::Machines
     } else if rel.starts_with("scenarios/checkers/src/") {
-        4
+        Part::Checkers
     } else if rel == "scenarios/src/setup.rs" || rel.starts_with("scenarios/src/scenarios/") {
-        5
+        Part::Setup
     } else if rel.starts_with("scenarios/src/") {
-        6
+        Part::Runs
     } else {
-        9
+        Part::Other
     }
 }
 
@@ -47,34 +78,53 @@ fn part_of_source(rel: &str) -> usize {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Source {
     /// A part of its own.
-    Part(usize),
+    Part(Part),
     /// The standard library: the part of the function it was inlined into.
     Std,
 }
 
-/// Files a source path: `root` is this workspace's root directory, as the build saw it.
+/// Files a source path: `root` is this workspace's root directory, as the build saw it. The C
+/// library is recognised by its object (`ob=`), not by its paths.
 fn classify(path: &str, root: &str) -> Source {
     if let Some(rel) = path.strip_prefix(root).and_then(|r| r.strip_prefix('/')) {
         return Source::Part(part_of_source(rel));
     }
     let crate_dir = |name: &str| path.contains(&format!("/{name}-"));
     if crate_dir("rand_chacha") || crate_dir("rand_core") || crate_dir("ppv-lite86") {
-        Source::Part(7)
-    } else if path.starts_with("/rustc/") || path.contains("/library/core/src/") {
+        Source::Part(Part::Random)
+    } else if path.starts_with("/rustc/") {
         Source::Std
-    } else if path.starts_with("./") || path.contains("glibc") {
-        // The C library's own sources, as its debug information names them.
-        Source::Part(8)
     } else {
-        Source::Part(9)
+        Source::Part(Part::Other)
     }
 }
 
-/// A profile's instructions by part ([`PARTS`]), and their total.
-#[derive(Debug, Default, PartialEq, Eq)]
+/// A profile's instructions by part, indexed by [`Part`] as a number.
+#[derive(Debug, Default)]
 pub(crate) struct Split {
-    pub by_part: [u64; PARTS.len()],
-    pub total: u64,
+    pub by_part: [u64; Part::ALL.len()],
+}
+
+impl Split {
+    /// Every instruction of the profile.
+    pub(crate) fn total(&self) -> u64 {
+        self.by_part.iter().sum()
+    }
+
+    /// Each part's instructions per seed: `hi`, a sweep that ran `seeds` more seeds than `lo`,
+    /// minus `lo`, over `seeds`. None when the profiles found no simulator code:
+    /// the program's debug information does not name this workspace's sources (its paths were
+    /// remapped, or it was built elsewhere), and every instruction would look like another
+    /// crate's.
+    pub(crate) fn per_seed(lo: &Split, hi: &Split, seeds: u64) -> Option<Vec<(Part, f64)>> {
+        (hi.by_part[Part::Simulator as usize] > 0).then(|| {
+            Part::ALL
+                .iter()
+                .zip(lo.by_part.iter().zip(&hi.by_part))
+                .map(|(&part, (&l, &h))| (part, (h as f64 - l as f64) / seeds as f64))
+                .collect()
+        })
+    }
 }
 
 /// Reads a callgrind profile whose first event is `Ir` and files its instructions by part.
@@ -84,7 +134,7 @@ pub(crate) fn split(profile: impl BufRead, root: &str) -> Result<Split, String> 
     let mut positions = 1usize;
     let mut ir_column: Option<usize> = None;
     // The function's own file, the file the next cost lines are in, and the object.
-    let (mut fn_file, mut cost_file) = (Source::Part(9), Source::Part(9));
+    let (mut fn_file, mut cost_file) = (Source::Part(Part::Other), Source::Part(Part::Other));
     let mut c_library = false;
     let mut call_cost_next = false;
     let mut split = Split::default();
@@ -111,12 +161,11 @@ pub(crate) fn split(profile: impl BufRead, root: &str) -> Result<Split, String> 
             };
             let ir: u64 = field.parse().map_err(|_| bad())?;
             let part = match (cost_file, fn_file) {
-                _ if c_library => 8,
+                _ if c_library => Part::CLibrary,
                 (Source::Part(p), _) | (Source::Std, Source::Part(p)) => p,
-                (Source::Std, Source::Std) => 9,
+                (Source::Std, Source::Std) => Part::Other,
             };
-            split.by_part[part] += ir;
-            split.total += ir;
+            split.by_part[part as usize] += ir;
             continue;
         }
         let Some((key, value)) = line.split_once('=') else {
@@ -240,41 +289,61 @@ fn=(5) libc_inlined_std
     #[test]
     fn every_instruction_is_filed_once_under_the_file_it_was_written_in() {
         let s = split(PROFILE.as_bytes(), "/w").unwrap();
+        let of = |p: Part| s.by_part[p as usize];
         // The call's inclusive cost (40) is not counted again; the memcpy's own 40 is.
         assert_eq!(
-            s.total,
+            s.total(),
             40 + 200 + 50 + 30 + 100 + 20 + 5 + 300 + 60 + 50 + 100
         );
         assert_eq!(
-            s.by_part[8],
+            of(Part::CLibrary),
             40 + 100,
             "the C library, and std code inlined into it"
         );
         // The engine's own lines, and the slice index inlined into it.
-        assert_eq!(s.by_part[0], 200 + 50 + 30 + 20 + 5);
+        assert_eq!(of(Part::Simulator), 200 + 50 + 30 + 20 + 5);
         assert_eq!(
-            s.by_part[3], 100,
+            of(Part::Machines),
+            100,
             "the worker's code inlined into the engine"
         );
-        assert_eq!(s.by_part[4], 300);
-        assert_eq!(s.by_part[7], 60);
-        assert_eq!(s.by_part[9], 50, "std code in a function of no part");
-        assert_eq!(s.by_part.iter().sum::<u64>(), s.total);
+        assert_eq!(of(Part::Checkers), 300);
+        assert_eq!(of(Part::Random), 60);
+        assert_eq!(of(Part::Other), 50, "std code in a function of no part");
+    }
+
+    #[test]
+    fn a_part_per_seed_is_its_difference_between_the_two_sweeps() {
+        let mut lo = Split::default();
+        let mut hi = Split::default();
+        lo.by_part[Part::Simulator as usize] = 1_000;
+        hi.by_part[Part::Simulator as usize] = 5_000;
+        lo.by_part[Part::Other as usize] = 700;
+        hi.by_part[Part::Other as usize] = 900;
+        let parts = Split::per_seed(&lo, &hi, 20).expect("simulator code was found");
+        assert_eq!(parts.len(), Part::ALL.len());
+        assert_eq!(parts[0], (Part::Simulator, 200.0));
+        assert_eq!(parts[Part::Other as usize], (Part::Other, 10.0));
+        assert_eq!(parts[Part::Checkers as usize], (Part::Checkers, 0.0));
+        // No simulator code at all: the sources were not recognised, and no split is given.
+        let mut elsewhere = Split::default();
+        elsewhere.by_part[Part::Other as usize] = 9_000;
+        assert!(Split::per_seed(&lo, &elsewhere, 20).is_none());
     }
 
     #[test]
     fn workspace_files_are_filed_by_part() {
         let cases = [
-            ("sim/src/clock.rs", 0),
-            ("scenarios/src/plan/director.rs", 1),
-            ("scenarios/src/world.rs", 2),
-            ("scenarios/src/machines.rs", 2),
-            ("protocol/src/coordinator.rs", 3),
-            ("scenarios/checkers/src/history.rs", 4),
-            ("scenarios/src/setup.rs", 5),
-            ("scenarios/src/scenarios/w1_w2.rs", 5),
-            ("scenarios/src/run.rs", 6),
-            ("scenarios/cli/src/lib.rs", 9),
+            ("sim/src/clock.rs", Part::Simulator),
+            ("scenarios/src/plan/director.rs", Part::Director),
+            ("scenarios/src/world.rs", Part::Adapters),
+            ("scenarios/src/machines.rs", Part::Adapters),
+            ("protocol/src/coordinator.rs", Part::Machines),
+            ("scenarios/checkers/src/history.rs", Part::Checkers),
+            ("scenarios/src/setup.rs", Part::Setup),
+            ("scenarios/src/scenarios/w1_w2.rs", Part::Setup),
+            ("scenarios/src/run.rs", Part::Runs),
+            ("scenarios/cli/src/lib.rs", Part::Other),
         ];
         for (rel, part) in cases {
             assert_eq!(
@@ -285,7 +354,7 @@ fn=(5) libc_inlined_std
         }
         assert_eq!(
             classify("/elsewhere/sim/src/engine.rs", "/r"),
-            Source::Part(9)
+            Source::Part(Part::Other)
         );
     }
 
