@@ -261,9 +261,9 @@ fn run_judged(
         Err(panic) => {
             let mut r = judge(setup, seed, Vec::new(), End::ProcessFault, 0, 0);
             r.machine_fault = Some(format!(
-                "a machine factory of '{}' panicked: {}",
+                "a machine factory of '{}' {}",
                 machines.name(),
-                panic_text(&panic)
+                unwound(&panic)
             ));
             return r;
         }
@@ -290,10 +290,7 @@ fn run_judged(
             Err(panic) => {
                 break (
                     End::ProcessFault,
-                    Some((
-                        sim.calling().unwrap_or(WORLD),
-                        format!("panicked: {}", panic_text(&panic)),
-                    )),
+                    Some((sim.calling().unwrap_or(WORLD), unwound(&panic))),
                 )
             }
         }
@@ -403,6 +400,29 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
         .cloned()
         .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "(no message)".into())
+}
+
+/// What ended a run that unwound: a machine's own [`MachineFailure`] as its reason, any other
+/// panic as `panicked: <message>`.
+fn unwound(panic: &Box<dyn std::any::Any + Send>) -> String {
+    match panic.downcast_ref::<MachineFailure>() {
+        Some(f) => f.0.clone(),
+        None => format!("panicked: {}", panic_text(panic)),
+    }
+}
+
+/// A machine's report that it cannot go on, which is not a bug of its code: a store that
+/// failed (a SQL statement the server refused or cancelled), a store that broke its contract.
+/// See [`fail_machine`].
+#[derive(Clone, Debug)]
+pub struct MachineFailure(pub String);
+
+/// Ends the current run from inside a machine's handler (or its factory) with a machine error
+/// whose reason is `reason`, as a panic would, but without the panic message and backtrace a
+/// bug prints on standard error: the run's verdict carries the reason. Outside a run it
+/// unwinds like a panic that prints nothing.
+pub fn fail_machine(reason: String) -> ! {
+    std::panic::resume_unwind(Box::new(MachineFailure(reason)))
 }
 
 /// Judges a trace of `setup` run with `seed`, whichever engine produced it.

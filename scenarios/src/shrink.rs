@@ -10,6 +10,7 @@ use crate::run::run;
 use crate::setup::Setup;
 use leasesim_protocol::Invariant;
 use leasesim_sim::NodeId;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Upper bound on candidate runs: shrinking always ends.
 pub const RUNS_MAX: u64 = 20_000;
@@ -27,6 +28,9 @@ pub struct Shrunk {
     pub runs: u64,
     /// Faults before and after.
     pub faults_before: usize,
+    /// The stop flag ended it before it was done: the replay is the smallest failing one
+    /// found so far.
+    pub stopped: bool,
 }
 
 struct Shrinker<'m> {
@@ -35,12 +39,17 @@ struct Shrinker<'m> {
     runs: u64,
     events: u64,
     machines: &'m Machines,
+    stop: &'m AtomicBool,
 }
 
 impl Shrinker<'_> {
-    /// Whether the run or event budget is used up.
+    /// Whether the run or event budget is used up, or a stop was asked for.
     fn spent(&self) -> bool {
-        self.runs >= RUNS_MAX || self.events >= EVENTS_MAX
+        self.runs >= RUNS_MAX || self.events >= EVENTS_MAX || self.stopped()
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
     }
 
     /// Whether `setup` still breaks the invariant (and is still a valid setup).
@@ -345,6 +354,16 @@ pub fn shrink(replay: &Replay) -> Result<Shrunk, String> {
 /// Shrinks a failing replay on `machines` (the ones it was recorded with) while its first
 /// broken invariant keeps failing; the shrunk replay records the same machines.
 pub fn shrink_on(replay: &Replay, machines: &Machines) -> Result<Shrunk, String> {
+    shrink_until(replay, machines, &AtomicBool::new(false))
+}
+
+/// [`shrink_on`] until `stop` is set: it then ends after the candidate run under way, with the
+/// smallest failing replay found so far ([`Shrunk::stopped`]).
+pub fn shrink_until(
+    replay: &Replay,
+    machines: &Machines,
+    stop: &AtomicBool,
+) -> Result<Shrunk, String> {
     let original = replay.run_on(machines)?;
     let Some(first) = original.findings.first() else {
         return Err(format!(
@@ -358,6 +377,7 @@ pub fn shrink_on(replay: &Replay, machines: &Machines) -> Result<Shrunk, String>
         runs: 0,
         events: original.events,
         machines,
+        stop,
     };
     let mut setup = replay.setup.clone();
     let faults_before = setup.faults.len();
@@ -373,6 +393,7 @@ pub fn shrink_on(replay: &Replay, machines: &Machines) -> Result<Shrunk, String>
             break;
         }
     }
+    let stopped = sh.stopped();
     let result = run(&setup, replay.seed, machines);
     let mut shrunk = Replay::record(&setup, replay.seed, replay.allow_unsafe_timing, &result);
     shrunk.note = replay.note.clone();
@@ -382,6 +403,7 @@ pub fn shrink_on(replay: &Replay, machines: &Machines) -> Result<Shrunk, String>
         invariant: sh.invariant,
         runs: sh.runs,
         faults_before,
+        stopped,
     })
 }
 
