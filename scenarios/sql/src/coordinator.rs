@@ -110,10 +110,10 @@ impl Drop for SqlCoordinator {
     }
 }
 
-/// Fails the run with a machine fault that names the SQL file: the simulator catches the
-/// panic and ends the run with `End::ProcessFault`, the message in the verdict.
+/// Fails the run with a machine error that names the SQL file (`End::ProcessFault`, the
+/// message in the verdict), printing nothing: a store that failed is not a bug of leasesim's.
 fn broken(queue: &SqlQueue, what: String) -> ! {
-    panic!("{}: {what}", queue.file.name)
+    leasesim::run::fail_machine(format!("store error: {}: {what}", queue.file.name))
 }
 
 impl SqlCoordinator {
@@ -943,9 +943,6 @@ impl SqlCoordinator {
 /// its own work between them. The seed draws each gap in `0..=STEP_GAP_MAX_NS`.
 pub const STEP_GAP_MAX_NS: Nanos = 20 * leasesim_protocol::MILLI_NS;
 
-/// Most real time a statement may run neither finishing nor waiting on a lock.
-const STEP_REAL_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
-
 /// Most steps one call runs (every operation's steps are few; a run's are bounded by its
 /// inputs).
 const PUMP_MAX: usize = 100_000;
@@ -1231,11 +1228,15 @@ impl SqlCoordinator {
         };
         conn.cancel(pid).unwrap_or_else(|e| broken(&queue, e));
         let s = conn.session(session).expect("opened");
-        let r = loop {
-            if let Some(r) = s.answer(STEP_REAL_LIMIT) {
-                break r;
-            }
-        };
+        let r = s.answer(s.limit()).unwrap_or_else(|| {
+            broken(
+                &queue,
+                format!(
+                    "a cancelled statement gave no answer within {} s",
+                    s.limit().as_secs()
+                ),
+            )
+        });
         if r.is_ok() {
             // It finished before the cancel reached it.
             return self.step_done(session, r, now);
@@ -1282,13 +1283,14 @@ impl SqlCoordinator {
             .expect("a connection")
             .session(session)
             .expect("opened");
-        match s.answer(STEP_REAL_LIMIT) {
+        let limit = s.limit();
+        match s.answer(limit) {
             Some(r) => r,
             None => broken(
                 &queue,
                 format!(
                     "a statement waited {} s on a lock held outside this run",
-                    STEP_REAL_LIMIT.as_secs()
+                    limit.as_secs()
                 ),
             ),
         }
@@ -1350,19 +1352,21 @@ impl SqlCoordinator {
             if let Some(r) = s.answer(std::time::Duration::from_millis(2)) {
                 return Settled::Done(r);
             }
-            let pid = s.pid();
+            let (pid, limit) = (s.pid(), s.limit());
             let blockers = conn.blocked_by(pid).unwrap_or_else(|e| broken(&queue, e));
             if !blockers.is_empty() {
                 return Settled::Waiting;
             }
+            // The server's statement timeout ends a statement long before this; past it, the
+            // server itself stopped answering.
             let sent = self.head(session).sent;
-            if sent.is_some_and(|t| t.elapsed() > STEP_REAL_LIMIT) {
+            if sent.is_some_and(|t| t.elapsed() > limit) {
                 broken(
                     &queue,
                     format!(
-                        "a statement of `{}` ran {} s neither finishing nor waiting on a lock",
+                        "a statement of `{}` ran {} s neither finishing nor waiting on a lock, and the server did not cancel it",
                         self.head(session).plan.as_ref().map_or("?", |p| p.0),
-                        STEP_REAL_LIMIT.as_secs()
+                        limit.as_secs()
                     ),
                 );
             }
@@ -1441,8 +1445,25 @@ impl SqlCoordinator {
             Err(e) => {
                 let _ = s.run("ROLLBACK");
                 s.in_transaction = false;
+                let timeout = queue.pool.access().statement_timeout;
+                let ran_out = self
+                    .head(session)
+                    .sent
+                    .is_some_and(|t| t.elapsed() >= timeout);
                 let failure = match e.code.as_str() {
-                    // 57014: leasesim cancelled it to end a deadlock.
+                    // 57014 after the statement timeout: the server cancelled a statement that
+                    // would not end.
+                    "57014" if ran_out => broken(
+                        &queue,
+                        format!(
+                            "line {}: `{name}` ran longer than the statement timeout ({}) and the server cancelled it ({}); raise the timeout with --statement-timeout if the statement is slow on purpose",
+                            st.first_line(),
+                            leasesim_sim::time::dur(timeout.as_nanos() as u64),
+                            e.message
+                        ),
+                    ),
+                    // 57014 sooner: leasesim's own cancel of a waiting step, which reached it
+                    // after it went on; it is aborted as a deadlock's victim would be.
                     "40P01" | "57014" => StoreFailure::Deadlock,
                     "40001" => StoreFailure::Serialization,
                     _ => broken(

@@ -6,12 +6,22 @@
 //! sequences restarted) and gives the connection back when it ends. Each coordinator input is one
 //! transaction sent as one simple query: `BEGIN`, the simulated time, the statement with its
 //! parameters written in as literals, `COMMIT`, in a single round trip.
+//!
+//! A value is written as an escape string (`E'...'`, backslashes and quotes doubled), which
+//! PostgreSQL reads the same whatever `standard_conforming_strings` says; every connection pins
+//! that setting on too, and a server-side `statement_timeout`, so a statement that never ends
+//! is cancelled by the server and reported naming it. On a server of the user's, a role that
+//! could reach beyond the database (a superuser, or one that may run the server's programs or
+//! read and write its files) is refused unless the user asked for it, and a `schema` statement
+//! that made anything outside the connection's own schema is refused; a connection whose
+//! setup failed drops the schema it made.
 
 use crate::file::{Piece, SqlFile, Statement};
 use crate::time::format_us;
 use postgres::{Client, NoTls, SimpleQueryMessage};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// A value passed for a parameter, written into the statement as a SQL literal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,10 +39,11 @@ impl Value {
     fn write(&self, out: &mut String) {
         match self {
             Value::Text(s) => {
-                out.push('\'');
+                // An escape string means the same under either `standard_conforming_strings`.
+                out.push_str("E'");
                 for c in s.chars() {
-                    if c == '\'' {
-                        out.push('\'');
+                    if c == '\'' || c == '\\' {
+                        out.push(c);
                     }
                     out.push(c);
                 }
@@ -136,17 +147,22 @@ pub struct Session {
     pub busy: bool,
     /// It is inside an explicit transaction.
     pub in_transaction: bool,
+    /// The server's statement timeout on this connection.
+    timeout: Duration,
 }
 
+/// How much longer than the statement timeout leasesim waits for an answer before it gives
+/// up on the server (one that stopped answering at all).
+pub const ANSWER_GRACE: Duration = Duration::from_secs(30);
+
 impl Session {
-    fn open(url: &str, schema: &str, isolation: Isolation) -> Result<Session, String> {
-        let mut client = Client::connect(url, NoTls)
-            .map_err(|e| format!("cannot connect to PostgreSQL at `{url}`: {e}"))?;
+    fn open(access: &Access, schema: &str, isolation: Isolation) -> Result<Session, String> {
+        let mut client = connect(access)?;
         let setup = format!(
             "{}
              SET search_path = {schema}, pg_catalog;
              SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {};",
-            SESSION_SETTINGS.replace("{base}", &format_us(0)),
+            settings(access),
             isolation.sql()
         );
         client
@@ -193,6 +209,7 @@ impl Session {
             thread: Some(thread),
             busy: false,
             in_transaction: false,
+            timeout: access.statement_timeout,
         })
     }
 
@@ -228,14 +245,28 @@ impl Session {
         }
     }
 
-    /// Sends `sql` and waits for its answer (for a statement that takes no lock: `ROLLBACK`).
+    /// Sends `sql` and waits for its answer (for a statement that takes no lock: `ROLLBACK`),
+    /// at most the statement timeout and a grace.
     pub fn run(&mut self, sql: &str) -> StepResult {
         self.send(sql.to_string(), 0);
-        loop {
-            if let Some(r) = self.answer(std::time::Duration::from_secs(60)) {
-                return r;
-            }
-        }
+        let limit = self.limit();
+        self.answer(limit).unwrap_or_else(|| {
+            Err(StepError {
+                code: String::new(),
+                message: format!("the server gave no answer within {} s", limit.as_secs()),
+            })
+        })
+    }
+
+    /// The server's statement timeout on this connection.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The longest an answer may take before the server counts as gone: the statement timeout
+    /// and a grace.
+    pub fn limit(&self) -> Duration {
+        self.timeout + ANSWER_GRACE
     }
 }
 
@@ -255,27 +286,135 @@ pub struct Conn {
     schema: String,
     /// `TRUNCATE ...; ALTER SEQUENCE ...` for a clean start, or empty.
     reset: String,
-    url: String,
+    access: Access,
     isolation: Isolation,
     sessions: Vec<Session>,
 }
 
+/// How a run's connections reach the server and what they may do there.
+#[derive(Clone, Debug)]
+pub struct Access {
+    /// The connection string. It may hold a password: messages show [`shown_url`] instead.
+    pub url: String,
+    /// The server cancels a statement that runs longer than this.
+    pub statement_timeout: Duration,
+    /// A privileged role (see [`Conn::open`]) is used anyway: the user asked for it.
+    pub allow_privileged: bool,
+    /// The role is leasesim's own, made without privileges on a throwaway server.
+    pub own_role: bool,
+}
+
+/// The statement timeout when none is given: far beyond any statement of a queue (they take
+/// milliseconds), short enough that a statement that never ends is reported within a minute.
+pub const STATEMENT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(60);
+
 /// What every connection of a run sets first: messages, time zone and formats as leasesim
-/// reads them, commits that do not wait for the disk (durability across a crash of the server
-/// is not what a run tests), and the simulated clock at its start (`{base}`).
-const SESSION_SETTINGS: &str = "SET client_min_messages = warning;
-             SET TimeZone = 'UTC';
-             SET DateStyle = 'ISO, YMD';
-             SET IntervalStyle = 'postgres';
-             SET synchronous_commit = off;
-             SET leasesim.now = '{base}';";
+/// reads them, string literals read as the standard says (the values leasesim writes are
+/// escape strings, which mean the same either way), the server-side statement timeout, commits
+/// that do not wait for the disk (durability across a crash of the server is not what a run
+/// tests), and the simulated clock at its start.
+fn settings(access: &Access) -> String {
+    format!(
+        "SET client_min_messages = warning;
+         SET TimeZone = 'UTC';
+         SET DateStyle = 'ISO, YMD';
+         SET IntervalStyle = 'postgres';
+         SET standard_conforming_strings = on;
+         SET statement_timeout = {timeout_ms};
+         SET synchronous_commit = off;
+         SET leasesim.now = '{base}';",
+        timeout_ms = access
+            .statement_timeout
+            .as_millis()
+            .clamp(1, i32::MAX as u128),
+        base = format_us(0)
+    )
+}
+
+/// A connection string with its password hidden, for messages: `password=...` of the
+/// `key=value` form (quoted or not), and the password of a `postgres://user:password@host` or
+/// `?password=` URI.
+pub fn shown_url(url: &str) -> String {
+    if let Some(scheme) = ["postgres://", "postgresql://"]
+        .into_iter()
+        .find(|p| url.starts_with(p))
+    {
+        let rest = &url[scheme.len()..];
+        let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+        let authority = match authority.rsplit_once('@') {
+            Some((user, host)) => match user.split_once(':') {
+                Some((name, _)) => format!("{name}:***@{host}"),
+                None => authority.to_string(),
+            },
+            None => authority.to_string(),
+        };
+        let tail = tail
+            .split('&')
+            .map(|part| match part.find("password=") {
+                Some(i) if i == 0 || part[..i].ends_with('?') => {
+                    format!("{}password=***", &part[..i])
+                }
+                _ => part.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("&");
+        return format!("{scheme}{authority}{tail}");
+    }
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some(i) = rest.find("password") {
+        let before_ok = rest[..i]
+            .chars()
+            .next_back()
+            .is_none_or(char::is_whitespace);
+        out.push_str(&rest[..i + "password".len()]);
+        rest = &rest[i + "password".len()..];
+        let after = rest.trim_start();
+        if !before_ok || !after.starts_with('=') {
+            continue;
+        }
+        let value = after[1..].trim_start();
+        let end = if let Some(quoted) = value.strip_prefix('\'') {
+            let mut escaped = false;
+            quoted
+                .char_indices()
+                .find(|&(_, c)| {
+                    let closes = c == '\'' && !escaped;
+                    escaped = c == '\\' && !escaped;
+                    closes
+                })
+                .map_or(value.len(), |(j, _)| j + 2)
+        } else {
+            value.find(char::is_whitespace).unwrap_or(value.len())
+        };
+        out.push_str("=***");
+        rest = &value[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Connects to the server `access` names.
+fn connect(access: &Access) -> Result<Client, String> {
+    Client::connect(&access.url, NoTls).map_err(|e| {
+        format!(
+            "cannot connect to PostgreSQL at `{}`: {e}",
+            shown_url(&access.url)
+        )
+    })
+}
 
 /// How many schemas this process made (for unique names).
 static SCHEMAS: AtomicU64 = AtomicU64::new(0);
 
 /// The error text of a failed query: the server's message, with the statement's line when the
 /// server names a position inside it.
-fn describe(e: &postgres::Error, batch: &str, offset: usize, st: Option<&Statement>) -> String {
+pub(crate) fn describe(
+    e: &postgres::Error,
+    batch: &str,
+    offset: usize,
+    st: Option<&Statement>,
+) -> String {
     let Some(db) = e.as_db_error() else {
         return e.to_string();
     };
@@ -297,56 +436,169 @@ fn describe(e: &postgres::Error, batch: &str, offset: usize, st: Option<&Stateme
     s
 }
 
+/// Refuses a role that can reach beyond the database: a superuser, a member of the roles that
+/// run the server's programs or read and write its files, or (before PostgreSQL 16, where
+/// such a role may grant itself those) one that may create roles.
+fn refuse_privileged(client: &mut Client) -> Result<(), String> {
+    let q = "SELECT current_user::text,
+                    rolsuper,
+                    pg_has_role('pg_execute_server_program', 'USAGE'),
+                    pg_has_role('pg_read_server_files', 'USAGE'),
+                    pg_has_role('pg_write_server_files', 'USAGE'),
+                    rolcreaterole AND current_setting('server_version_num')::int < 160000
+             FROM pg_roles WHERE rolname = current_user";
+    let rows = client
+        .simple_query(q)
+        .map_err(|e| format!("cannot read the role's rights: {e}"))?;
+    let Some(row) = rows.into_iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(r) => Some(r),
+        _ => None,
+    }) else {
+        return Err("cannot read the role's rights: no row for current_user".into());
+    };
+    let yes = |i: usize| row.get(i) == Some("t");
+    let role = row.get(0).unwrap_or("?");
+    let what = if yes(1) {
+        "is a superuser"
+    } else if yes(2) {
+        "may run programs as the server's account (pg_execute_server_program)"
+    } else if yes(3) || yes(4) {
+        "may read or write the server's files (pg_read_server_files, pg_write_server_files)"
+    } else if yes(5) {
+        "may create roles, and so grant itself any right short of superuser"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "the role `{role}` {what}: a SQL file run as it could reach beyond its schema; connect as a role that may only create schemas in one database (see README, \"Which role to give leasesim\"), or pass --allow-privileged-role"
+    ))
+}
+
+/// What the connection's role owns outside leasesim's schemas (relations and functions, by
+/// name), to see what a `schema` statement made elsewhere.
+fn outside(client: &mut Client, prefix: &str) -> Result<Vec<String>, String> {
+    // Every leasesim schema, of this process or of another on the same server.
+    let ours = format!("{prefix}\\_%");
+    let q = format!(
+        "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+             AND n.nspname NOT LIKE '{ours}' AND n.nspname <> 'pg_toast'
+         UNION ALL
+         SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+           WHERE p.proowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+             AND n.nspname NOT LIKE '{ours}'
+         ORDER BY 1"
+    );
+    let rows = client
+        .simple_query(&q)
+        .map_err(|e| format!("cannot list the role's objects: {e}"))?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+            _ => None,
+        })
+        .collect())
+}
+
 impl Conn {
-    /// Connects to `url`, makes a fresh schema, puts it and the simulated `now()` first on the
-    /// search path, and runs the file's `schema` statement in it.
-    pub fn open(url: &str, file: &SqlFile, prefix: &str) -> Result<Conn, String> {
-        let mut client = Client::connect(url, NoTls)
-            .map_err(|e| format!("cannot connect to PostgreSQL at `{url}`: {e}"))?;
+    /// Connects, refuses a privileged role (unless the user allowed it), makes a fresh schema,
+    /// puts it and the simulated `now()` first on the search path, and runs the file's
+    /// `schema` statement in it. A `schema` statement that made anything outside that schema
+    /// is refused. On any failure the schema is dropped again.
+    pub fn open(access: &Access, file: &SqlFile, prefix: &str) -> Result<Conn, String> {
+        let mut client = connect(access)?;
+        let shown = shown_url(&access.url);
+        client.batch_execute(&settings(access)).map_err(|e| {
+            format!(
+                "cannot prepare a connection to `{shown}`: {}",
+                describe(&e, "", 0, None)
+            )
+        })?;
+        if !(access.own_role || access.allow_privileged) {
+            refuse_privileged(&mut client)?;
+        }
         let schema = format!(
             "{prefix}_{}_{}",
             std::process::id(),
             SCHEMAS.fetch_add(1, Ordering::Relaxed)
         );
+        let outside_before = outside(&mut client, prefix)?;
         // `now()` in the run's schema comes before pg_catalog's; it reads the setting each
-        // transaction sets. Durable work need not survive a crash of the server: a throwaway
-        // server runs without fsync, and a user's server is asked not to wait for its disk.
+        // transaction sets.
         let setup = format!(
-            "{settings}
-             CREATE SCHEMA {schema};
+            "CREATE SCHEMA {schema};
              SET search_path = {schema}, pg_catalog;
              CREATE FUNCTION {schema}.now() RETURNS timestamptz LANGUAGE sql STABLE
-               AS $$ SELECT current_setting('leasesim.now')::timestamptz $$;",
-            settings = SESSION_SETTINGS.replace("{base}", &format_us(0))
+               AS $$ SELECT current_setting('leasesim.now')::timestamptz $$;"
         );
-        client.batch_execute(&setup).map_err(|e| {
-            format!(
-                "cannot prepare a schema on `{url}`: {}",
+        if let Err(e) = client.batch_execute(&setup) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+            return Err(format!(
+                "cannot prepare a schema on `{shown}`: {}",
                 describe(&e, "", 0, None)
-            )
-        })?;
+            ));
+        }
         let mut conn = Conn {
             client,
             schema,
             reset: String::new(),
-            url: url.to_string(),
+            access: access.clone(),
             isolation: Isolation::default(),
             sessions: Vec::new(),
         };
-        let st = file
-            .get("schema")
-            .ok_or_else(|| format!("{}: statement `schema` is missing", file.name))?;
+        match conn.run_schema(file, prefix, &outside_before) {
+            Ok(()) => Ok(conn),
+            Err(e) => {
+                conn.abandon();
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs the file's `schema` statement in a transaction, checks that it made nothing
+    /// outside the connection's schema, and prepares the reset.
+    fn run_schema(
+        &mut self,
+        file: &SqlFile,
+        prefix: &str,
+        outside_before: &[String],
+    ) -> Result<(), String> {
+        let st = file.get("schema").ok_or("statement `schema` is missing")?;
         let text = format!("BEGIN;\n{}\n;\nCOMMIT", st.text);
-        if let Err(e) = conn.client.batch_execute(&text) {
-            let _ = conn.client.batch_execute("ROLLBACK");
+        if let Err(e) = self.client.batch_execute(&text) {
+            let _ = self.client.batch_execute("ROLLBACK");
             return Err(format!(
-                "{}: `schema` failed: {}",
-                file.name,
+                "`schema` failed: {}",
                 describe(&e, &text, "BEGIN;\n".len(), Some(st))
             ));
         }
-        conn.reset = conn.reset_statement()?;
-        Ok(conn)
+        // The search path again: a `schema` statement may have changed it.
+        self.client
+            .batch_execute(&format!("SET search_path = {}, pg_catalog", self.schema))
+            .map_err(|e| format!("cannot set the search path: {e}"))?;
+        let made: Vec<String> = outside(&mut self.client, prefix)?
+            .into_iter()
+            .filter(|o| !outside_before.contains(o))
+            .collect();
+        if !made.is_empty() {
+            return Err(format!(
+                "line {}: `schema` made {} outside the schema leasesim gave it ({}); a file's tables must stay in its own schema: leave the search path as leasesim sets it and name no other schema",
+                st.line,
+                made.join(", "),
+                self.schema
+            ));
+        }
+        self.reset = self.reset_statement()?;
+        Ok(())
+    }
+
+    /// Rolls back whatever is open and drops the connection's schema, on a failed setup.
+    fn abandon(&mut self) {
+        let _ = self.client.batch_execute("ROLLBACK");
+        let _ = self
+            .client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
     }
 
     /// `TRUNCATE` of every table the schema statement made, and a restart of every sequence.
@@ -399,10 +651,7 @@ impl Conn {
             Ok(()) => Ok(()),
             Err(e) => {
                 let _ = self.client.batch_execute("ROLLBACK");
-                Err(format!(
-                    "`enqueue` failed: {}",
-                    describe(&e, &batch, 0, None)
-                ))
+                Err(self.failed("enqueue", &e, &batch, 0, enqueue))
             }
         }
     }
@@ -421,14 +670,31 @@ impl Conn {
             Ok(m) => m,
             Err(e) => {
                 let _ = self.client.batch_execute("ROLLBACK");
-                return Err(format!(
-                    "`{}` failed: {}",
-                    st.name,
-                    describe(&e, &batch, offset, Some(st))
-                ));
+                return Err(self.failed(&st.name, &e, &batch, offset, st));
             }
         };
         Ok(answer_of(messages, 2))
+    }
+
+    /// The error of statement `name`: the server's message with the line, and for a statement
+    /// the server cancelled (SQLSTATE 57014: only its statement timeout cancels this
+    /// connection's statements) what the timeout was and how to raise it.
+    fn failed(
+        &self,
+        name: &str,
+        e: &postgres::Error,
+        batch: &str,
+        offset: usize,
+        st: &Statement,
+    ) -> String {
+        let said = describe(e, batch, offset, Some(st));
+        match e.code() {
+            Some(c) if c.code() == "57014" => format!(
+                "`{name}` ran longer than the statement timeout ({}) and the server cancelled it ({said}); raise the timeout with --statement-timeout if the statement is slow on purpose",
+                leasesim_sim::time::dur(self.access.statement_timeout.as_nanos() as u64)
+            ),
+            _ => format!("`{name}` failed: {said}"),
+        }
     }
 
     /// Runs every step of `st` on this connection, one after the other, at database time
@@ -492,14 +758,13 @@ impl Conn {
                 }
             };
             let which = usize::from(step.control() == crate::file::Control::Data && !in_tx) * 2;
-            let messages = self.client.simple_query(&sql).map_err(|e| {
-                let _ = self.client.batch_execute("ROLLBACK");
-                format!(
-                    "`{}` failed: {}",
-                    st.name,
-                    describe(&e, &sql, 0, Some(step))
-                )
-            })?;
+            let messages = match self.client.simple_query(&sql) {
+                Ok(m) => m,
+                Err(e) => {
+                    let _ = self.client.batch_execute("ROLLBACK");
+                    return Err(self.failed(&st.name, &e, &sql, 0, step));
+                }
+            };
             if step.control() == crate::file::Control::Data {
                 let a = answer_of(messages, which);
                 for (i, c) in a.columns.iter().enumerate() {
@@ -533,7 +798,7 @@ impl Conn {
     /// next run).
     pub fn session(&mut self, i: usize) -> Result<&mut Session, String> {
         while self.sessions.len() <= i {
-            let s = Session::open(&self.url, &self.schema, self.isolation)?;
+            let s = Session::open(&self.access, &self.schema, self.isolation)?;
             self.sessions.push(s);
         }
         Ok(&mut self.sessions[i])
@@ -655,26 +920,75 @@ fn fill(st: &Statement, values: &[Value], out: &mut String) {
     }
 }
 
+/// The schemas this process made on a server of the user's and has not dropped yet, so that
+/// every way out drops them: a pool that is dropped, a connection that broke, a signal (see
+/// `Database::stopper`).
+#[derive(Debug, Default)]
+pub struct Made {
+    schemas: Mutex<Vec<String>>,
+}
+
+impl Made {
+    fn add(&self, schema: &str) {
+        self.lock().push(schema.to_string());
+    }
+
+    fn forget(&self, schema: &str) {
+        self.lock().retain(|s| s != schema);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.schemas.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Drops every schema still listed (on a signal: nothing else will).
+    pub fn drop_all(&self, access: &Access) {
+        let schemas = std::mem::take(&mut *self.lock());
+        drop_schemas(access, &schemas);
+    }
+}
+
+/// Drops `schemas` through a connection of its own; a lock another connection holds is waited
+/// for a few seconds at most.
+fn drop_schemas(access: &Access, schemas: &[String]) {
+    if schemas.is_empty() {
+        return;
+    }
+    let Ok(mut client) = connect(access) else {
+        return;
+    };
+    let _ = client.batch_execute("SET lock_timeout = '5s'; SET statement_timeout = '20s'");
+    for s in schemas {
+        let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {s} CASCADE"));
+    }
+}
+
 /// Connections to one server for one SQL file: one per run at a time, made on demand and kept
-/// for the next run; their schemas are dropped when the pool is dropped.
+/// for the next run; on a server of the user's, every schema they made is dropped when the pool
+/// is dropped.
 pub struct Pool {
-    url: String,
+    access: Access,
     file: Arc<SqlFile>,
     prefix: String,
     idle: Mutex<Vec<Conn>>,
-    /// Drop the schemas at the end (not worth it on a throwaway server).
-    tidy: bool,
+    /// Where the schemas of every pool of the server are listed; `None` on a throwaway
+    /// server, which goes whole.
+    made: Option<Arc<Made>>,
+    /// This pool's schemas.
+    mine: Mutex<Vec<String>>,
 }
 
 impl Pool {
-    /// A pool for `file` on the server at `url`; `tidy` drops its schemas when it is dropped.
-    pub fn new(url: &str, file: Arc<SqlFile>, tidy: bool) -> Pool {
+    /// A pool for `file` on the server `access` names; with `made`, its schemas are listed
+    /// there and dropped when it is dropped.
+    pub fn new(access: Access, file: Arc<SqlFile>, made: Option<Arc<Made>>) -> Pool {
         Pool {
-            url: url.to_string(),
+            access,
             file,
             prefix: "leasesim".into(),
             idle: Mutex::new(Vec::new()),
-            tidy,
+            made,
+            mine: Mutex::new(Vec::new()),
         }
     }
 
@@ -683,10 +997,19 @@ impl Pool {
         if let Some(c) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             return Ok(c);
         }
-        Conn::open(&self.url, &self.file, &self.prefix)
+        let conn = Conn::open(&self.access, &self.file, &self.prefix)?;
+        if let Some(made) = &self.made {
+            made.add(&conn.schema);
+            self.mine
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(conn.schema.clone());
+        }
+        Ok(conn)
     }
 
-    /// Gives a connection back (a broken one is dropped).
+    /// Gives a connection back (a broken one is dropped; its schema stays listed, and is
+    /// dropped with the others).
     pub fn give(&self, conn: Conn) {
         if conn.is_usable() {
             self.idle
@@ -700,18 +1023,33 @@ impl Pool {
     pub fn file(&self) -> &Arc<SqlFile> {
         &self.file
     }
+
+    /// How its connections reach the server.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        if !self.tidy {
+        let Some(made) = &self.made else {
             return;
-        }
+        };
+        let mut mine = std::mem::take(&mut *self.mine.lock().unwrap_or_else(|p| p.into_inner()));
         let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
         for mut c in idle {
-            let _ = c
+            let dropped = c
                 .client
                 .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", c.schema));
+            if dropped.is_ok() {
+                mine.retain(|s| *s != c.schema);
+                made.forget(&c.schema);
+            }
+        }
+        // Those of connections that broke.
+        drop_schemas(&self.access, &mine);
+        for s in &mine {
+            made.forget(s);
         }
     }
 }

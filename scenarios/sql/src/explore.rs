@@ -331,11 +331,13 @@ fn blocked(
         .ok_or("a claim waits on a session outside the exploration")?;
     conn.cancel(pids[w])?;
     let s = conn.session(w)?;
-    let r = loop {
-        if let Some(r) = s.answer(std::time::Duration::from_secs(120)) {
-            break r;
-        }
-    };
+    let limit = s.limit();
+    let r = s.answer(limit).ok_or_else(|| {
+        format!(
+            "a cancelled statement gave no answer within {} s",
+            limit.as_secs()
+        )
+    })?;
     if r.is_ok() {
         done(conn, claim, w, r, claims)?;
         return retry(conn, claim, claims, ran);
@@ -408,14 +410,27 @@ fn settle(conn: &mut Conn, w: usize) -> Result<Option<StepResult>, String> {
     loop {
         let s = conn.session(w)?;
         if let Some(r) = s.answer(std::time::Duration::from_millis(2)) {
+            // A statement the server cancelled after its timeout: no deadlock of leasesim's.
+            if let Err(e) = &r {
+                if e.code == "57014" && started.elapsed() >= s.timeout() {
+                    return Err(format!(
+                        "`claim` ran longer than the statement timeout ({}) and the server cancelled it ({})",
+                        leasesim_sim::time::dur(s.timeout().as_nanos() as u64),
+                        e.message
+                    ));
+                }
+            }
             return Ok(Some(r));
         }
-        let pid = s.pid();
+        let (pid, limit) = (s.pid(), s.limit());
         if !conn.blocked_by(pid)?.is_empty() {
             return Ok(None);
         }
-        if started.elapsed() > std::time::Duration::from_secs(120) {
-            return Err("a statement ran two minutes neither finishing nor waiting".into());
+        if started.elapsed() > limit {
+            return Err(format!(
+                "a statement ran {} s neither finishing nor waiting, and the server did not cancel it",
+                limit.as_secs()
+            ));
         }
     }
 }

@@ -34,7 +34,7 @@ pub mod server;
 pub mod time;
 
 use crate::coordinator::SqlCoordinator;
-use crate::db::{Pool, Value};
+use crate::db::{Access, Made, Pool, Value, STATEMENT_TIMEOUT_DEFAULT};
 use crate::file::SqlFile;
 use crate::server::Server;
 use crate::time::parse_us;
@@ -43,6 +43,7 @@ use leasesim::{FaultKind, Setup};
 use leasesim_protocol::{CoordinatorMachine, Nanos, OperatorAction, Step};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 pub use crate::db::Isolation;
 pub use crate::file::Problem;
@@ -54,36 +55,74 @@ pub const PART_PREFIX: &str = "sql:";
 pub const FILE_MAX_BYTES: u64 = 1 << 20;
 
 /// Where the database is: a server of the user's, or a throwaway one leasesim started (stopped
-/// and removed when the last handle is dropped, or by [`Database::stop`]).
+/// and removed when the last handle is dropped, or by [`Database::stop`]), and what its
+/// connections may do there.
 #[derive(Clone)]
 pub struct Database {
-    url: String,
+    access: Access,
     server: Option<Arc<Mutex<Server>>>,
+    /// The schemas made on a server of the user's, dropped on every way out.
+    made: Arc<Made>,
 }
 
 impl Database {
     /// A server of the user's, by connection string (`postgres://user@host/db` or
-    /// `host=/run/postgresql user=me dbname=test`).
+    /// `host=/run/postgresql user=me dbname=test`). Its role must not reach beyond the
+    /// database (see [`Database::allowing_privileged_role`]).
     pub fn at(url: &str) -> Database {
         Database {
-            url: url.to_string(),
+            access: Access {
+                url: url.to_string(),
+                statement_timeout: STATEMENT_TIMEOUT_DEFAULT,
+                allow_privileged: false,
+                own_role: false,
+            },
             server: None,
+            made: Arc::default(),
         }
     }
 
-    /// A throwaway server from the operating system's PostgreSQL, in a temporary directory, on
-    /// a Unix socket only.
+    /// A throwaway server from the operating system's PostgreSQL, private to this process (a
+    /// fresh folder of mode 0700, a Unix socket only, a password of its own); the SQL runs as
+    /// a role without privileges.
     pub fn throwaway() -> Result<Database, String> {
         let server = Server::start()?;
         Ok(Database {
-            url: server.url(),
+            access: Access {
+                url: server.url(),
+                statement_timeout: STATEMENT_TIMEOUT_DEFAULT,
+                allow_privileged: false,
+                own_role: true,
+            },
             server: Some(Arc::new(Mutex::new(server))),
+            made: Arc::default(),
         })
     }
 
-    /// The connection string.
+    /// The server cancels a statement that runs longer than `timeout` (default
+    /// [`STATEMENT_TIMEOUT_DEFAULT`]), and the run ends with a machine error naming it.
+    pub fn with_statement_timeout(mut self, timeout: Duration) -> Database {
+        self.access.statement_timeout = timeout;
+        self
+    }
+
+    /// Uses a role that can reach beyond its database anyway: a superuser, or a role that may
+    /// run the server's programs, read or write its files, or create roles. A SQL file run as
+    /// such a role can do whatever the server's account can.
+    pub fn allowing_privileged_role(mut self) -> Database {
+        self.access.allow_privileged = true;
+        self
+    }
+
+    /// The connection string. It may hold a password (a throwaway server's always does): show
+    /// [`db::shown_url`] of it instead.
     pub fn url(&self) -> &str {
-        &self.url
+        &self.access.url
+    }
+
+    /// How connections reach the server and what they may do.
+    pub fn access(&self) -> &Access {
+        &self.access
     }
 
     /// Whether leasesim started this server itself.
@@ -91,26 +130,29 @@ impl Database {
         self.server.is_some()
     }
 
-    /// Stops a throwaway server now and removes its directory (a no-op for a user's server):
-    /// for exits that skip destructors (a signal).
+    /// Stops a throwaway server now and removes its folder, or drops every schema made on a
+    /// server of the user's: for exits that skip destructors (a signal).
     pub fn stop(&self) {
-        if let Some(s) = &self.server {
-            s.lock().unwrap_or_else(|p| p.into_inner()).stop();
-        }
+        (self.stopper())();
     }
 
-    /// Something that stops the throwaway server if it still runs, without keeping it alive: a
+    /// Something that does what [`Database::stop`] does, without keeping the server alive: a
     /// signal handler's cleanup.
     pub fn stopper(&self) -> impl FnOnce() + Send + 'static {
         let weak = self.server.as_ref().map(Arc::downgrade);
-        move || {
-            if let Some(s) = weak.and_then(|w| w.upgrade()) {
-                s.lock().unwrap_or_else(|p| p.into_inner()).stop();
+        let made = self.made.clone();
+        let access = self.access.clone();
+        move || match weak {
+            Some(w) => {
+                if let Some(s) = w.upgrade() {
+                    s.lock().unwrap_or_else(|p| p.into_inner()).stop();
+                }
             }
+            None => made.drop_all(&access),
         }
     }
 
-    /// The throwaway server's directory, if any.
+    /// The throwaway server's folder, if any.
     pub fn dir(&self) -> Option<std::path::PathBuf> {
         self.server.as_ref().map(|s| {
             s.lock()
@@ -182,7 +224,8 @@ impl SqlQueue {
             return Err(format!("{}: {p}", file.name));
         }
         let file = Arc::new(file);
-        let pool = Pool::new(db.url(), file.clone(), !db.is_throwaway());
+        let made = (!db.is_throwaway()).then(|| db.made.clone());
+        let pool = Pool::new(db.access().clone(), file.clone(), made);
         let lease_ns = probe(&pool)?;
         let has = |n: &str| file.get(n).is_some();
         let optional = Optional {

@@ -1,21 +1,101 @@
 //! A throwaway PostgreSQL server: `initdb` and `pg_ctl` from the operating system's
-//! PostgreSQL, in a temporary directory, listening on a Unix socket only, started as an
-//! unprivileged user when leasesim runs as root (`initdb` refuses root), and stopped and removed
-//! when the value is dropped (the command line also removes it on Ctrl-C and on a failure).
+//! PostgreSQL, private to this process.
+//!
+//! - Its folder is made fresh with an unpredictable name and mode 0700 (`mkdtemp`'s way: a
+//!   name that exists, a planted link among them, is never adopted), and given to the server's
+//!   account without following a link. The server listens on a Unix socket in that folder only
+//!   (mode 0700), and every connection must give a password drawn for this server alone
+//!   (`scram-sha-256`), so no other local account can reach it, let alone as its superuser.
+//! - A queue's SQL runs as `leasesim_run`, a role without superuser or any right outside the
+//!   database `leasesim` (connect, and create its own schemas); the superuser's password is used
+//!   once, to make that role, and forgotten.
+//! - A watchdog process (`sh`, in a process group of its own so a terminal's Ctrl-C never
+//!   reaches it) holds the other end of a pipe: when this process ends, however it ends (a
+//!   normal exit, a signal, `kill -9`), the pipe closes and the watchdog stops the server and
+//!   removes the folder. Stopping the server is closing that pipe and waiting for the watchdog.
+//! - Run as root, the server's tools run as the `postgres` account (`initdb` refuses root).
+//!
+//! Starting is bounded (each tool has a deadline) and retried once when the first try fails;
+//! a failure says what each try's tool and the server's own log said.
 
+use postgres::{Client, NoTls};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The install command printed when PostgreSQL's server binaries are missing.
 pub const INSTALL: &str = "apt-get install postgresql";
+
+/// The role a queue's SQL runs as on a throwaway server.
+pub const RUN_ROLE: &str = "leasesim_run";
+
+/// The database a throwaway server's runs use.
+pub const RUN_DATABASE: &str = "leasesim";
+
+/// How long `initdb` may take, and `pg_ctl` to start the server: generous, because a busy
+/// machine (builds, other servers starting) slows both by an order of magnitude.
+const TOOL_LIMIT: Duration = Duration::from_secs(180);
+
+/// Lines of a tool's output and of the server's log quoted when starting fails.
+const QUOTED_LINES: usize = 6;
+
+/// The watchdog: it waits until leasesim's end of its standard input closes (leasesim stopped
+/// the server, or ended however it ended), then stops the server at once and removes its
+/// folder. `$1` is the folder, `$2` pg_ctl, `$3` the account to run it as (empty: ourselves).
+/// It ignores the signals a terminal sends, so a Ctrl-C cannot end it before it has cleaned up.
+const WATCHDOG: &str = r#"trap '' INT HUP TERM QUIT
+read -r _ignored
+if [ -f "$1/data/postmaster.pid" ]; then
+  if [ -n "$3" ]; then
+    runuser -u "$3" -- "$2" -D "$1/data" -m immediate -w -t 60 stop
+  else
+    "$2" -D "$1/data" -m immediate -w -t 60 stop
+  fi
+fi >/dev/null 2>&1
+rm -rf -- "$1"
+"#;
 
 /// A running throwaway server.
 pub struct Server {
     dir: PathBuf,
     bin: PathBuf,
-    /// Run its tools as this user (`None`: as ourselves).
-    user: Option<String>,
-    stopped: bool,
+    /// Run its tools as this account (`None`: as ourselves).
+    account: Option<Account>,
+    /// `leasesim_run`'s password.
+    password: String,
+    /// The watchdog, and the pipe whose closing tells it to clean up.
+    watchdog: Option<(Child, ChildStdin)>,
+}
+
+/// An operating-system account by name and numbers.
+#[derive(Clone, Debug)]
+struct Account {
+    name: String,
+    uid: u32,
+    gid: u32,
+}
+
+impl Account {
+    fn lookup(name: &str) -> Result<Account, String> {
+        let number = |flag: &str| -> Option<u32> {
+            let out = Command::new("id").args([flag, name]).output().ok()?;
+            out.status.success().then_some(())?;
+            String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+        };
+        match (number("-u"), number("-g")) {
+            (Some(uid), Some(gid)) => Ok(Account {
+                name: name.to_string(),
+                uid,
+                gid,
+            }),
+            _ => Err(format!(
+                "running as root, the throwaway PostgreSQL must run as the account `{name}` (initdb refuses root), and there is no such account; create it (`useradd --system postgres`) or give --database-url"
+            )),
+        }
+    }
 }
 
 /// Where PostgreSQL's server binaries are: `pg_config --bindir`, else the newest
@@ -49,127 +129,283 @@ fn is_root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
-impl Server {
-    /// Starts a server in a fresh temporary directory.
-    pub fn start() -> Result<Server, String> {
-        let bin = bindir()?;
-        let user = is_root().then(|| "postgres".to_string());
-        let dir =
-            std::env::temp_dir().join(format!("leasesim-pg-{}-{}", std::process::id(), unique()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let server = Server {
-            dir,
-            bin,
-            user,
-            stopped: false,
-        };
-        if let Some(u) = &server.user {
-            let chown = Command::new("chown")
-                .arg(format!("{u}:"))
-                .arg(&server.dir)
-                .status();
-            if !chown.is_ok_and(|s| s.success()) {
+/// `n` random bytes as hexadecimal, from the operating system. Used for names and passwords
+/// only: nothing of a run draws from it.
+pub fn random_hex(n: usize) -> Result<String, String> {
+    let mut bytes = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Makes a fresh folder `<parent>/<prefix><random>` with mode 0700. A name that already
+/// exists (whatever it is: a folder, a file, a link) is never used: another is drawn.
+pub fn private_dir(parent: &Path, prefix: &str) -> Result<PathBuf, String> {
+    let mut last = None;
+    for _ in 0..16 {
+        let dir = parent.join(format!("{prefix}{}", random_hex(8)?));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => {
                 return Err(format!(
-                    "running as root, the throwaway PostgreSQL must run as the user `{u}` (initdb refuses root), and {} could not be given to it; create the user or give --database-url",
-                    server.dir.display()
-                ));
+                    "cannot create a folder in {}: {e}",
+                    parent.display()
+                ))
             }
         }
+    }
+    Err(format!(
+        "cannot create a fresh folder in {}: {}",
+        parent.display(),
+        last.map_or_else(String::new, |e| e.to_string())
+    ))
+}
+
+impl Server {
+    /// Starts a server in a fresh private folder; a first try that fails is retried once, and
+    /// a second failure says what both tries found.
+    pub fn start() -> Result<Server, String> {
+        let bin = bindir()?;
+        let account = if is_root() {
+            Some(Account::lookup("postgres")?)
+        } else {
+            None
+        };
+        match Server::start_once(&bin, &account) {
+            Ok(s) => Ok(s),
+            Err(first) => Server::start_once(&bin, &account).map_err(|second| {
+                format!("the throwaway PostgreSQL did not start, twice: {first}; then {second}")
+            }),
+        }
+    }
+
+    fn start_once(bin: &Path, account: &Option<Account>) -> Result<Server, String> {
+        let dir = private_dir(&std::env::temp_dir(), "leasesim-pg-")?;
+        // From here on, dropping `server` (an error below) stops and removes everything.
+        let mut server = Server {
+            dir,
+            bin: bin.to_path_buf(),
+            account: account.clone(),
+            password: random_hex(16)?,
+            watchdog: None,
+        };
+        server.watchdog = Some(server.watch()?);
+        server.give(&server.dir)?;
+        let superuser = random_hex(16)?;
+        let pwfile = server.dir.join("pwfile");
+        server.write_private(&pwfile, &superuser)?;
         let data = server.dir.join("data");
-        server.tool(
+        let initdb = server.tool(
             "initdb",
             &[
                 "-D".as_ref(),
                 data.as_os_str(),
                 "-A".as_ref(),
-                "trust".as_ref(),
+                "scram-sha-256".as_ref(),
+                "--pwfile".as_ref(),
+                pwfile.as_os_str(),
                 "-U".as_ref(),
                 "postgres".as_ref(),
                 "-E".as_ref(),
                 "UTF8".as_ref(),
                 "--no-sync".as_ref(),
+                "--no-instructions".as_ref(),
             ],
-        )?;
+        );
+        let _ = std::fs::remove_file(&pwfile);
+        initdb?;
         let options = format!(
-            "-k {} -c listen_addresses='' -F -c full_page_writes=off -c synchronous_commit=off -c max_connections=200",
+            "-k {} -c listen_addresses='' -c unix_socket_permissions=0700 -F -c full_page_writes=off -c synchronous_commit=off -c max_connections=200",
             server.dir.display()
         );
         let log = server.dir.join("log");
-        server.tool(
-            "pg_ctl",
-            &[
-                "-D".as_ref(),
-                data.as_os_str(),
-                "-o".as_ref(),
-                options.as_ref(),
-                "-l".as_ref(),
-                log.as_os_str(),
-                "-w".as_ref(),
-                "start".as_ref(),
-            ],
-        )?;
+        let limit = TOOL_LIMIT.as_secs().to_string();
+        server
+            .tool(
+                "pg_ctl",
+                &[
+                    "-D".as_ref(),
+                    data.as_os_str(),
+                    "-o".as_ref(),
+                    options.as_ref(),
+                    "-l".as_ref(),
+                    log.as_os_str(),
+                    "-w".as_ref(),
+                    "-t".as_ref(),
+                    limit.as_ref(),
+                    "start".as_ref(),
+                ],
+            )
+            .map_err(|e| format!("{e}; the server's log says: {}", tail(&log)))?;
+        server.make_run_role(&superuser)?;
         Ok(server)
     }
 
-    /// The connection string for the `postgres` database over its Unix socket.
-    pub fn url(&self) -> String {
-        format!("host={} user=postgres dbname=postgres", self.dir.display())
+    /// Starts the watchdog (see [`WATCHDOG`]).
+    fn watch(&self) -> Result<(Child, ChildStdin), String> {
+        let user = self.account.as_ref().map_or("", |a| a.name.as_str());
+        let mut child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("leasesim-pg-watchdog")
+            .arg(&self.dir)
+            .arg(self.bin.join("pg_ctl"))
+            .arg(user)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot start /bin/sh to watch the throwaway PostgreSQL: {e}"))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or("the watchdog has no standard input")?;
+        Ok((child, stdin))
     }
 
-    /// The directory it lives in (removed when it stops).
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// Gives `path` to the server's account (when there is one), never through a link.
+    fn give(&self, path: &Path) -> Result<(), String> {
+        let Some(a) = &self.account else {
+            return Ok(());
+        };
+        std::os::unix::fs::lchown(path, Some(a.uid), Some(a.gid)).map_err(|e| {
+            format!(
+                "cannot give {} to the account `{}`: {e}",
+                path.display(),
+                a.name
+            )
+        })
     }
 
-    /// Runs one of PostgreSQL's tools, as the server's user.
+    /// Writes `text` to a new file (mode 0600) that no one else can have made first.
+    fn write_private(&self, path: &Path, text: &str) -> Result<(), String> {
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        written.map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        self.give(path)
+    }
+
+    /// Makes the role the SQL runs as, and its database, as the superuser; takes every right
+    /// on anything else away from everyone.
+    fn make_run_role(&self, superuser: &str) -> Result<(), String> {
+        let admin = |db: &str| {
+            Client::connect(
+                &format!(
+                    "host={} user=postgres dbname={db} password={superuser} connect_timeout=60",
+                    self.dir.display()
+                ),
+                NoTls,
+            )
+            .map_err(|e| format!("cannot connect to the throwaway PostgreSQL: {e}"))
+        };
+        let sql = |c: &mut Client, text: &str| {
+            c.batch_execute(text).map_err(|e| {
+                format!(
+                    "cannot prepare the throwaway PostgreSQL: {}",
+                    crate::db::describe(&e, "", 0, None)
+                )
+            })
+        };
+        let mut c = admin("postgres")?;
+        // One statement at a time: `CREATE DATABASE` runs outside a transaction.
+        for text in [
+            format!(
+                "CREATE ROLE {RUN_ROLE} LOGIN PASSWORD '{}' NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
+                self.password
+            ),
+            format!("CREATE DATABASE {RUN_DATABASE}"),
+            format!("REVOKE ALL ON DATABASE {RUN_DATABASE}, postgres, template1 FROM PUBLIC"),
+            format!("GRANT CONNECT, CREATE ON DATABASE {RUN_DATABASE} TO {RUN_ROLE}"),
+        ] {
+            sql(&mut c, &text)?;
+        }
+        let mut c = admin(RUN_DATABASE)?;
+        sql(&mut c, "REVOKE ALL ON SCHEMA public FROM PUBLIC;")
+    }
+
+    /// Runs one of PostgreSQL's tools as the server's account, within [`TOOL_LIMIT`]; its
+    /// last lines of output when it fails.
     fn tool(&self, name: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {
         let exe = self.bin.join(name);
-        let mut cmd = match &self.user {
-            Some(u) => {
+        let mut cmd = match &self.account {
+            Some(a) => {
                 let mut c = Command::new("runuser");
-                c.args(["-u", u, "--"]).arg(&exe);
+                c.args(["-u", &a.name, "--"]).arg(&exe);
                 c
             }
             None => Command::new(&exe),
         };
-        let out = cmd
+        // Its output goes to a file of the server's folder: a pipe that no one reads while
+        // the tool waits would stall it.
+        let out_path = self.dir.join(format!("{name}.out"));
+        let out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&out_path)
+            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
+        let mut child = cmd
             .args(args)
             .stdin(Stdio::null())
-            .output()
+            .stdout(out)
+            .stderr(err)
+            // Apart from the terminal's process group: a Ctrl-C is leasesim's to handle.
+            .process_group(0)
+            .spawn()
             .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
-        if out.status.success() {
-            return Ok(());
+        let started = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) if started.elapsed() > TOOL_LIMIT => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break Err(format!("did not finish within {} s", TOOL_LIMIT.as_secs()));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => break Err(e.to_string()),
+            }
+        };
+        let said = tail(&out_path);
+        let _ = std::fs::remove_file(&out_path);
+        match status {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(format!("{name} failed ({s}): {said}")),
+            Err(why) => Err(format!("{name} {why}: {said}")),
         }
-        let text = String::from_utf8_lossy(&out.stderr);
-        Err(format!(
-            "{name} failed: {}",
-            text.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("no message")
-        ))
     }
 
-    /// Stops the server at once and removes its directory.
+    /// The connection string of the role a queue's SQL runs as, over the Unix socket.
+    pub fn url(&self) -> String {
+        format!(
+            "host={} user={RUN_ROLE} dbname={RUN_DATABASE} password={} connect_timeout=60",
+            self.dir.display(),
+            self.password
+        )
+    }
+
+    /// The folder it lives in (removed when it stops).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Stops the server at once and removes its folder: closes the watchdog's pipe and waits
+    /// for the watchdog to finish (its `pg_ctl stop` is bounded).
     pub fn stop(&mut self) {
-        if self.stopped {
-            return;
+        if let Some((mut child, stdin)) = self.watchdog.take() {
+            drop(stdin);
+            let _ = child.wait();
         }
-        self.stopped = true;
-        let data = self.dir.join("data");
-        let _ = self.tool(
-            "pg_ctl",
-            &[
-                "-D".as_ref(),
-                data.as_os_str(),
-                "-m".as_ref(),
-                "immediate".as_ref(),
-                "-w".as_ref(),
-                "stop".as_ref(),
-            ],
-        );
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -179,9 +415,50 @@ impl Drop for Server {
     }
 }
 
-/// A number unique within this process, for directory names.
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
+/// The last lines of a file, joined with ` | ` (or why it cannot be read).
+fn tail(path: &Path) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            let from = lines.len().saturating_sub(QUOTED_LINES);
+            match lines[from..].join(" | ") {
+                s if s.is_empty() => "no output".into(),
+                s => s,
+            }
+        }
+        Err(e) => format!("{} cannot be read: {e}", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_folder_is_fresh_and_never_an_existing_name() {
+        let parent = std::env::temp_dir();
+        let a = private_dir(&parent, "leasesim-test-").unwrap();
+        let b = private_dir(&parent, "leasesim-test-").unwrap();
+        assert_ne!(a, b, "two draws give two names");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "private to its owner");
+        std::fs::remove_dir(&a).unwrap();
+        std::fs::remove_dir(&b).unwrap();
+        // A name that exists is refused by the creation itself, so it can never be adopted.
+        let taken = private_dir(&parent, "leasesim-test-").unwrap();
+        let again = std::fs::DirBuilder::new().mode(0o700).create(&taken);
+        assert_eq!(again.unwrap_err().kind(), std::io::ErrorKind::AlreadyExists);
+        std::fs::remove_dir(&taken).unwrap();
+    }
+
+    #[test]
+    fn random_names_do_not_repeat() {
+        let mut seen: Vec<String> = (0..64).map(|_| random_hex(8).unwrap()).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 64);
+        assert!(seen.iter().all(|s| s.len() == 16));
+    }
 }
