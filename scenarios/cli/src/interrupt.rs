@@ -2,6 +2,11 @@
 //! [`Graceful`] section: the first signal only sets the stop flag, and the command prints and
 //! saves what it found so far, then exits with 128 + the signal. Outside such a section, or at a
 //! second signal, the process runs its cleanups and exits at once.
+//!
+//! Whoever ends the process (the signal's thread, or the main thread returning) does it through
+//! one lock, so the cleanups (a server to stop, a file to put in place) always run to their
+//! end before the process exits; other threads' panics after that point print nothing, since
+//! the resources they used are being taken away on purpose.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
@@ -10,6 +15,8 @@ static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static GRACEFUL: AtomicUsize = AtomicUsize::new(0);
 static CLEANUPS: Mutex<Vec<Box<dyn FnOnce() + Send>>> = Mutex::new(Vec::new());
+/// Held by the thread that is ending the process, from its cleanups to its exit.
+static EXITING: Mutex<()> = Mutex::new(());
 static INSTALL: Once = Once::new();
 
 /// Starts listening for the signals (once per process). Only the `leasesim` binary calls it:
@@ -37,8 +44,22 @@ pub fn install() {
 
 /// Runs the registered cleanups and exits with 128 + the signal.
 pub fn exit_now() -> ! {
+    exit(exit_code())
+}
+
+/// Ends the process with `code` after the registered cleanups; a thread that comes here while
+/// another is ending the process waits for that one, which exits.
+pub fn exit(code: i32) -> ! {
+    let _ending = EXITING.lock().unwrap_or_else(|p| p.into_inner());
+    // From here on, a panic of another thread (a run whose server is being stopped) is noise.
+    std::panic::set_hook(Box::new(|_| {}));
     run_cleanups();
-    std::process::exit(exit_code());
+    std::process::exit(code)
+}
+
+/// Whether a signal asked the process to stop.
+pub fn signalled() -> bool {
+    STOP.load(Ordering::SeqCst)
 }
 
 /// Runs and forgets every registered cleanup.

@@ -720,8 +720,14 @@ pub fn main_with(catalogue: Vec<Machines>) -> std::process::ExitCode {
     };
     let code = run_cli(std::env::args().collect(), &mut out, &mut err, &catalogue);
     let _ = out.flush();
-    interrupt::run_cleanups();
-    std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+    // A command that a signal stopped ends with 128 + the signal, whatever it returned (a
+    // statement cut short by the server's stop is not the user's error).
+    let code = if interrupt::signalled() {
+        interrupt::exit_code()
+    } else {
+        code
+    };
+    interrupt::exit(code)
 }
 
 /// Whether a command line (including the program name) parses, without running it: the

@@ -580,7 +580,10 @@ pub(super) fn shrink_cmd(
     check_outputs(&[("--out", &dest)], &[file])?;
     #[allow(clippy::disallowed_methods)] // the shrinker's own duration, never the simulated world
     let started = std::time::Instant::now();
-    let shrunk = shrink::shrink_on(&replay, &m)
+    // A Ctrl-C ends the shrinking after the candidate run under way; the smallest failing plan
+    // found so far is saved and shown, and the command exits as a signal's.
+    let graceful = super::interrupt::Graceful::enter();
+    let shrunk = shrink::shrink_until(&replay, &m, graceful.stop())
         .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
     let elapsed = started.elapsed().as_secs_f64();
     let mut shrunk = shrunk;
@@ -593,9 +596,13 @@ pub(super) fn shrink_cmd(
         .expect
         .as_ref()
         .map_or(Verdict::Held, |e| e.verdict.clone());
-    let code = verdict.exit_code();
+    let code = match shrunk.stopped {
+        true => super::interrupt::exit_code(),
+        false => verdict.exit_code(),
+    };
     if format == Format::Json {
         let doc = json!({
+            "stopped": shrunk.stopped,
             "invariant": shrunk.invariant.name(),
             "spec": shrunk.invariant.spec_id(),
             "faults_before": shrunk.faults_before,
@@ -610,6 +617,12 @@ pub(super) fn shrink_cmd(
         });
         io(writeln!(out, "{doc:#}"))?;
         return Ok(code);
+    }
+    if shrunk.stopped {
+        io(writeln!(
+            out,
+            "stopped by a signal: what follows is the smallest failing plan found so far"
+        ))?;
     }
     io(writeln!(
         out,

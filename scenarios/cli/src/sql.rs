@@ -31,6 +31,15 @@ pub(super) struct SqlArgs {
     /// read-committed (PostgreSQL's default), repeatable-read or serializable.
     #[arg(long, value_name = "LEVEL", value_parser = Isolation::parse)]
     isolation: Option<Isolation>,
+    /// The server cancels a SQL statement that runs longer than this, and the run ends with a
+    /// machine error naming the statement (default 60s).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = leasesim::advise::parse_duration)]
+    statement_timeout: Option<u64>,
+    /// Runs the SQL on a server of yours as a role that can reach beyond its database (a
+    /// superuser, or one that may run the server's programs, read or write its files, or
+    /// create roles); such a role is refused otherwise.
+    #[arg(long)]
+    allow_privileged_role: bool,
 }
 
 impl SqlArgs {
@@ -53,6 +62,12 @@ impl SqlArgs {
         }
         if let Some(level) = self.isolation {
             args.extend(["--isolation".to_string(), level.name().to_string()]);
+        }
+        if let Some(ns) = self.statement_timeout {
+            args.extend(["--statement-timeout".to_string(), format!("{ns}ns")]);
+        }
+        if self.allow_privileged_role {
+            args.push("--allow-privileged-role".to_string());
         }
         args
     }
@@ -78,13 +93,34 @@ impl SqlArgs {
 /// Connects to the server the options name, or starts a throwaway one (stopped when its last
 /// handle drops, or by the signal handler's cleanup).
 fn database(args: &SqlArgs) -> Result<Database, UsageError> {
+    let timeout =
+        match args.statement_timeout {
+            Some(0) => return Err(UsageError(
+                "--statement-timeout 0s would let a statement run forever; give a duration above 0"
+                    .into(),
+            )),
+            Some(ns) => std::time::Duration::from_nanos(ns),
+            None => leasesim_sql::db::STATEMENT_TIMEOUT_DEFAULT,
+        };
+    let db = throwaway_or(args)?.with_statement_timeout(timeout);
+    Ok(match args.allow_privileged_role {
+        true => db.allowing_privileged_role(),
+        false => db,
+    })
+}
+
+/// The server the options name, or a throwaway one; either way, a signal's cleanup stops it
+/// (a user's: drops the schemas made on it).
+fn throwaway_or(args: &SqlArgs) -> Result<Database, UsageError> {
     let url = args.database_url.clone().or_else(|| {
         std::env::var(DATABASE_URL_ENV)
             .ok()
             .filter(|u| !u.is_empty())
     });
     if let Some(url) = url {
-        return Ok(Database::at(&url));
+        let db = Database::at(&url);
+        interrupt::on_exit(db.stopper());
+        return Ok(db);
     }
     // A signal while the server starts must not leave it behind: the start runs in a graceful
     // section, so the signal only sets the stop flag; once the server's cleanup is registered,
@@ -112,9 +148,13 @@ pub(super) fn machines(args: &SqlArgs) -> Result<Vec<Machines>, UsageError> {
 pub(super) fn open(args: &SqlArgs) -> Result<(Vec<Machines>, Option<Database>), UsageError> {
     let files = args.files()?;
     if files.is_empty() {
-        if args.database_url.is_some() || args.isolation.is_some() {
+        if args.database_url.is_some()
+            || args.isolation.is_some()
+            || args.statement_timeout.is_some()
+            || args.allow_privileged_role
+        {
             return Err(UsageError(
-                "--database-url and --isolation are for a SQL coordinator; name its file with --coordinator sql:FILE".into(),
+                "--database-url, --isolation, --statement-timeout and --allow-privileged-role are for a SQL coordinator; name its file with --coordinator sql:FILE".into(),
             ));
         }
         return Ok((Vec::new(), None));

@@ -346,7 +346,14 @@ pub(super) fn sweep_cmd(
     }
     let mut list = watch.list.into_inner().unwrap_or_else(|p| p.into_inner());
     list.write_rest();
-    let saved = save_failures(&dir, &defs, m, &report, !report.interrupted);
+    let saved = save_failures(
+        &dir,
+        &defs,
+        m,
+        &report,
+        !report.interrupted,
+        graceful.stop(),
+    );
     let mut errors: Vec<String> = list.error.iter().cloned().collect();
     errors.extend(saved.errors.iter().cloned());
     let listed = (list.lines > 0 && list.error.is_none()).then(|| list.path.clone());
@@ -402,16 +409,22 @@ fn printed(report: &SweepReport) -> impl Iterator<Item = &Failure> {
 /// Saves a replay file for each printed failure (at most [`REPLAYS_PER_SWEEP`], the first
 /// ones) and, unless told not to, the first failure shrunk. Files of other sweeps in the folder
 /// are left alone. Problems are collected, never fatal: the failing seeds are printed anyway.
+/// A signal (`stop`) ends the saving after the replay under way, and the shrinking with the
+/// smallest failing plan found so far; the failure list already holds every failing seed.
 fn save_failures(
     dir: &OutDir,
     defs: &[&'static ScenarioDef],
     m: &Machines,
     report: &SweepReport,
     shrink_first: bool,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> Saved {
     let mut saved = Saved::default();
     let mut first: Option<(PathBuf, Replay)> = None;
     for f in printed(report).take(REPLAYS_PER_SWEEP) {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
         let d = defs[f.scenario];
         let setup = (d.build)(f.seed, m.setup_variant());
         let r = run(&setup, f.seed, m);
@@ -439,10 +452,11 @@ fn save_failures(
         }
     }
     // The first failure, shrunk, so the report starts from a handful of faults.
-    if let (Some((path, replay)), true) = (first, shrink_first) {
+    let stopped = stop.load(std::sync::atomic::Ordering::Relaxed);
+    if let (Some((path, replay)), true) = (first, shrink_first && !stopped) {
         #[allow(clippy::disallowed_methods)] // the shrinker's own duration
         let started = std::time::Instant::now();
-        if let Ok(mut s) = shrink::shrink_on(&replay, m) {
+        if let Ok(mut s) = shrink::shrink_until(&replay, m, stop) {
             let elapsed = started.elapsed().as_secs_f64();
             let dest = shrunk_path(&path);
             if let Some(rec) = &mut s.replay.machines {
