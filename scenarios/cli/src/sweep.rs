@@ -492,6 +492,9 @@ pub(super) enum Outcome {
     Interrupted,
     /// Shards merged that are not the whole sweep: one missing, given twice or interrupted.
     Incomplete,
+    /// No run was judged (a budget spent before the first seed, a shard without a run, every
+    /// seed not expressible): a sweep that ran nothing must not pass.
+    Empty,
 }
 
 impl Outcome {
@@ -502,6 +505,7 @@ impl Outcome {
             Outcome::Failed => "FAILED",
             Outcome::Interrupted => "INTERRUPTED",
             Outcome::Incomplete => "INCOMPLETE",
+            Outcome::Empty => "EMPTY",
         }
     }
 
@@ -511,6 +515,7 @@ impl Outcome {
             Outcome::Held => 0,
             Outcome::Interrupted => 130,
             Outcome::Failed | Outcome::Incomplete => 1,
+            Outcome::Empty => 2,
         }
     }
 }
@@ -616,11 +621,31 @@ impl Results {
             Outcome::Incomplete
         } else if r.interrupted {
             Outcome::Interrupted
+        } else if self.empty().is_some() {
+            Outcome::Empty
         } else if r.failing() > 0 || !self.unreached.is_empty() || r.nondeterministic() > 0 {
             Outcome::Failed
         } else {
             Outcome::Held
         }
+    }
+
+    /// Why no run was judged, when none was: seeds not expressible are skipped, never passed.
+    pub fn empty(&self) -> Option<String> {
+        let r = &self.report;
+        if r.runs > r.not_expressible() {
+            return None;
+        }
+        Some(if r.budget.is_some_and(|b| b.spent) && r.runs == 0 {
+            "the time budget ran out before any seed ran; give a longer --for".to_string()
+        } else if r.runs > 0 {
+            format!(
+                "no seed was expressible by {}, so none was judged",
+                self.config.machines.name()
+            )
+        } else {
+            format!("{} holds no run of this sweep", self.scope())
+        })
     }
 
     /// The seconds its rates are over: its wall time, or for a merge every shard's together.
@@ -696,7 +721,7 @@ impl Results {
         let r = &self.report;
         let m = &self.config.machines;
         let range = |s: &Range<u64>| json!({"start": s.start, "end": s.end});
-        json!({
+        let mut doc = json!({
             "format": RESULT_FORMAT,
             "format_version": RESULT_VERSION,
             "leasesim_version": env!("CARGO_PKG_VERSION"),
@@ -780,7 +805,10 @@ impl Results {
             })),
             "determinism_checked": self.config.check_determinism,
             "nondeterministic": r.nondeterministic(),
-        })
+        });
+        // Why nothing was judged, beside the verdict `empty` (null when runs were judged).
+        doc["empty"] = self.empty().into();
+        doc
     }
 
     pub fn text(&self, out: &mut dyn Write) -> Result<(), UsageError> {
@@ -915,7 +943,8 @@ impl Results {
         } else if self.config.shard.is_some() || self.merged.is_some() {
             io(writeln!(out, "ran seeds {ran}"))?;
         }
-        if r.interrupted || r.budget.is_some_and(|b| b.spent) || self.random.is_some() {
+        let again = r.interrupted || r.budget.is_some_and(|b| b.spent) || self.random.is_some();
+        if again && r.runs > 0 {
             io(writeln!(
                 out,
                 "repeat exactly these runs: {}",
@@ -927,6 +956,9 @@ impl Results {
             (Some(mg), _) => format!("{} merged result(s) of ", mg.files.len()),
             (None, None) => String::new(),
         };
+        if let Some(why) = self.empty() {
+            io(writeln!(out, "sweep: NOTHING RAN, no verdict: {why}"))?;
+        }
         let skipped = match r.not_expressible() {
             0 => String::new(),
             n => format!(
