@@ -130,6 +130,12 @@ impl Shard {
 
     /// `K/N` (shard K of N, `1 <= K <= N`).
     pub fn parse(s: &str) -> Result<Shard, String> {
+        if s.trim().starts_with('-') {
+            return Err(format!(
+                "'{}' is negative; shards are numbered from 1, as K/N",
+                s.trim()
+            ));
+        }
         let (k, n) = s
             .trim()
             .split_once('/')
