@@ -808,6 +808,7 @@ impl Results {
         });
         // Why nothing was judged, beside the verdict `empty` (null when runs were judged).
         doc["empty"] = self.empty().into();
+        doc["threads_asked"] = self.config.threads.into();
         doc
     }
 
@@ -907,6 +908,10 @@ impl Results {
             Some(mg) => format!(
                 "in {:.2}s over every shard on up to {} thread(s) each, {:.2}s the longest",
                 mg.elapsed_sum, r.threads, self.elapsed
+            ),
+            None if r.threads < self.config.threads => format!(
+                "on {} thread(s), of {} asked (the process's address-space limit or the system let no more start), in {:.2}s",
+                r.threads, self.config.threads, self.elapsed
             ),
             None => format!("on {} thread(s) in {:.2}s", r.threads, self.elapsed),
         };
