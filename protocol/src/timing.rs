@@ -52,6 +52,75 @@ pub fn max_safe_heartbeat(lease_ns: Nanos, misses: u32, jitter_ns: Nanos, drift_
     h
 }
 
+/// Everything P6 and the holder's deadline depend on: one lease timing of one holder.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// L: the lease on the coordinator's clock.
+    pub lease_ns: Nanos,
+    /// H: the holder's heartbeat (renewal) period.
+    pub heartbeat_ns: Nanos,
+    /// R: heartbeats per lease window (R - 1 missed renewals are tolerated).
+    pub misses: u32,
+    /// J: the worst renewal latency.
+    pub jitter_ns: Nanos,
+    /// rho: the holder's clock rate error bound, in ppm.
+    pub drift_ppm: u32,
+    /// G: the time the holder needs to stop producing effects.
+    pub stop_margin_ns: Nanos,
+}
+
+/// Why a timing is unsafe ([`check`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Unsafe {
+    /// L is not longer than `(1+rho)/(1-rho)*R*H + J`, the bound given here in 128 bits (it may
+    /// not fit 64): a healthy holder can lose its lease between two renewals.
+    LeaseTooShort {
+        /// The bound L must exceed.
+        bound_ns: u128,
+    },
+    /// The stop margin G is not shorter than the drift-corrected lease `L*(1-rho)/(1+rho)`:
+    /// the holder's deadline is at or before its renewal's send, so it may never act.
+    NoWindow {
+        /// `L*(1-rho)/(1+rho)`.
+        window_ns: Nanos,
+    },
+}
+
+/// `ceil((1+rho)/(1-rho) * R*H) + J` in 128 bits: [`min_safe_lease`] without the 64-bit
+/// truncation, so that a huge `R*H` is a bound no lease meets instead of a wrapped small one.
+/// `drift_ppm` must be below 1_000_000.
+pub fn lease_bound_ns(heartbeat_ns: Nanos, misses: u32, jitter_ns: Nanos, drift_ppm: u32) -> u128 {
+    let rho = drift_ppm as u128;
+    assert!(
+        rho < PPM,
+        "a drift bound of 100% or more makes every lease unsafe"
+    );
+    let rh = heartbeat_ns as u128 * misses as u128;
+    (rh * (PPM + rho)).div_ceil(PPM - rho) + jitter_ns as u128
+}
+
+/// Whether a timing is safe (P6): the one answer that `run`, `sweep`, `replay` (through the
+/// setup's validation) and `advise` all give, so they can never disagree. Safe is `L >
+/// (1+rho)/(1-rho)*R*H + J` (in 128 bits) and a holder window `L*(1-rho)/(1+rho) - G` above 0.
+/// A drift bound of 100% or more is unsafe for every lease.
+pub fn check(t: &Timing) -> Result<(), Unsafe> {
+    if t.drift_ppm as u128 >= PPM {
+        return Err(Unsafe::LeaseTooShort {
+            bound_ns: u128::MAX,
+        });
+    }
+    let bound_ns = lease_bound_ns(t.heartbeat_ns, t.misses, t.jitter_ns, t.drift_ppm);
+    if t.lease_ns as u128 <= bound_ns {
+        return Err(Unsafe::LeaseTooShort { bound_ns });
+    }
+    if holder_deadline(0, t.lease_ns, t.drift_ppm, t.stop_margin_ns) == 0 {
+        return Err(Unsafe::NoWindow {
+            window_ns: holder_deadline(0, t.lease_ns, t.drift_ppm, 0),
+        });
+    }
+    Ok(())
+}
+
 /// Whether `lease_ns` satisfies the liveness condition strictly (`L > ...`).
 pub fn lease_is_safe(
     lease_ns: Nanos,
@@ -109,6 +178,41 @@ mod tests {
             20 * SECOND_NS,
             0
         ));
+    }
+
+    #[test]
+    fn the_one_check_refuses_a_short_lease_an_overflowing_bound_and_a_stop_margin_that_eats_the_lease(
+    ) {
+        let t = Timing {
+            lease_ns: 30 * SECOND_NS,
+            heartbeat_ns: 5 * SECOND_NS,
+            misses: 3,
+            jitter_ns: 2 * SECOND_NS,
+            drift_ppm: 500,
+            stop_margin_ns: 2 * SECOND_NS,
+        };
+        assert_eq!(check(&t), Ok(()));
+        let short = Timing {
+            heartbeat_ns: 10 * SECOND_NS,
+            ..t
+        };
+        assert!(matches!(check(&short), Err(Unsafe::LeaseTooShort { .. })));
+        // R*H beyond 64 bits: min_safe_lease would wrap to a small bound.
+        let huge = Timing {
+            heartbeat_ns: 1 << 60,
+            misses: 64,
+            ..t
+        };
+        assert!(
+            matches!(check(&huge), Err(Unsafe::LeaseTooShort { bound_ns }) if bound_ns > u64::MAX as u128)
+        );
+        let margin = Timing {
+            stop_margin_ns: 30 * SECOND_NS,
+            ..t
+        };
+        assert!(
+            matches!(check(&margin), Err(Unsafe::NoWindow { window_ns }) if window_ns < 30 * SECOND_NS)
+        );
     }
 
     #[test]

@@ -2,6 +2,12 @@
 //! from a shared counter, and stops early when asked. Every parallel command (sweep, matrix,
 //! benchmark) goes through it, so the bound on threads and the handling of a thread that cannot
 //! be started live in one place.
+//!
+//! A thread costs address space before it does any work: its stack, and (with glibc) a malloc
+//! arena of 64 MiB reserved at its first allocation. Under an address-space limit (`ulimit -v`)
+//! threads that start but cannot allocate end the process in an allocation failure, whatever
+//! the caller does; so the pool starts no more threads than the room left under the limit
+//! holds ([`room`]), and does with the threads that did start (at least the calling thread).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -9,6 +15,42 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// Most threads any command starts: far more than a machine has cores, far fewer than would
 /// exhaust memory or the process's thread limit.
 pub const THREADS_MAX: usize = 1024;
+
+/// The stack each thread is given: Rust's default, set here so that `RUST_MIN_STACK` cannot make
+/// every thread reserve more (the runs recurse little; the sweep's threads never needed more).
+pub const STACK_BYTES: usize = 2 << 20;
+/// The address space a thread is counted to need: its stack, the malloc arena glibc reserves for
+/// it (64 MiB) and room for its runs' own memory.
+pub const THREAD_BYTES: u64 = 96 << 20;
+/// The address space left to the calling thread for its own work (results, reports) when the
+/// pool counts how many threads fit.
+pub const CALLER_BYTES: u64 = 64 << 20;
+
+/// How many threads fit in the address space this process may still take, when a limit is set
+/// (`ulimit -v`, Linux's `/proc/self/limits`): the room under the limit, less
+/// [`CALLER_BYTES`], over [`THREAD_BYTES`]. `None` when there is no limit or it cannot be read.
+pub fn room() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let limit: u64 = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))?
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()?;
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let used_kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmSize:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    let room = limit
+        .saturating_sub(used_kb.saturating_mul(1024))
+        .saturating_sub(CALLER_BYTES);
+    Some(usize::try_from(room / THREAD_BYTES).unwrap_or(usize::MAX))
+}
 
 /// The cores this machine offers (1 when it cannot say).
 pub fn cores() -> usize {
@@ -76,10 +118,16 @@ impl<'a> Chunks<'a> {
     }
 }
 
-/// Runs `worker` on `threads` threads (at least one) and returns what each returned. A thread
-/// the system refuses to start is done without: the work goes to the others, and when none can
-/// be started the calling thread does it all. `worker` gets the thread's number.
+/// Runs `worker` on `threads` threads (at least one) and returns what each returned: as many
+/// results as threads ran, which the caller reports. No more threads are started than
+/// [`room`] holds under an address-space limit; a thread the system refuses to start is done
+/// without: the work goes to the others, and when none can be started the calling thread does
+/// it all. `worker` gets the thread's number.
 pub fn run<T: Send>(threads: usize, worker: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = match room() {
+        Some(fit) => threads.min(fit),
+        None => threads,
+    };
     if threads <= 1 {
         // One thread is this one: no thread to start (the matrix runs a one-thread sweep per
         // cell, on the pool's own threads).
@@ -91,6 +139,7 @@ pub fn run<T: Send>(threads: usize, worker: impl Fn(usize) -> T + Sync) -> Vec<T
             .map_while(|i| {
                 std::thread::Builder::new()
                     .name(format!("leasesim-{i}"))
+                    .stack_size(STACK_BYTES)
                     .spawn_scoped(s, move || worker(i))
                     .ok()
             })

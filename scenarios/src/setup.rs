@@ -312,8 +312,10 @@ impl Setup {
     }
 
     /// P6: every worker's heartbeat period must leave every class's lease longer than
-    /// `(1 + rho)/(1 - rho) * R*H + J`. The error names the formula and the numbers. A known-bad
-    /// variant that breaks it on purpose (V12) is refused here too.
+    /// `(1 + rho)/(1 - rho) * R*H + J`, and its stop margin must leave it a window to act in
+    /// (`L*(1-rho)/(1+rho) > G`): [`timing::check`], the one check `advise` applies too. The
+    /// error names the formula and the numbers. A known-bad variant that breaks it on purpose
+    /// (V12) is refused here too.
     pub fn validate_timing(&self) -> Result<(), String> {
         let switches = self.variant.switches();
         let lease_min = self.classes.iter().map(|c| c.lease_ns).min();
@@ -324,31 +326,49 @@ impl Setup {
                 (true, Some(l)) => l,
                 _ => w.config.heartbeat_ns,
             };
-            if passed == Some((h, w.config.drift_ppm_max)) {
+            let key = (h, w.config.drift_ppm_max, w.config.stop_margin_ns);
+            if passed == Some(key) {
                 continue;
             }
             for (c, class) in self.classes.iter().enumerate() {
-                let (r, j, rho) = (
-                    self.timing.heartbeats_per_window,
-                    self.timing.jitter_ns,
-                    w.config.drift_ppm_max,
-                );
-                if !timing::lease_is_safe(class.lease_ns, h, r, j, rho) {
-                    let need = timing::min_safe_lease(h, r, j, rho);
-                    return Err(format!(
-                        "configuration refused (P6): class{c} lease L={} is not longer than (1+rho)/(1-rho)*R*H + J = {} for worker {} (H={}, R={r}, J={}, rho={rho} ppm); the largest safe heartbeat period is {}",
-                        fmt_s(class.lease_ns),
-                        fmt_s(need),
-                        self.worker_display(i),
-                        fmt_s(h),
-                        fmt_s(j),
-                        fmt_s(timing::max_safe_heartbeat(class.lease_ns, r, j, rho)),
-                    ));
+                let t = timing::Timing {
+                    lease_ns: class.lease_ns,
+                    heartbeat_ns: h,
+                    misses: self.timing.heartbeats_per_window,
+                    jitter_ns: self.timing.jitter_ns,
+                    drift_ppm: w.config.drift_ppm_max,
+                    stop_margin_ns: w.config.stop_margin_ns,
+                };
+                if let Err(why) = timing::check(&t) {
+                    return Err(self.refusal(c, i, &t, why));
                 }
             }
-            passed = Some((h, w.config.drift_ppm_max));
+            passed = Some(key);
         }
         Ok(())
+    }
+
+    /// Why class `c`'s lease is unsafe for worker `i` with timing `t`, in one line.
+    fn refusal(&self, c: usize, i: usize, t: &timing::Timing, why: timing::Unsafe) -> String {
+        let (r, rho) = (t.misses, t.drift_ppm);
+        match why {
+            timing::Unsafe::LeaseTooShort { bound_ns } => format!(
+                "configuration refused (P6): class{c} lease L={} is not longer than (1+rho)/(1-rho)*R*H + J = {} for worker {} (H={}, R={r}, J={}, rho={rho} ppm); the largest safe heartbeat period is {}",
+                fmt_s(t.lease_ns),
+                u64::try_from(bound_ns).map_or_else(|_| "more than 2^64 ns".to_string(), fmt_s),
+                self.worker_display(i),
+                fmt_s(t.heartbeat_ns),
+                fmt_s(t.jitter_ns),
+                fmt_s(timing::max_safe_heartbeat(t.lease_ns, r, t.jitter_ns, rho)),
+            ),
+            timing::Unsafe::NoWindow { window_ns } => format!(
+                "configuration refused (P6): worker {}'s stop margin G={} is not shorter than class{c}'s lease corrected for drift, L*(1-rho)/(1+rho) = {} (L={}, rho={rho} ppm): the holder may never act",
+                self.worker_display(i),
+                fmt_s(t.stop_margin_ns),
+                fmt_s(window_ns),
+                fmt_s(t.lease_ns),
+            ),
+        }
     }
 
     /// The coordinator's node id.

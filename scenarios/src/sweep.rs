@@ -130,6 +130,12 @@ impl Shard {
 
     /// `K/N` (shard K of N, `1 <= K <= N`).
     pub fn parse(s: &str) -> Result<Shard, String> {
+        if s.trim().starts_with('-') {
+            return Err(format!(
+                "'{}' is negative; shards are numbered from 1, as K/N",
+                s.trim()
+            ));
+        }
         let (k, n) = s
             .trim()
             .split_once('/')
@@ -425,7 +431,8 @@ pub struct SweepReport {
     pub events: u64,
     /// Trace events recorded over every run.
     pub trace_events: u64,
-    /// Threads it ran on.
+    /// Threads it ran on: those that started, which is fewer than asked when the process's
+    /// address space or the system let no more start ([`crate::pool::run`]).
     pub threads: usize,
     /// Whether it was stopped (its stop flag, or its first violation) before every seed ran.
     pub interrupted: bool,
@@ -685,6 +692,8 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
         local
     });
     let mut shared = shared.into_inner().unwrap_or_else(|p| p.into_inner());
+    // Fewer than asked when the address space or the system let no more start.
+    let ran_on = locals.len();
     let (mut events, mut trace_events, mut last_end) = (0, 0, Duration::ZERO);
     for local in locals {
         events += local.events;
@@ -722,7 +731,7 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
         runs,
         events,
         trace_events,
-        threads,
+        threads: ran_on,
         interrupted: runs < total && !violated.load(Ordering::Relaxed) && !budget_ended,
         budget: budget.map(|b| BudgetOutcome {
             overrun: if b.spent { b.overrun } else { Duration::ZERO },

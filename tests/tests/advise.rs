@@ -359,3 +359,45 @@ fn a_difference_below_a_millisecond_is_shown_in_nanoseconds() {
         "{text}"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 400, ..Default::default() })]
+
+    /// `run`'s check of a setup (its validation) and `advise` give one answer for one timing:
+    /// the stop margin, the drift and a bound beyond 64 bits included. They disagreed on a stop
+    /// margin that eats the lease (advise: unsafe; run, sweep and replay ran it).
+    #[test]
+    fn the_setup_check_and_the_advisor_never_disagree(
+        lease_ms in 1u64..200_000,
+        heartbeat_ms in 1u64..100_000,
+        jitter_ms in 0u64..50_000,
+        misses in 1u32..5,
+        drift_ppm in 0u32..400_000,
+        margin_ms in 0u64..250_000,
+        huge in proptest::prelude::any::<bool>(),
+    ) {
+        let i = AdviseInput {
+            lease_ns: lease_ms * MS,
+            // Now and then R*H past 64 bits, where a truncating bound would wrap around.
+            heartbeat_ns: if huge { u64::MAX / 2 } else { heartbeat_ms * MS },
+            jitter_ns: jitter_ms * MS,
+            misses,
+            drift_ppm,
+            stop_margin_ns: margin_ms * MS,
+        };
+        let mut setup = (leasesim::scenarios::find("w1-w2").unwrap().build)(1, leasesim_protocol::Variant::Reference);
+        for c in &mut setup.classes {
+            c.lease_ns = i.lease_ns;
+        }
+        for w in &mut setup.workers {
+            w.config.heartbeat_ns = i.heartbeat_ns;
+            w.config.drift_ppm_max = i.drift_ppm;
+            w.config.stop_margin_ns = i.stop_margin_ns;
+        }
+        setup.timing.heartbeats_per_window = i.misses;
+        setup.timing.jitter_ns = i.jitter_ns;
+        let advice = advise(&i).unwrap();
+        let checked = setup.validate_timing();
+        proptest::prop_assert_eq!(advice.safe(), checked.is_ok(), "{:?}: {:?}", i, checked);
+    }
+}

@@ -162,3 +162,45 @@ fn list_names_every_scenario_variant_and_invariant() {
         assert!(out.contains(name), "{name} missing from list");
     }
 }
+
+#[test]
+fn a_sweep_that_ran_nothing_does_not_pass() {
+    // `sweep --for 1ns` ran 0 seeds and said `0 failing`, exit 0: a CI job with too small a
+    // budget, or a shard without a run, passed without testing anything.
+    let tmp = leasesim_tests::TempDir::new("sweep-empty");
+    let dir = tmp.join("failures");
+    let dir = dir.to_str().unwrap();
+    for (args, why) in [
+        (
+            vec!["sweep", "w1-w2", "--for", "1ns"],
+            "the time budget ran out before any seed ran",
+        ),
+        (
+            vec!["sweep", "w1-w2", "--seeds", "3", "--shard", "4/4"],
+            "shard 4/4 holds no run of this sweep",
+        ),
+    ] {
+        let mut text = args.clone();
+        text.extend(["--failures-dir", dir]);
+        let (code, out, err) = cli(&text);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(
+            out.lines()
+                .any(|l| l == format!("sweep: NOTHING RAN, no verdict: {why}")
+                    || l.starts_with(&format!("sweep: NOTHING RAN, no verdict: {why};"))),
+            "{args:?}: {out}"
+        );
+        let mut json = text.clone();
+        json.extend(["--format", "json"]);
+        let (code, out, err) = cli(&json);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(v["verdict"], "empty", "{v}");
+        assert_eq!(v["runs"], 0);
+        assert!(v["empty"].as_str().unwrap().starts_with(why), "{v}");
+    }
+    // A sweep that ran seeds still passes, and says nothing of the kind.
+    let (code, out, err) = cli(&["sweep", "w1-w2", "--seeds", "3", "--failures-dir", dir]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("NOTHING RAN"), "{out}");
+}

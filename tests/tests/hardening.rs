@@ -431,3 +431,34 @@ fn report_makes_the_checks_replay_makes() {
     );
     assert!(!html.exists());
 }
+
+#[test]
+fn every_number_and_duration_option_says_a_negative_value_is_negative() {
+    // `audit --clock-uncertainty -1s` said "unexpected argument '-1s'": the value was taken for
+    // an option before its parser could say what is wrong with it.
+    let options = leasesim_cli::number_options();
+    for (cmd, flag) in [
+        ("audit", "--clock-uncertainty"),
+        ("sweep", "--for"),
+        ("sql explore", "--workers"),
+        ("advise", "--stop-margin"),
+    ] {
+        assert!(
+            options.iter().any(|(c, f)| c.join(" ") == cmd && f == flag),
+            "{cmd} {flag} among {options:?}"
+        );
+    }
+    for (cmd, flag) in &options {
+        let mut args: Vec<String> = std::iter::once("leasesim".to_string())
+            .chain(cmd.iter().cloned())
+            .collect();
+        args.extend([flag.clone(), "-1".into()]);
+        let err = leasesim_cli::check_args(args.clone()).expect_err("a negative value");
+        assert!(err.contains("negative"), "{args:?}: {err}");
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+    }
+    refused(
+        &["audit", "journal.jsonl", "--clock-uncertainty", "-1s"],
+        "negative",
+    );
+}

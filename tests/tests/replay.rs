@@ -405,3 +405,99 @@ proptest! {
         }
     }
 }
+
+/// A saved run's file with every worker's stop margin set to `margin_ns`, and the recorded run
+/// left out (a hand-edited file is judged without a comparison).
+fn with_stop_margin(path: &std::path::Path, margin_ns: u64) -> serde_json::Value {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for w in doc["setup"]["workers"].as_array_mut().unwrap() {
+        w["config"]["stop_margin_ns"] = margin_ns.into();
+    }
+    doc.as_object_mut().unwrap().remove("expect");
+    doc
+}
+
+#[test]
+fn replay_refuses_a_timing_advise_calls_unsafe_unless_the_file_was_recorded_past_the_check() {
+    // A stop margin three times the lease: `advise` calls it unsafe (the holder may never act),
+    // and `replay`, `shrink` and `report` ran it as if nothing were wrong.
+    let base = tmp("margin-base.json");
+    let (code, _, err) = cli(&[
+        "run",
+        "w1-w2",
+        "--seed",
+        "1",
+        "--save",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    let setup = &saved["setup"];
+    let lease_ns = setup["classes"][0]["lease_ns"].as_u64().unwrap();
+    let w = &setup["workers"][0]["config"];
+    let ns = |v: &serde_json::Value| format!("{}ns", v.as_u64().unwrap());
+    let margin_ns = 3 * lease_ns;
+    let advise = [
+        "advise".to_string(),
+        "--lease".into(),
+        format!("{lease_ns}ns"),
+        "--heartbeat".into(),
+        ns(&w["heartbeat_ns"]),
+        "--jitter".into(),
+        ns(&setup["timing"]["jitter_ns"]),
+        "--misses".into(),
+        setup["timing"]["heartbeats_per_window"].to_string(),
+        "--drift-ppm".into(),
+        w["drift_ppm_max"].to_string(),
+        "--stop-margin".into(),
+        format!("{margin_ns}ns"),
+    ];
+    let advise: Vec<&str> = advise.iter().map(String::as_str).collect();
+    let (code, out, _) = cli(&advise);
+    assert_eq!(code, 1, "advise calls it unsafe: {out}");
+    assert!(out.starts_with("UNSAFE"), "{out}");
+    let file = tmp("margin.json");
+    let doc = with_stop_margin(&base, margin_ns);
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let f = file.to_str().unwrap();
+    for args in [
+        vec!["replay", f],
+        vec!["shrink", f],
+        vec!["report", f, "--html", "/dev/null"],
+    ] {
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("stop margin"), "{args:?}: {err}");
+        assert!(err.contains("the holder may never act"), "{args:?}: {err}");
+        assert!(
+            err.contains("\"allow_unsafe_timing\": true"),
+            "{args:?}: {err}"
+        );
+    }
+    // A file that says it was recorded past the check replays, as `run --allow-unsafe-timing`
+    // would run it.
+    let mut doc = doc;
+    doc["allow_unsafe_timing"] = true.into();
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let (code, out, err) = cli(&["replay", f]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(
+        out.contains("replay: the file records no expected run"),
+        "{out}"
+    );
+    // V12's own counterexample (L <= R*H + J on purpose) was recorded past the check and still
+    // replays to its recorded run.
+    let v12 = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../reports/counterexamples/unsafe-timing.json"
+    );
+    let (code, out, err) = cli(&["replay", v12]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("replay: identical to the recorded run"),
+        "{out}"
+    );
+}

@@ -251,3 +251,57 @@ fn special_files_are_refused_without_reading_them() {
         }
     }
 }
+
+#[test]
+fn many_threads_under_an_address_space_limit_run_on_fewer_instead_of_aborting() {
+    // `sweep --jobs 64` under `ulimit -v` ended in "memory allocation failed" or glibc's "failed
+    // to register TLS destructor": each started thread reserves a 64 MiB malloc arena at its
+    // first allocation, and 64 of them do not fit. The limits are all far above what the
+    // process needs to start (about 150 MB on one thread) and far below what 64 threads take
+    // (about 1.5 GB), so each must give the whole sweep on fewer threads, saying how many.
+    let tmp = TempDir::new("threads-limit");
+    for limit_kb in [300_000, 500_000, 800_000] {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            &format!(
+                "ulimit -v {limit_kb}; exec {} sweep w1-w2 --seeds 20000 --jobs 64 --failures-dir {} --format json",
+                leasesim_bin().display(),
+                tmp.join("f").display()
+            ),
+        ]);
+        let f = run_with_limit(cmd, Duration::from_secs(120));
+        assert!(!f.timed_out, "{limit_kb} KB");
+        assert_eq!(
+            f.code,
+            Some(0),
+            "{limit_kb} KB: a verdict, not a crash: {}",
+            f.err
+        );
+        let v: serde_json::Value = serde_json::from_str(&f.out).expect("a JSON result");
+        assert_eq!(v["runs"], 20_000, "{limit_kb} KB");
+        assert_eq!(v["failing"], 0, "{limit_kb} KB");
+        assert_eq!(v["verdict"], "held", "{limit_kb} KB");
+        assert_eq!(v["threads_asked"], 64, "{limit_kb} KB");
+        let used = v["threads"].as_u64().unwrap();
+        assert!((1..64).contains(&used), "{limit_kb} KB: {used} threads");
+    }
+    // The text says it too.
+    let mut cmd = Command::new("sh");
+    cmd.args([
+        "-c",
+        &format!(
+            "ulimit -v 500000; exec {} sweep w1-w2 --seeds 20000 --jobs 64 --failures-dir {}",
+            leasesim_bin().display(),
+            tmp.join("f").display()
+        ),
+    ]);
+    let f = run_with_limit(cmd, Duration::from_secs(120));
+    assert_eq!(f.code, Some(0), "{}", f.err);
+    assert!(
+        f.out
+            .contains("of 64 asked (the process's address-space limit"),
+        "{}",
+        f.out
+    );
+}

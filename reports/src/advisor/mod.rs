@@ -157,20 +157,15 @@ pub struct Advice {
     bullmq: (u64, bool),
 }
 
-/// `ceil((1+rho)/(1-rho) * R*H) + J` in 128 bits: [`timing::min_safe_lease`] without the
-/// 64-bit truncation. `drift_ppm` must be below 1_000_000.
+/// `ceil((1+rho)/(1-rho) * R*H) + J` in 128 bits ([`timing::lease_bound_ns`]).
 fn drift_bound(heartbeat_ns: u64, misses: u32, jitter_ns: u64, drift_ppm: u32) -> u128 {
-    let rho = drift_ppm as u128;
-    let rh = heartbeat_ns as u128 * misses as u128;
-    (rh * (PPM + rho)).div_ceil(PPM - rho) + jitter_ns as u128
+    timing::lease_bound_ns(heartbeat_ns, misses, jitter_ns, drift_ppm)
 }
 
-/// [`timing::lease_is_safe`], but a bound beyond 64 bits is simply unsafe instead of wrapping.
+/// The liveness part of [`timing::check`] (`L > (1+rho)/(1-rho)*R*H + J` in 128 bits), for the
+/// formula lines and the practice notes; the verdict is the whole check.
 fn is_safe(lease_ns: u64, heartbeat_ns: u64, misses: u32, jitter_ns: u64, drift_ppm: u32) -> bool {
-    if drift_bound(heartbeat_ns, misses, jitter_ns, drift_ppm) > u64::MAX as u128 {
-        return false;
-    }
-    timing::lease_is_safe(lease_ns, heartbeat_ns, misses, jitter_ns, drift_ppm)
+    lease_ns as u128 > drift_bound(heartbeat_ns, misses, jitter_ns, drift_ppm)
 }
 
 /// Checks the timing of a lease protocol. `Err` (one line) only for impossible input: a zero
@@ -213,9 +208,19 @@ pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
     );
     let plain_safe = is_safe(i.lease_ns, i.heartbeat_ns, i.misses, i.jitter_ns, 0);
     let holder_window_ns = timing::holder_deadline(0, i.lease_ns, i.drift_ppm, i.stop_margin_ns);
-    // A stop margin that eats the whole drift-corrected lease leaves the holder no moment in
-    // which it may act: every lease is in jeopardy from its first instant.
-    let safe = drift_safe && holder_window_ns > 0;
+    // The verdict is the one check every command applies (a stop margin that eats the whole
+    // drift-corrected lease leaves the holder no moment in which it may act), so `advise` and
+    // `run`, `sweep` and `replay` never disagree.
+    let safe = timing::check(&timing::Timing {
+        lease_ns: i.lease_ns,
+        heartbeat_ns: i.heartbeat_ns,
+        misses: i.misses,
+        jitter_ns: i.jitter_ns,
+        drift_ppm: i.drift_ppm,
+        stop_margin_ns: i.stop_margin_ns,
+    })
+    .is_ok();
+    debug_assert_eq!(safe, drift_safe && holder_window_ns > 0);
     let max_heartbeat_ns =
         timing::max_safe_heartbeat(i.lease_ns, i.misses, i.jitter_ns, i.drift_ppm);
     let min_lease_ns = u64::try_from(drift_bound + 1).ok();

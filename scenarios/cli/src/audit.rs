@@ -1,25 +1,30 @@
 //! `leasesim audit FILE...`: a recorded journal judged by the checkers
 //! ([`leasesim_checkers::audit`]), its findings printed as a simulated run prints them, each
 //! with the lines that prove it; what could not be judged, and each problem with the lines,
-//! after them. Exit 0 when nothing was found, 1 on a finding, 2 when nothing could be read.
+//! after them. Exit 0 when nothing was found, 1 on a finding, 2 when nothing could be read,
+//! when a value in it cannot be true (one line naming the file and line), or when nothing was
+//! found but some of it was left unread (no verdict can be given then).
+//!
+//! The files are read one at a time, each dropped before the next is read: what is held
+//! between them is what the judgement needs ([`format::Reader`]), so the memory a large
+//! journal takes follows its largest file and its judged records, not the sum of its bytes.
 
 use crate::args::check_outputs;
 use crate::{io, Format, UsageError};
 use leasesim::replay::{read_bounded, MAX_BYTES};
-use leasesim_checkers::audit::format::{self, Journal, Place};
+use leasesim_checkers::audit::format::{self, Journal, Keep, Place};
 use leasesim_checkers::audit::{self as judge, Audit, Options};
 use leasesim_checkers::{fmt_ns, Role};
 use leasesim_protocol::{Event, Finding, Msg};
 use leasesim_reports::{html, Names, NodeView, RunView};
 use leasesim_sim::{EventKind, NodeId, TraceEvent};
 use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Most files a folder may give.
 const FILES_MAX: usize = 4096;
-/// Most bytes read over all files (each file at most `MAX_BYTES`, 64 MB).
-const TOTAL_BYTES_MAX: u64 = 4 * MAX_BYTES;
 
 /// The files to read: each file as given, each folder's `*.jsonl` files in name order.
 fn inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UsageError> {
@@ -31,8 +36,14 @@ fn inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UsageError> {
                 .flatten()
                 .map(|e| e.path())
                 .filter(|f| f.extension().is_some_and(|x| x == "jsonl"))
-                .take(FILES_MAX)
+                .take(FILES_MAX + 1)
                 .collect();
+            if found.len() > FILES_MAX {
+                return Err(UsageError(format!(
+                    "{} holds more than {FILES_MAX} journal files (*.jsonl): audit fewer at once",
+                    p.display()
+                )));
+            }
             found.sort();
             if found.is_empty() {
                 return Err(UsageError(format!(
@@ -61,29 +72,34 @@ pub(super) fn audit_cmd(
         let ins: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
         check_outputs(&[("--html", h)], &ins)?;
     }
-    let mut read = Vec::new();
+    // The timeline draws every record; a verdict alone needs only the judged ones.
+    let keep = if html_path.is_some() {
+        Keep::Every
+    } else {
+        Keep::Judged
+    };
+    let mut reader = format::Reader::new(keep);
     let mut failed = Vec::new();
-    let mut total: u64 = 0;
     for f in &files {
-        if total >= TOTAL_BYTES_MAX {
-            failed.push(format!(
-                "{}: not read, the files before it reached {TOTAL_BYTES_MAX} bytes",
-                f.display()
-            ));
-            continue;
-        }
         match read_bounded(f, MAX_BYTES, "journal file") {
-            Ok(bytes) => {
-                total += bytes.len() as u64;
-                read.push((f.display().to_string(), bytes));
-            }
+            Ok(bytes) => reader.file(&f.display().to_string(), &bytes),
             Err(e) => failed.push(e),
         }
+        if reader.refused() {
+            break;
+        }
     }
-    if read.is_empty() {
+    let journal = reader.finish();
+    if let Some(p) = &journal.refused {
+        return Err(UsageError(format!(
+            "{}: {}; the journal is refused, as no judgement can rest on it",
+            journal.place(p.at),
+            p.what
+        )));
+    }
+    if journal.files.is_empty() {
         return Err(UsageError(failed.join("; ")));
     }
-    let journal = format::read(&read);
     if journal.records.is_empty() && journal.lines_read == 0 {
         let mut why: Vec<String> = failed;
         why.extend(journal.unread.iter().cloned());
@@ -109,10 +125,11 @@ pub(super) fn audit_cmd(
             clock_uncertainty_ns,
         },
     );
+    let verdict = Verdict::of(&journal, &a, &failed);
     match format {
-        Format::Text => text(out, &journal, &a, &failed)?,
+        Format::Text => text(out, &journal, &a, &failed, verdict)?,
         Format::Json => {
-            let doc = to_json(&journal, &a, &failed);
+            let doc = to_json(&journal, &a, &failed, verdict);
             io(writeln!(
                 out,
                 "{}",
@@ -121,16 +138,66 @@ pub(super) fn audit_cmd(
         }
     }
     if let Some(h) = html_path {
-        std::fs::write(h, page(&journal, &a))
+        std::fs::write(h, page(&journal, &a, verdict))
             .map_err(|e| UsageError(format!("cannot write {}: {e}", h.display())))?;
     }
-    Ok(i32::from(!a.findings.is_empty()))
+    Ok(verdict.exit_code())
+}
+
+/// What the audit concludes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Nothing found, and every line with something to judge was read.
+    Held,
+    /// A finding: a violation, whatever else was left unread.
+    Violated,
+    /// Nothing found in what was read, but a file or lines with something to judge were not
+    /// read (too large, of another version, past a limit): no verdict.
+    Incomplete,
+}
+
+impl Verdict {
+    fn of(j: &Journal, a: &Audit, failed: &[String]) -> Verdict {
+        if !a.findings.is_empty() {
+            Verdict::Violated
+        } else if j.left_unread || !failed.is_empty() {
+            Verdict::Incomplete
+        } else {
+            Verdict::Held
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Verdict::Held => "HELD",
+            Verdict::Violated => "VIOLATED",
+            Verdict::Incomplete => "INCOMPLETE",
+        }
+    }
+
+    fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Held => 0,
+            Verdict::Violated => 1,
+            Verdict::Incomplete => 2,
+        }
+    }
+}
+
+/// The event of each line a finding cites, by place, for `file:line (event)`.
+fn cited(j: &Journal, a: &Audit) -> BTreeMap<Place, &'static str> {
+    let wanted: BTreeSet<Place> = a.findings.iter().flat_map(|f| f.lines.clone()).collect();
+    j.records
+        .iter()
+        .filter(|r| wanted.contains(&r.at))
+        .map(|r| (r.at, r.event.name()))
+        .collect()
 }
 
 /// `file:line (event)`.
-fn line(j: &Journal, at: Place) -> String {
-    match j.records.iter().find(|r| r.at == at) {
-        Some(r) => format!("{} ({})", j.place(at), r.event.name()),
+fn line(j: &Journal, events: &BTreeMap<Place, &'static str>, at: Place) -> String {
+    match events.get(&at) {
+        Some(e) => format!("{} ({e})", j.place(at)),
         None => j.place(at),
     }
 }
@@ -171,7 +238,13 @@ fn sentence(j: &Journal, f: &judge::AuditFinding) -> String {
     s
 }
 
-fn text(out: &mut dyn Write, j: &Journal, a: &Audit, failed: &[String]) -> Result<(), UsageError> {
+fn text(
+    out: &mut dyn Write,
+    j: &Journal,
+    a: &Audit,
+    failed: &[String],
+    verdict: Verdict,
+) -> Result<(), UsageError> {
     io(writeln!(
         out,
         "audit of {} file(s): {}",
@@ -191,9 +264,10 @@ fn text(out: &mut dyn Write, j: &Journal, a: &Audit, failed: &[String]) -> Resul
         j.lines_read,
         j.problems.len() + j.problems_more + j.unread.len() + failed.len()
     ))?;
+    let events = cited(j, a);
     for f in &a.findings {
         io(writeln!(out, "  {}", sentence(j, f)))?;
-        let lines: Vec<String> = f.lines.iter().map(|&at| line(j, at)).collect();
+        let lines: Vec<String> = f.lines.iter().map(|&at| line(j, &events, at)).collect();
         io(writeln!(out, "    lines: {}", lines.join(", ")))?;
     }
     for s in &a.judged {
@@ -225,16 +299,18 @@ fn text(out: &mut dyn Write, j: &Journal, a: &Audit, failed: &[String]) -> Resul
     io(writeln!(
         out,
         "verdict: {}",
-        if a.findings.is_empty() {
-            "HELD (nothing found in what the journal lets be judged; see skipped)".to_string()
-        } else {
-            format!("VIOLATED ({} finding(s))", a.findings.len())
+        match verdict {
+            Verdict::Held =>
+                "HELD (nothing found in what the journal lets be judged; see skipped)".to_string(),
+            Verdict::Violated => format!("VIOLATED ({} finding(s))", a.findings.len()),
+            Verdict::Incomplete =>
+                "INCOMPLETE (nothing found in what was read, but some of the journal was not read: see problem)".to_string(),
         }
     ))?;
     Ok(())
 }
 
-fn to_json(j: &Journal, a: &Audit, failed: &[String]) -> serde_json::Value {
+fn to_json(j: &Journal, a: &Audit, failed: &[String], verdict: Verdict) -> serde_json::Value {
     let mut problems: Vec<serde_json::Value> = failed
         .iter()
         .chain(&j.unread)
@@ -250,7 +326,7 @@ fn to_json(j: &Journal, a: &Audit, failed: &[String]) -> serde_json::Value {
         "files": j.files,
         "nodes": (0..j.nodes.len()).map(|n| json!({"node": j.nodes[n].name, "role": role(j, n)})).collect::<Vec<_>>(),
         "lines_read": j.lines_read,
-        "verdict": if a.findings.is_empty() { "HELD" } else { "VIOLATED" },
+        "verdict": verdict.word(),
         "findings": a.findings.iter().map(|f| json!({
             "invariant": f.finding.invariant.name(),
             "spec": f.finding.invariant.spec_id(),
@@ -271,7 +347,7 @@ fn to_json(j: &Journal, a: &Audit, failed: &[String]) -> serde_json::Value {
 
 /// The recorded journal on the timeline of a simulated run: every node's records on its own
 /// clock's readings (there is no true time to draw), the findings marked.
-fn page(j: &Journal, a: &Audit) -> String {
+fn page(j: &Journal, a: &Audit, verdict: Verdict) -> String {
     let nodes: Vec<NodeView> = leasesim::report::node_views_of(&j.nodes);
     let mut order: Vec<&format::Record> = j.records.iter().collect();
     order.sort_by_key(|r| (r.local_ns, r.node, r.at));
@@ -299,11 +375,7 @@ fn page(j: &Journal, a: &Audit) -> String {
         subtitle:
             "a recorded journal: each node's lines at its own clock's readings (no true time)"
                 .to_string(),
-        verdict: if findings.is_empty() {
-            "HELD".to_string()
-        } else {
-            "VIOLATED".to_string()
-        },
+        verdict: verdict.word().to_string(),
         nodes: &nodes,
         ops: &j.ops,
         trace: &trace,

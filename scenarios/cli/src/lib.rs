@@ -80,7 +80,7 @@ enum Command {
         files: Vec<PathBuf>,
         /// The most any node's clock may differ from the coordinator's at one instant
         /// (`500ms`): judgements across nodes (I5) are made within it, else skipped.
-        #[arg(long, value_parser = leasesim::advise::parse_duration)]
+        #[arg(long, allow_hyphen_values = true, value_parser = leasesim::advise::parse_duration)]
         clock_uncertainty: Option<u64>,
         /// Draws the recorded journal as a self-contained HTML timeline.
         #[arg(long)]
@@ -473,10 +473,10 @@ enum SqlCommand {
     /// single-valid-lease (I3), exit 1.
     Explore {
         /// Workers claiming at once (2 or 3).
-        #[arg(long, default_value_t = 2, value_parser = whole::<usize>)]
+        #[arg(long, default_value_t = 2, allow_hyphen_values = true, value_parser = whole::<usize>)]
         workers: usize,
         /// Jobs queued (1 or 2).
-        #[arg(long, default_value_t = 1, value_parser = whole::<usize>)]
+        #[arg(long, default_value_t = 1, allow_hyphen_values = true, value_parser = whole::<usize>)]
         jobs: usize,
         /// The SQL file: `--coordinator sql:FILE` (and `--isolation`, `--database-url`).
         #[command(flatten)]
@@ -736,6 +736,39 @@ pub fn check_args(args: Vec<String>) -> Result<(), String> {
     Cli::try_parse_from(args)
         .map(|_| ())
         .map_err(|e| one_line(&e))
+}
+
+/// Every option of every command whose value is a number, a duration, a seed range or a shard,
+/// as (the command's words, the option): what takes a negative value to say it is negative,
+/// so a test hands each one `-1`.
+pub fn number_options() -> Vec<(Vec<String>, String)> {
+    use std::any::TypeId;
+    let numbers = [
+        TypeId::of::<u64>(),
+        TypeId::of::<u32>(),
+        TypeId::of::<usize>(),
+        TypeId::of::<SeedsArg>(),
+        TypeId::of::<SeedRange>(),
+        TypeId::of::<Shard>(),
+    ];
+    let mut out = Vec::new();
+    // Commands nest one level (`sql check`): a bounded walk of the tree.
+    let mut todo: Vec<(Vec<String>, clap::Command)> = vec![(Vec::new(), Cli::command())];
+    while let Some((path, cmd)) = todo.pop() {
+        for arg in cmd.get_arguments() {
+            let typed = arg.get_value_parser().type_id();
+            if let (Some(long), true) = (arg.get_long(), numbers.iter().any(|t| typed == *t)) {
+                out.push((path.clone(), format!("--{long}")));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            let mut p = path.clone();
+            p.push(sub.get_name().to_string());
+            todo.push((p, sub.clone()));
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Runs the command line with `args` (including the program name) for `catalogue`, writing to

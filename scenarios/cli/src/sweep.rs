@@ -506,6 +506,9 @@ pub(super) enum Outcome {
     Interrupted,
     /// Shards merged that are not the whole sweep: one missing, given twice or interrupted.
     Incomplete,
+    /// No run was judged (a budget spent before the first seed, a shard without a run, every
+    /// seed not expressible): a sweep that ran nothing must not pass.
+    Empty,
 }
 
 impl Outcome {
@@ -516,6 +519,7 @@ impl Outcome {
             Outcome::Failed => "FAILED",
             Outcome::Interrupted => "INTERRUPTED",
             Outcome::Incomplete => "INCOMPLETE",
+            Outcome::Empty => "EMPTY",
         }
     }
 
@@ -525,6 +529,7 @@ impl Outcome {
             Outcome::Held => 0,
             Outcome::Interrupted => 130,
             Outcome::Failed | Outcome::Incomplete => 1,
+            Outcome::Empty => 2,
         }
     }
 }
@@ -630,11 +635,31 @@ impl Results {
             Outcome::Incomplete
         } else if r.interrupted {
             Outcome::Interrupted
+        } else if self.empty().is_some() {
+            Outcome::Empty
         } else if r.failing() > 0 || !self.unreached.is_empty() || r.nondeterministic() > 0 {
             Outcome::Failed
         } else {
             Outcome::Held
         }
+    }
+
+    /// Why no run was judged, when none was: seeds not expressible are skipped, never passed.
+    pub fn empty(&self) -> Option<String> {
+        let r = &self.report;
+        if r.runs > r.not_expressible() {
+            return None;
+        }
+        Some(if r.budget.is_some_and(|b| b.spent) && r.runs == 0 {
+            "the time budget ran out before any seed ran; give a longer --for".to_string()
+        } else if r.runs > 0 {
+            format!(
+                "no seed was expressible by {}, so none was judged",
+                self.config.machines.name()
+            )
+        } else {
+            format!("{} holds no run of this sweep", self.scope())
+        })
     }
 
     /// The seconds its rates are over: its wall time, or for a merge every shard's together.
@@ -710,7 +735,7 @@ impl Results {
         let r = &self.report;
         let m = &self.config.machines;
         let range = |s: &Range<u64>| json!({"start": s.start, "end": s.end});
-        json!({
+        let mut doc = json!({
             "format": RESULT_FORMAT,
             "format_version": RESULT_VERSION,
             "leasesim_version": env!("CARGO_PKG_VERSION"),
@@ -794,7 +819,11 @@ impl Results {
             })),
             "determinism_checked": self.config.check_determinism,
             "nondeterministic": r.nondeterministic(),
-        })
+        });
+        // Why nothing was judged, beside the verdict `empty` (null when runs were judged).
+        doc["empty"] = self.empty().into();
+        doc["threads_asked"] = self.config.threads.into();
+        doc
     }
 
     pub fn text(&self, out: &mut dyn Write) -> Result<(), UsageError> {
@@ -894,6 +923,10 @@ impl Results {
                 "in {:.2}s over every shard on up to {} thread(s) each, {:.2}s the longest",
                 mg.elapsed_sum, r.threads, self.elapsed
             ),
+            None if r.threads < self.config.threads => format!(
+                "on {} thread(s), of {} asked (the process's address-space limit or the system let no more start), in {:.2}s",
+                r.threads, self.config.threads, self.elapsed
+            ),
             None => format!("on {} thread(s) in {:.2}s", r.threads, self.elapsed),
         };
         let ran = describe_groups(
@@ -929,7 +962,8 @@ impl Results {
         } else if self.config.shard.is_some() || self.merged.is_some() {
             io(writeln!(out, "ran seeds {ran}"))?;
         }
-        if r.interrupted || r.budget.is_some_and(|b| b.spent) || self.random.is_some() {
+        let again = r.interrupted || r.budget.is_some_and(|b| b.spent) || self.random.is_some();
+        if again && r.runs > 0 {
             io(writeln!(
                 out,
                 "repeat exactly these runs: {}",
@@ -941,6 +975,9 @@ impl Results {
             (Some(mg), _) => format!("{} merged result(s) of ", mg.files.len()),
             (None, None) => String::new(),
         };
+        if let Some(why) = self.empty() {
+            io(writeln!(out, "sweep: NOTHING RAN, no verdict: {why}"))?;
+        }
         let skipped = match r.not_expressible() {
             0 => String::new(),
             n => format!(

@@ -101,8 +101,13 @@ fn setup_of(doc: &serde_json::Value, what: &str) -> Result<Setup, String> {
         .get("allow_unsafe_timing")
         .and_then(|v| v.as_bool())
         .unwrap_or(false);
+    // The check `run` applies: a file recorded past it says so (`run --allow-unsafe-timing
+    // --save`, a sweep's or the explorer's saved failure), and one that does not is refused as
+    // `run` would refuse its setup, so that a replay never runs what `advise` calls unsafe.
     if !bypass {
-        setup.validate_timing()?;
+        setup.validate_timing().map_err(|e| {
+            format!("{e}; the {what} does not say it was recorded past this check (\"allow_unsafe_timing\": true), so it is refused as `run` refuses it")
+        })?;
     }
     Ok(setup)
 }

@@ -1,7 +1,10 @@
 //! The journal format, version 1: JSON lines as `leasesim run --journal` and `--journal-dir`
 //! write them and as a real system's logs can be mapped to (README, "Audit a real system").
 //! This module owns reading it back: every line bounded, every problem named with its file and
-//! line, nothing ever panics on what a file says. It judges nothing.
+//! line, nothing ever panics on what a file says. A value that cannot be true (a time beyond
+//! [`TIME_NS_MAX`], a lease that ends before it was granted, a line of a node its header does
+//! not list, a second coordinator) refuses the whole journal ([`Journal::refused`]), since no
+//! judgement can rest on it. Files are read one at a time ([`Reader`]). It judges nothing.
 //!
 //! A file is a header line, then one journal event a line:
 //!
@@ -35,8 +38,19 @@ pub const FORMAT: &str = "leasesim";
 pub const VERSION: u64 = 1;
 /// The longest line read; a longer one is a problem and skipped.
 pub const LINE_BYTES_MAX: usize = 64 * 1024;
-/// The most event lines read over all files; the rest are counted as not read.
+/// The most event lines read over all files; the rest are not read, and the journal says so
+/// ([`Journal::left_unread`]). Each line read keeps a few dozen bytes (its node, number, clock
+/// reading and fingerprint) until the reading ends, so this bounds that to a few hundred MB.
+pub const LINES_MAX: usize = 8_000_000;
+/// The most records kept for judgement over all files (the coordinator's lines, the
+/// receivers', a holder's acts that the audit judges); the rest are not read.
 pub const RECORDS_MAX: usize = 4_000_000;
+/// The latest time a journal may hold, in nanoseconds: 2^62, about 146 years after the clock's
+/// zero (the year 2116 for a clock that counts from 1970, and far beyond any monotonic clock's
+/// reading). A later value cannot be a reading of a real clock today, so a line that holds one
+/// is refused; the bound also leaves every sum the audit makes (a reading plus a lease or a
+/// clock uncertainty of up to as much again) inside 64 bits.
+pub const TIME_NS_MAX: u64 = 1 << 62;
 /// The most problems kept; the rest are counted.
 pub const PROBLEMS_MAX: usize = 500;
 /// The most nodes; lines of further nodes are problems.
@@ -130,6 +144,14 @@ pub struct Journal {
     pub lines_read: usize,
     /// Files that could not be read at all, with why (empty, a header of another version).
     pub unread: Vec<String>,
+    /// Whether lines with something to judge were left unread: a file of another format or
+    /// version, lines past [`LINES_MAX`] or [`RECORDS_MAX`], the lines of a node whose role is
+    /// unknown. Nothing found is then no verdict.
+    pub left_unread: bool,
+    /// The first value met that cannot be true (a time beyond [`TIME_NS_MAX`], a lease that
+    /// ends before it was granted, a line of a node its file's header does not list, a second
+    /// coordinator): no judgement can rest on such a journal, and reading stopped there.
+    pub refused: Option<Problem>,
 }
 
 impl Journal {
@@ -166,50 +188,57 @@ enum Side {
     Operator,
 }
 
-/// Every event name of version 1 and the role that journals it.
-fn side(event: &str) -> Option<Side> {
-    Some(match event {
-        "lease_granted"
-        | "lease_renewed"
-        | "lease_revoked"
-        | "renewal_cap_reached"
-        | "checkpoint_saved"
-        | "admission_deferred"
-        | "retry_scheduled"
-        | "job_failed"
-        | "heartbeat_refused"
-        | "result_accepted"
-        | "result_rejected"
-        | "statement_ran"
-        | "statement_waited"
-        | "statement_failed"
-        | "step_ran" => Side::Coordinator,
-        "effect_applied" | "effect_duplicate" | "effect_unauthorized" | "effect_fenced" => {
-            Side::Receiver
-        }
-        "tool_faulted" => Side::Tool,
-        "operator_acted" => Side::Operator,
-        "job_claimed"
-        | "heartbeat_ok"
-        | "heartbeat_lost"
-        | "jeopardy_entered"
-        | "jeopardy_exited"
-        | "tool_request_started"
-        | "tool_answered"
-        | "tool_timed_out"
-        | "stage_deadline_exceeded"
-        | "effect_started"
-        | "effect_answered"
-        | "effect_reconciled"
-        | "tool_status_queried"
-        | "human_review_requested"
-        | "commit_sent"
-        | "success_claimed"
-        | "failure_acknowledged"
-        | "commit_refused"
-        | "commit_abandoned" => Side::Worker,
-        _ => return None,
-    })
+/// Every event name of version 1 and the role that journals it; a line keeps its event as an
+/// index into this table.
+const EVENTS: [(&str, Side); 40] = [
+    ("lease_granted", Side::Coordinator),
+    ("lease_renewed", Side::Coordinator),
+    ("lease_revoked", Side::Coordinator),
+    ("renewal_cap_reached", Side::Coordinator),
+    ("checkpoint_saved", Side::Coordinator),
+    ("admission_deferred", Side::Coordinator),
+    ("retry_scheduled", Side::Coordinator),
+    ("job_failed", Side::Coordinator),
+    ("heartbeat_refused", Side::Coordinator),
+    ("result_accepted", Side::Coordinator),
+    ("result_rejected", Side::Coordinator),
+    ("statement_ran", Side::Coordinator),
+    ("statement_waited", Side::Coordinator),
+    ("statement_failed", Side::Coordinator),
+    ("step_ran", Side::Coordinator),
+    ("effect_applied", Side::Receiver),
+    ("effect_duplicate", Side::Receiver),
+    ("effect_unauthorized", Side::Receiver),
+    ("effect_fenced", Side::Receiver),
+    ("tool_faulted", Side::Tool),
+    ("operator_acted", Side::Operator),
+    ("job_claimed", Side::Worker),
+    ("heartbeat_ok", Side::Worker),
+    ("heartbeat_lost", Side::Worker),
+    ("jeopardy_entered", Side::Worker),
+    ("jeopardy_exited", Side::Worker),
+    ("tool_request_started", Side::Worker),
+    ("tool_answered", Side::Worker),
+    ("tool_timed_out", Side::Worker),
+    ("stage_deadline_exceeded", Side::Worker),
+    ("effect_started", Side::Worker),
+    ("effect_answered", Side::Worker),
+    ("effect_reconciled", Side::Worker),
+    ("tool_status_queried", Side::Worker),
+    ("human_review_requested", Side::Worker),
+    ("commit_sent", Side::Worker),
+    ("success_claimed", Side::Worker),
+    ("failure_acknowledged", Side::Worker),
+    ("commit_refused", Side::Worker),
+    ("commit_abandoned", Side::Worker),
+];
+
+/// An event name's index in [`EVENTS`] and the role that journals it.
+fn side(event: &str) -> Option<(u8, Side)> {
+    EVENTS
+        .iter()
+        .position(|(name, _)| *name == event)
+        .map(|i| (i as u8, EVENTS[i].1))
 }
 
 fn fits(side: Side, role: &Role) -> bool {
@@ -223,23 +252,39 @@ fn fits(side: Side, role: &Role) -> bool {
     )
 }
 
-/// Reads journal files (name, bytes) into one [`Journal`]. Never fails: what cannot be read is a
-/// problem with its place, or a file in [`Journal::unread`].
+/// Reads journal files (name, bytes) into one [`Journal`], keeping every record. Never fails:
+/// what cannot be read is a problem with its place, or a file in [`Journal::unread`].
 pub fn read(files: &[(String, Vec<u8>)]) -> Journal {
-    let mut r = Reader::default();
-    for (f, (name, bytes)) in files.iter().enumerate() {
-        r.j.files.push(name.clone());
-        r.file(f, bytes);
+    let mut r = Reader::new(Keep::Every);
+    for (name, bytes) in files {
+        r.file(name, bytes);
     }
     r.finish()
 }
 
-#[derive(Default)]
-struct Reader {
+/// Which records a [`Reader`] keeps.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Every event the audit knows, for a timeline of the whole journal.
+    Every,
+    /// Only those the audit judges ([`super::reads`]): a holder's heartbeats and claims are
+    /// read and checked, then dropped, so a large journal's memory is what its judgement needs.
+    Judged,
+}
+
+/// Reads journal files one after the other: a caller hands it each file's bytes and may drop
+/// them before reading the next, so the bytes held at once are one file's. What it keeps
+/// between files is each line's place in its node's order (for gaps, repeats and lines out of
+/// order across files) and the records [`Keep`] asks for.
+pub struct Reader {
     j: Journal,
+    keep: Keep,
     by_name: BTreeMap<String, usize>,
-    /// Per node: every line text read, for repeats.
-    seen: BTreeMap<(usize, String), Place>,
+    /// The nodes the headers of the file being read list (`None` while no header of it has
+    /// listed any): a line of any other node contradicts its header.
+    listed: Option<BTreeSet<String>>,
+    /// Nodes a header declared with a role this reader does not know: their lines are not read.
+    unknown_role: BTreeSet<String>,
     aliases: BTreeMap<(u8, String), u32>,
     /// The next number to give, per kind (worker, job, entity).
     next_alias: [u32; 3],
@@ -247,15 +292,97 @@ struct Reader {
     receivers: u8,
     fenced: BTreeSet<usize>,
     records: Vec<Record>,
-    /// Every event line read, judged or not, for its node's order: (node, seq, reading, place,
-    /// event name).
-    lines: Vec<(usize, Option<u64>, u64, Place, String)>,
+    /// Every event line read, judged or not, in the order read.
+    lines: Vec<Line>,
+}
+
+/// What is kept of every event line until the reading ends: enough to put it in its node's
+/// order, to see a gap in `seq`, and to know a repeat of it by its text's fingerprint.
+#[derive(Copy, Clone, Debug)]
+struct Line {
+    /// 128 bits of the line's text (two keyed hashes): two different lines share it with a
+    /// chance of about 2^-128 a pair.
+    print: [u64; 2],
+    /// Its `seq`, 0 when it has none (a `seq` counts from 1).
+    seq: u64,
+    local_ns: u64,
+    file: u32,
+    line: u32,
+    node: u16,
+    /// Its event, by index in [`EVENTS`].
+    event: u8,
+    /// Whether it repeats an earlier line (found once every file is read).
+    repeat: bool,
+}
+
+impl Line {
+    fn at(&self) -> Place {
+        Place {
+            file: self.file as usize,
+            line: self.line as usize,
+        }
+    }
+
+    /// The order of a node's lines: by `seq`, then clock, then where read.
+    fn order(&self) -> (u16, u64, u64, u32, u32) {
+        (self.node, self.seq, self.local_ns, self.file, self.line)
+    }
+}
+
+/// The fingerprint of a line's text ([`Line::print`]).
+fn fingerprint(text: &str) -> [u64; 2] {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let hash = |salt: u8| {
+        let mut h = DefaultHasher::new();
+        salt.hash(&mut h);
+        text.hash(&mut h);
+        h.finish()
+    };
+    [hash(0), hash(1)]
 }
 
 impl Reader {
-    fn file(&mut self, f: usize, bytes: &[u8]) {
+    /// A reader that keeps the records `keep` asks for.
+    pub fn new(keep: Keep) -> Reader {
+        Reader {
+            j: Journal::default(),
+            keep,
+            by_name: BTreeMap::new(),
+            listed: None,
+            unknown_role: BTreeSet::new(),
+            aliases: BTreeMap::new(),
+            next_alias: [0; 3],
+            op_ids: BTreeMap::new(),
+            receivers: 0,
+            fenced: BTreeSet::new(),
+            records: Vec::new(),
+            lines: Vec::new(),
+        }
+    }
+
+    /// Whether a value that cannot be true was met: the journal is refused, and nothing more
+    /// is read.
+    pub fn refused(&self) -> bool {
+        self.j.refused.is_some()
+    }
+
+    /// Refuses the journal at `at`, for the first reason met.
+    fn refuse(&mut self, at: Place, what: String) {
+        if self.j.refused.is_none() {
+            self.j.refused = Some(Problem { at, what });
+        }
+    }
+
+    /// Reads one file, named `name` in problems.
+    pub fn file(&mut self, name: &str, bytes: &[u8]) {
+        let f = self.j.files.len();
+        self.j.files.push(name.to_string());
+        self.listed = None;
+        if self.refused() {
+            return;
+        }
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            self.j.unread.push(format!("{}: empty", self.j.files[f]));
+            self.j.unread.push(format!("{name}: empty"));
             return;
         }
         let ends_whole = bytes.last() == Some(&b'\n');
@@ -265,59 +392,67 @@ impl Reader {
                 file: f,
                 line: n + 1,
             };
-            let last = n + 1 == count;
             if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            if raw.len() > LINE_BYTES_MAX {
-                self.j.problem(
-                    at,
-                    format!(
-                        "a line of {} bytes, longer than {LINE_BYTES_MAX}",
-                        raw.len()
-                    ),
-                );
+            let Some(obj) = self.object(at, raw, n + 1 == count && !ends_whole) else {
                 continue;
-            }
-            let Ok(text) = std::str::from_utf8(raw) else {
-                self.j.problem(at, "not UTF-8".to_string());
-                continue;
-            };
-            let text = text.trim();
-            let obj = match serde_json::from_str::<Value>(text) {
-                Ok(Value::Object(m)) => m,
-                Ok(_) => {
-                    self.j.problem(at, "not a JSON object".to_string());
-                    continue;
-                }
-                Err(e) if last && !ends_whole => {
-                    self.j
-                        .problem(at, format!("truncated: the file ends mid-line ({e})"));
-                    continue;
-                }
-                Err(e) => {
-                    self.j.problem(at, format!("not JSON ({e})"));
-                    continue;
-                }
             };
             if obj.contains_key("journal") {
-                match self.header(at, &obj) {
-                    Ok(()) => {}
-                    Err(why) => {
-                        self.j.unread.push(format!("{}: {why}", self.j.place(at)));
-                        return;
-                    }
+                if let Err(why) = self.header(at, &obj) {
+                    self.j.unread.push(format!("{}: {why}", self.j.place(at)));
+                    self.j.left_unread = true;
+                    return;
                 }
                 continue;
             }
-            if self.records.len() >= RECORDS_MAX {
+            if self.lines.len() >= LINES_MAX || self.records.len() >= RECORDS_MAX {
                 self.j.problem(
                     at,
-                    format!("more than {RECORDS_MAX} lines: the rest are not read"),
+                    format!("more than {LINES_MAX} event lines or {RECORDS_MAX} judged ones: the rest are not read"),
                 );
+                self.j.left_unread = true;
                 return;
             }
+            let text = std::str::from_utf8(raw).unwrap_or_default().trim();
             self.event(at, text, &obj);
+            if self.refused() {
+                return;
+            }
+        }
+    }
+
+    /// A line as a JSON object, or a problem: too long, not UTF-8, not JSON, cut short.
+    fn object(&mut self, at: Place, raw: &[u8], cut: bool) -> Option<Map<String, Value>> {
+        if raw.len() > LINE_BYTES_MAX {
+            self.j.problem(
+                at,
+                format!(
+                    "a line of {} bytes, longer than {LINE_BYTES_MAX}",
+                    raw.len()
+                ),
+            );
+            return None;
+        }
+        let Ok(text) = std::str::from_utf8(raw) else {
+            self.j.problem(at, "not UTF-8".to_string());
+            return None;
+        };
+        match serde_json::from_str::<Value>(text.trim()) {
+            Ok(Value::Object(m)) => Some(m),
+            Ok(_) => {
+                self.j.problem(at, "not a JSON object".to_string());
+                None
+            }
+            Err(e) if cut => {
+                self.j
+                    .problem(at, format!("truncated: the file ends mid-line ({e})"));
+                None
+            }
+            Err(e) => {
+                self.j.problem(at, format!("not JSON ({e})"));
+                None
+            }
         }
     }
 
@@ -341,42 +476,22 @@ impl Reader {
         let Some(nodes) = obj.get("nodes").and_then(Value::as_array) else {
             return Ok(());
         };
+        self.listed.get_or_insert_with(BTreeSet::new);
         for n in nodes.iter().take(NODES_MAX) {
             let Some(name) = n.get("node").and_then(Value::as_str) else {
                 self.j
                     .problem(at, "a declared node without `node`".to_string());
                 continue;
             };
-            let role = match n.get("role").and_then(Value::as_str) {
-                Some("coordinator") => Role::Coordinator,
-                Some("worker") => {
-                    let w = n.get("worker").and_then(Value::as_str).unwrap_or(name);
-                    Role::Worker {
-                        name: self.worker(w),
-                        drift_ppm_max: 0,
-                    }
-                }
-                Some("receiver") => {
-                    let index = match n.get("receiver").and_then(Value::as_u64) {
-                        Some(i) if i <= u64::from(u8::MAX) => i as u8,
-                        _ => self.receivers,
-                    };
-                    self.receivers = self.receivers.max(index.saturating_add(1));
-                    Role::Receiver {
-                        index,
-                        supports_fence: n.get("fences").and_then(Value::as_bool) == Some(true),
-                    }
-                }
-                Some("tool") => Role::Tool,
-                Some("operator") => Role::Operator,
-                other => {
-                    self.j.problem(
-                        at,
-                        format!(
-                            "node {name} has an unknown role {other:?}: its lines are not read"
-                        ),
-                    );
-                    continue;
+            if let Some(listed) = &mut self.listed {
+                listed.insert(name.to_string());
+            }
+            let role = match self.declared_role(at, name, n) {
+                Ok(Some(role)) => role,
+                Ok(None) => continue,
+                Err(why) => {
+                    self.refuse(at, format!("the header declares node {name} {why}"));
+                    return Ok(());
                 }
             };
             match self.by_name.get(name) {
@@ -386,7 +501,7 @@ impl Reader {
                 ),
                 Some(_) => {}
                 None => {
-                    if let Some(i) = self.add_node(name, role, true) {
+                    if let Some(i) = self.add_node(at, name, role, true) {
                         self.j.snapshot[i] =
                             n.get("snapshot").and_then(Value::as_bool) == Some(true);
                     }
@@ -396,9 +511,78 @@ impl Reader {
         Ok(())
     }
 
-    fn add_node(&mut self, name: &str, role: Role, declared: bool) -> Option<usize> {
+    /// The role a header declares for node `name`: `None` for a role this reader does not know
+    /// (a problem; its lines are not read), `Err` for a field that does not say what it must
+    /// (`fences` not true or false, a receiver's index beyond 255), which would make the audit
+    /// judge the node as something it is not.
+    fn declared_role(&mut self, at: Place, name: &str, n: &Value) -> Result<Option<Role>, String> {
+        let field = |f: &str| n.get(f).filter(|v| !v.is_null());
+        let flag = |f: &str| match field(f) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(format!("with `{f}` {v}, which is not true or false")),
+        };
+        flag("snapshot")?;
+        Ok(Some(match n.get("role").and_then(Value::as_str) {
+            Some("coordinator") => Role::Coordinator,
+            Some("worker") => {
+                let w = match field("worker") {
+                    None => name,
+                    Some(Value::String(w)) => w.as_str(),
+                    Some(v) => return Err(format!("with `worker` {v}, which is not a name")),
+                };
+                Role::Worker {
+                    name: self.worker(w),
+                    drift_ppm_max: 0,
+                }
+            }
+            Some("receiver") => {
+                let index = match field("receiver") {
+                    None => self.receivers,
+                    Some(v) => match v.as_u64().and_then(|i| u8::try_from(i).ok()) {
+                        Some(i) => i,
+                        None => {
+                            return Err(format!(
+                                "with `receiver` {v}, which is not an index from 0 to 255"
+                            ))
+                        }
+                    },
+                };
+                self.receivers = self.receivers.max(index.saturating_add(1));
+                Role::Receiver {
+                    index,
+                    supports_fence: flag("fences")?,
+                }
+            }
+            Some("tool") => Role::Tool,
+            Some("operator") => Role::Operator,
+            other => {
+                self.j.problem(
+                    at,
+                    format!("node {name} has an unknown role {other:?}: its lines are not read"),
+                );
+                self.unknown_role.insert(name.to_string());
+                return Ok(None);
+            }
+        }))
+    }
+
+    /// A node met for the first time; `None` past [`NODES_MAX`], or when it would be a second
+    /// coordinator (the journal is then refused: the audit judges one arbiter's decisions, and
+    /// a second one's would go unjudged).
+    fn add_node(&mut self, at: Place, name: &str, role: Role, declared: bool) -> Option<usize> {
         if self.j.nodes.len() >= NODES_MAX {
             return None;
+        }
+        if role == Role::Coordinator {
+            if let Some(c) = self.j.node_where(|r| *r == Role::Coordinator) {
+                let first = self.j.nodes[c].name.clone();
+                self.refuse(
+                    at,
+                    format!("node {name} journals as a coordinator, but {first} already does: the audit judges one coordinator's decisions and would leave the other's unjudged; audit each coordinator's journal on its own, or give both one node name if they are one coordinator"),
+                );
+                return None;
+            }
         }
         let i = self.j.nodes.len();
         self.j.nodes.push(NodeInfo {
@@ -507,7 +691,7 @@ impl Reader {
             self.j.problem(at, "a line without `event`".to_string());
             return false;
         };
-        let Some(side) = side(name) else {
+        let Some((event, side)) = side(name) else {
             self.j
                 .problem(at, format!("unknown event `{name}`: not read"));
             return false;
@@ -520,35 +704,50 @@ impl Reader {
             self.j.problem(at, format!("{name} without `t_local_ns`"));
             return false;
         };
-        let node = match self.by_name.get(node_name) {
-            Some(&i) => i,
-            None => {
-                let role = match side {
-                    Side::Coordinator => Role::Coordinator,
-                    Side::Worker => Role::Worker {
-                        name: self.worker(node_name),
-                        drift_ppm_max: 0,
-                    },
-                    Side::Receiver => {
-                        let index = self.receivers;
-                        self.receivers = self.receivers.saturating_add(1);
-                        Role::Receiver {
-                            index,
-                            supports_fence: false,
-                        }
-                    }
-                    Side::Tool => Role::Tool,
-                    Side::Operator => Role::Operator,
-                };
-                match self.add_node(node_name, role, false) {
-                    Some(i) => i,
-                    None => {
-                        self.j
-                            .problem(at, format!("more than {NODES_MAX} nodes: not read"));
-                        return false;
-                    }
+        if local_ns > TIME_NS_MAX {
+            self.refuse(at, format!("{name}: `t_local_ns` {local_ns} {}", beyond()));
+            return false;
+        }
+        let seq = match obj.get("seq").filter(|v| !v.is_null()) {
+            None => None,
+            Some(v) => match v.as_u64() {
+                Some(0) => {
+                    self.refuse(
+                        at,
+                        format!("{name}: `seq` 0, but `seq` numbers a node's lines from 1"),
+                    );
+                    return false;
                 }
+                Some(s) => Some(s),
+                None => {
+                    self.j.problem(
+                        at,
+                        format!("{name}: `seq` {v} is not a whole number: not read"),
+                    );
+                    return false;
+                }
+            },
+        };
+        if let Some(listed) = &self.listed {
+            if !listed.contains(node_name) {
+                let names: Vec<&str> = listed.iter().map(String::as_str).collect();
+                self.refuse(
+                    at,
+                    format!("{name} of node {node_name}, which its file's header does not list (it lists {}): a header declares every node whose lines follow it; declare {node_name} there with its role, or leave the header out to have roles inferred", if names.is_empty() { "none".to_string() } else { names.join(", ") }),
+                );
+                return false;
             }
+        }
+        if self.unknown_role.contains(node_name) {
+            self.j.problem(
+                at,
+                format!("{name} of node {node_name}, whose declared role is unknown: not read"),
+            );
+            self.j.left_unread = true;
+            return false;
+        }
+        let Some(node) = self.node_of(at, node_name, side) else {
+            return false;
         };
         if !fits(side, &self.j.nodes[node].role) {
             self.j.problem(
@@ -557,28 +756,35 @@ impl Reader {
             );
             return false;
         }
-        if let Some(first) = self.seen.get(&(node, text.to_string())) {
-            let first = self.j.place(*first);
-            self.j
-                .problem(at, format!("a repeat of {first}: read once"));
-            return false;
-        }
-        self.seen.insert((node, text.to_string()), at);
-        let seq = obj.get("seq").and_then(Value::as_u64);
         self.j.lines_read += 1;
-        self.lines.push((node, seq, local_ns, at, name.to_string()));
+        self.lines.push(Line {
+            print: fingerprint(text),
+            seq: seq.unwrap_or(0),
+            local_ns,
+            file: u32::try_from(at.file).unwrap_or(u32::MAX),
+            line: u32::try_from(at.line).unwrap_or(u32::MAX),
+            node: node as u16,
+            event,
+            repeat: false,
+        });
         match self.parse(name, obj) {
             Ok(Some(event)) => {
+                if let Some(why) = impossible(local_ns, &event) {
+                    self.refuse(at, format!("{name}: {why}"));
+                    return false;
+                }
                 if name == "effect_fenced" {
                     self.fenced.insert(node);
                 }
-                self.records.push(Record {
-                    at,
-                    node,
-                    seq,
-                    local_ns,
-                    event,
-                });
+                if self.keep == Keep::Every || super::reads(&event) {
+                    self.records.push(Record {
+                        at,
+                        node,
+                        seq,
+                        local_ns,
+                        event,
+                    });
+                }
                 true
             }
             // A known event the audit does not read (a store's statements, admission, ...).
@@ -588,6 +794,38 @@ impl Reader {
                 false
             }
         }
+    }
+
+    /// The node named `name`, met for the first time with the role its event tells (`side`)
+    /// if no header declared it; `None` when it cannot be added.
+    fn node_of(&mut self, at: Place, name: &str, side: Side) -> Option<usize> {
+        if let Some(&i) = self.by_name.get(name) {
+            return Some(i);
+        }
+        let role = match side {
+            Side::Coordinator => Role::Coordinator,
+            Side::Worker => Role::Worker {
+                name: self.worker(name),
+                drift_ppm_max: 0,
+            },
+            Side::Receiver => {
+                let index = self.receivers;
+                self.receivers = self.receivers.saturating_add(1);
+                Role::Receiver {
+                    index,
+                    supports_fence: false,
+                }
+            }
+            Side::Tool => Role::Tool,
+            Side::Operator => Role::Operator,
+        };
+        let added = self.add_node(at, name, role, false);
+        if added.is_none() && !self.refused() {
+            self.j
+                .problem(at, format!("more than {NODES_MAX} nodes: not read"));
+            self.j.left_unread = true;
+        }
+        added
     }
 
     /// The event of a known line, or `None` for one the audit has no use for.
@@ -617,7 +855,18 @@ impl Reader {
             let w = word(f)?;
             Ok(r.worker(&w))
         };
-        let flag = |f: &str| o.get(f).and_then(Value::as_bool).unwrap_or(false);
+        // An optional field is absent or null, or says what it must: a value that does not
+        // read is a problem, never a silent default (`"in_jeopardy": "yes"` is not false).
+        let present = |f: &str| o.get(f).filter(|v| !v.is_null());
+        let opt =
+            |f: &str| -> Result<Option<u64>, String> { present(f).map(|_| num(f)).transpose() };
+        let flag = |f: &str| -> Result<bool, String> {
+            match present(f) {
+                None => Ok(false),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(v) => Err(format!("`{f}` {v} is not true or false")),
+            }
+        };
         let key = |r: &mut Self, job: Option<JobId>| -> Result<IdemKey, String> {
             let k = word("key")?;
             r.key(&k, job)
@@ -628,17 +877,19 @@ impl Reader {
                 .map(EntityId)
                 .ok_or_else(|| "no readable `entity`".to_string())
         };
-        let small = |f: &str| -> Result<u32, String> {
-            num(f).and_then(|n| u32::try_from(n).map_err(|_| format!("`{f}` too large")))
+        let attempt = || -> Result<u32, String> {
+            opt("attempt")?
+                .map_or(Ok(0), u32::try_from)
+                .map_err(|_| "`attempt` too large".to_string())
         };
         Ok(Some(match name {
             "lease_granted" => Event::LeaseGranted {
                 job: job(self)?,
                 holder: who(self, "holder")?,
                 token: token("token")?,
-                attempt: small("attempt").unwrap_or(0),
+                attempt: attempt()?,
                 lease_until: num("lease_until_ns")?,
-                took_over: num("took_over").ok().map(Token),
+                took_over: opt("took_over")?.map(Token),
                 reason: enum_word(&word("reason")?)?,
             },
             "lease_renewed" => Event::LeaseRenewed {
@@ -656,10 +907,11 @@ impl Reader {
             },
             "lease_revoked" => Event::LeaseRevoked {
                 job: job(self)?,
-                holder: o
-                    .get("holder")
-                    .and_then(Value::as_str)
-                    .map(|h| self.worker(h)),
+                holder: match present("holder") {
+                    None => None,
+                    Some(Value::String(h)) => Some(self.worker(h)),
+                    Some(v) => return Err(format!("`holder` {v} is not a name")),
+                },
                 token: token("token")?,
                 epoch: token("epoch")?,
                 action: match word("action")?.as_str() {
@@ -676,7 +928,7 @@ impl Reader {
             "renewal_cap_reached" => Event::RenewalCapReached {
                 job: job(self)?,
                 token: token("token")?,
-                first_claimed_at: num("first_claimed_at_ns").unwrap_or(0),
+                first_claimed_at: opt("first_claimed_at_ns")?.unwrap_or(0),
             },
             "heartbeat_refused" => Event::HeartbeatRefused {
                 job: job(self)?,
@@ -704,10 +956,13 @@ impl Reader {
             "job_failed" => Event::JobFailed {
                 job: job(self)?,
                 error: error_code(&word("error")?)?,
-                attempt: small("attempt").unwrap_or(0),
+                attempt: attempt()?,
             },
             "effect_applied" | "effect_duplicate" | "effect_unauthorized" | "effect_fenced" => {
-                let j = job(self).ok();
+                let j = match present("job") {
+                    None => None,
+                    Some(_) => Some(job(self)?),
+                };
                 let key = key(self, j)?;
                 let entity = entity(self)?;
                 let fence = token("fence")?;
@@ -728,24 +983,26 @@ impl Reader {
                 Event::EffectStarted {
                     job: j,
                     token: token("token")?,
-                    receiver: num("receiver")
-                        .ok()
-                        .and_then(|r| u8::try_from(r).ok())
-                        .unwrap_or(0),
-                    entity: entity(self).unwrap_or_default(),
+                    receiver: opt("receiver")?
+                        .map_or(Ok(0), u8::try_from)
+                        .map_err(|_| "`receiver` beyond 255".to_string())?,
+                    entity: match present("entity") {
+                        None => EntityId::default(),
+                        Some(_) => entity(self)?,
+                    },
                     key: key(self, Some(j))?,
-                    in_jeopardy: flag("in_jeopardy"),
+                    in_jeopardy: flag("in_jeopardy")?,
                 }
             }
             "job_claimed" => Event::JobClaimed {
                 job: job(self)?,
                 token: token("token")?,
-                deadline: num("deadline_ns").unwrap_or(0),
+                deadline: opt("deadline_ns")?.unwrap_or(0),
             },
             "heartbeat_ok" => Event::HeartbeatOk {
                 job: job(self)?,
                 token: token("token")?,
-                deadline: num("deadline_ns").unwrap_or(0),
+                deadline: opt("deadline_ns")?.unwrap_or(0),
             },
             "heartbeat_lost" => Event::HeartbeatLost {
                 job: job(self)?,
@@ -754,8 +1011,8 @@ impl Reader {
             "jeopardy_entered" => Event::JeopardyEntered {
                 job: job(self)?,
                 token: token("token")?,
-                last_confirmed: num("last_confirmed_ns").unwrap_or(0),
-                request: num("request").ok(),
+                last_confirmed: opt("last_confirmed_ns")?.unwrap_or(0),
+                request: opt("request")?,
             },
             "jeopardy_exited" => Event::JeopardyExited {
                 job: job(self)?,
@@ -775,11 +1032,11 @@ impl Reader {
                     "failure" => Outcome::Failure {
                         error: error_code(&word("error").unwrap_or_default())
                             .unwrap_or(ErrorCode::ToolFailed),
-                        retryable: flag("retryable"),
+                        retryable: flag("retryable")?,
                     },
                     other => return Err(format!("unknown outcome `{other}`")),
                 },
-                in_jeopardy: flag("in_jeopardy"),
+                in_jeopardy: flag("in_jeopardy")?,
             },
             "success_claimed" => Event::SuccessClaimed {
                 job: job(self)?,
@@ -810,7 +1067,9 @@ impl Reader {
         }))
     }
 
-    fn finish(mut self) -> Journal {
+    /// Every file read: the lines put in each node's order, repeats, gaps and lines out of
+    /// order found, the records kept.
+    pub fn finish(mut self) -> Journal {
         // A receiver whose role no header declared checks fences if its journal shows it.
         for &n in &self.fenced {
             if !self.j.declared[n] {
@@ -819,75 +1078,156 @@ impl Reader {
                 }
             }
         }
-        // Each node's own order: by `seq` where it has one, else by its clock; a line read
-        // before an earlier one of its node and file is out of order, and `seq` shows gaps.
-        let mut records = std::mem::take(&mut self.records);
         let mut lines = std::mem::take(&mut self.lines);
-        let mut last: BTreeMap<(usize, usize), (Option<u64>, u64, Place)> = BTreeMap::new();
-        for (node, seq, local, at, name) in &lines {
-            let (node, seq, local, at) = (*node, *seq, *local, *at);
-            if let Some(&(pseq, plocal, pat)) = last.get(&(node, at.file)) {
-                let before = match (pseq, seq) {
-                    (Some(a), Some(b)) => b < a,
-                    _ => local < plocal,
+        let repeats = self.repeats(&mut lines);
+        if !repeats.is_empty() {
+            self.records.retain(|r| !repeats.contains(&r.at));
+            self.j.lines_read -= repeats.len();
+        }
+        self.out_of_order(&lines);
+        lines.retain(|l| !l.repeat);
+        lines.sort_unstable_by_key(Line::order);
+        self.gaps(&lines);
+        let mut records = std::mem::take(&mut self.records);
+        records.sort_by_key(|r| (r.node, r.seq.unwrap_or(0), r.local_ns, r.at));
+        self.j.records = records;
+        // Problems by place, each file's in line order, whatever pass found them.
+        self.j.problems.sort_by_key(|p| p.at);
+        self.j
+    }
+
+    /// Marks each line whose text an earlier line of its node already had (one line read
+    /// twice: logs shipped again, a file given twice); each is a problem, read once. Returns
+    /// their places.
+    fn repeats(&mut self, lines: &mut [Line]) -> BTreeSet<Place> {
+        let mut order: Vec<u32> = (0..lines.len() as u32).collect();
+        // A repeat has its original's node, number, reading and text: it sorts next to it.
+        order.sort_unstable_by_key(|&i| {
+            let l = &lines[i as usize];
+            (l.node, l.seq, l.local_ns, l.print, l.file, l.line)
+        });
+        let mut found = BTreeSet::new();
+        let mut first: Option<usize> = None;
+        for &i in &order {
+            let i = i as usize;
+            let same = first.is_some_and(|f| {
+                let (a, b) = (&lines[f], &lines[i]);
+                (a.node, a.seq, a.local_ns, a.print) == (b.node, b.seq, b.local_ns, b.print)
+            });
+            match first {
+                Some(f) if same => {
+                    lines[i].repeat = true;
+                    let (at, original) = (lines[i].at(), self.j.place(lines[f].at()));
+                    self.j
+                        .problem(at, format!("a repeat of {original}: read once"));
+                    found.insert(at);
+                }
+                _ => first = Some(i),
+            }
+        }
+        found
+    }
+
+    /// Lines read before an earlier one of their node and file: each is a problem, and is put
+    /// in its place in the node's order.
+    fn out_of_order(&mut self, lines: &[Line]) {
+        let mut last: BTreeMap<(u16, u32), &Line> = BTreeMap::new();
+        for l in lines.iter().filter(|l| !l.repeat) {
+            if let Some(p) = last.get(&(l.node, l.file)) {
+                let before = match (p.seq, l.seq) {
+                    (0, _) | (_, 0) => l.local_ns < p.local_ns,
+                    (a, b) => b < a,
                 };
                 if before {
                     let what = format!(
-                        "out of order: {name} of {} ({}) comes after {}, which it precedes",
-                        self.j.nodes[node].name,
-                        match seq {
-                            Some(s) => format!("seq {s}"),
-                            None => format!("t_local_ns {local}"),
+                        "out of order: {} of {} ({}) comes after {}, which it precedes",
+                        EVENTS[usize::from(l.event)].0,
+                        self.j.nodes[usize::from(l.node)].name,
+                        match l.seq {
+                            0 => format!("t_local_ns {}", l.local_ns),
+                            s => format!("seq {s}"),
                         },
-                        self.j.place(pat),
+                        self.j.place(p.at()),
                     );
-                    self.j.problem(at, what);
+                    self.j.problem(l.at(), what);
                     continue;
                 }
             }
-            last.insert((node, at.file), (seq, local, at));
+            last.insert((l.node, l.file), l);
         }
-        records.sort_by_key(|r| (r.node, r.seq.unwrap_or(0), r.local_ns, r.at));
-        lines.sort_by_key(|l| (l.0, l.1.unwrap_or(0), l.2, l.3));
-        // Gaps and repeats of `seq`, per node.
-        let mut prev: Option<(usize, u64, Place)> = None;
-        for &(node, seq, _, at, _) in &lines {
-            let Some(seq) = seq else {
-                continue;
+    }
+
+    /// Gaps and repeated numbers in each node's `seq`, over `lines` in the nodes' order.
+    fn gaps(&mut self, lines: &[Line]) {
+        let mut prev: Option<&Line> = None;
+        for l in lines.iter().filter(|l| l.seq > 0) {
+            let (seq, node) = (l.seq, &self.j.nodes[usize::from(l.node)].name);
+            let what = match prev.filter(|p| p.node == l.node) {
+                Some(p) if seq == p.seq => Some(format!(
+                    "seq {seq} of {node} again (first at {}): two different lines with one number",
+                    self.j.place(p.at())
+                )),
+                Some(p) if seq > p.seq + 1 => Some(format!(
+                    "a gap: {} of {node}'s lines (seq {}..{}) are missing before this one",
+                    seq - p.seq - 1,
+                    p.seq + 1,
+                    seq - 1
+                )),
+                None if seq > 1 => Some(format!(
+                    "a gap: {node}'s first line read is seq {seq}; seq 1..{} are missing",
+                    seq - 1
+                )),
+                _ => None,
             };
-            match prev.filter(|&(n, _, _)| n == node) {
-                Some((_, s, first)) if seq == s => {
-                    let what = format!(
-                        "seq {seq} of {} again (first at {}): two different lines with one number",
-                        self.j.nodes[node].name,
-                        self.j.place(first)
-                    );
-                    self.j.problem(at, what);
-                }
-                Some((_, s, _)) if seq > s + 1 => {
-                    let what = format!(
-                        "a gap: {} of {}'s lines (seq {}..{}) are missing before this one",
-                        seq - s - 1,
-                        self.j.nodes[node].name,
-                        s + 1,
-                        seq - 1
-                    );
-                    self.j.problem(at, what);
-                }
-                None if seq > 1 => {
-                    let what = format!(
-                        "a gap: {}'s first line read is seq {seq}; seq 1..{} are missing",
-                        self.j.nodes[node].name,
-                        seq - 1
-                    );
-                    self.j.problem(at, what);
-                }
-                _ => {}
+            if let Some(what) = what {
+                self.j.problem(l.at(), what);
             }
-            prev = Some((node, seq, at));
+            prev = Some(l);
         }
-        self.j.records = records;
-        self.j
+    }
+}
+
+/// The words after a time beyond [`TIME_NS_MAX`].
+fn beyond() -> String {
+    format!("is beyond 2^62 ns ({TIME_NS_MAX}), later than any real clock reads (JOURNAL.md, \"Limits\")")
+}
+
+/// Why an event's values cannot all be true, if they cannot: a time beyond [`TIME_NS_MAX`], a
+/// lease that ends before the reading that granted or extended it (the coordinator sets
+/// `lease_until_ns` from that very reading), a fence refused as below a mark it is above.
+/// Relations a faulty protocol can break (a token not raised, an epoch not higher) are not
+/// here: those are the checkers' findings.
+fn impossible(local_ns: u64, e: &Event) -> Option<String> {
+    let times: &[(&str, u64)] = match *e {
+        Event::LeaseGranted { lease_until, .. }
+        | Event::LeaseRenewed { lease_until, .. }
+        | Event::CheckpointSaved { lease_until, .. } => &[("lease_until_ns", lease_until)],
+        Event::RenewalCapReached {
+            first_claimed_at, ..
+        } => &[("first_claimed_at_ns", first_claimed_at)],
+        Event::JobClaimed { deadline, .. } | Event::HeartbeatOk { deadline, .. } => {
+            &[("deadline_ns", deadline)]
+        }
+        Event::JeopardyEntered { last_confirmed, .. } => &[("last_confirmed_ns", last_confirmed)],
+        _ => &[],
+    };
+    if let Some((field, t)) = times.iter().find(|(_, t)| *t > TIME_NS_MAX) {
+        return Some(format!("`{field}` {t} {}", beyond()));
+    }
+    match *e {
+        Event::LeaseGranted { lease_until, .. }
+        | Event::LeaseRenewed { lease_until, .. }
+        | Event::CheckpointSaved { lease_until, .. }
+            if lease_until < local_ns =>
+        {
+            Some(format!(
+                "the lease ends (`lease_until_ns` {lease_until}) before the reading that set it (`t_local_ns` {local_ns}): a lease cannot end before it was granted or extended"
+            ))
+        }
+        Event::EffectFenced { fence, mark, .. } if fence > mark => Some(format!(
+            "fence {fence} refused as below the receiver's mark {mark}, which it is above"
+        )),
+        _ => None,
     }
 }
 

@@ -102,9 +102,34 @@ pub fn audit(j: &Journal, o: &Options) -> Audit {
     a
 }
 
-/// The records of one node, in its order.
+/// The records of one node, in its order (a journal's records are grouped by node).
 fn of(j: &Journal, node: usize) -> impl Iterator<Item = &Record> {
-    j.records.iter().filter(move |r| r.node == node)
+    let from = j.records.partition_point(|r| r.node < node);
+    j.records[from..].iter().take_while(move |r| r.node == node)
+}
+
+/// Whether the audit reads an event, so a journal read for judgement alone keeps it
+/// ([`format::Keep::Judged`]): every decision of the coordinator and every receipt of a
+/// receiver (the checkers walk them all), and the acts of a holder that I5 judges.
+pub fn reads(e: &Event) -> bool {
+    match e {
+        Event::LeaseGranted { .. }
+        | Event::LeaseRenewed { .. }
+        | Event::LeaseRevoked { .. }
+        | Event::CheckpointSaved { .. }
+        | Event::RenewalCapReached { .. }
+        | Event::HeartbeatRefused { .. }
+        | Event::ResultAccepted { .. }
+        | Event::ResultRejected { .. }
+        | Event::JobFailed { .. } => true,
+        Event::HeartbeatLost { .. }
+        | Event::CommitRefused { .. }
+        | Event::JeopardyEntered { .. }
+        | Event::JeopardyExited { .. }
+        | Event::EffectStarted { .. }
+        | Event::SuccessClaimed { .. } => true,
+        e => is_receipt(e),
+    }
 }
 
 /// The coordinator's and receivers' records through the checkers: one trace of journal notes,
