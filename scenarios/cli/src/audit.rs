@@ -121,7 +121,7 @@ pub(super) fn audit_cmd(
         }
     }
     if let Some(h) = html_path {
-        std::fs::write(h, page(&journal, &a))
+        leasesim::files::write(h, page(&journal, &a))
             .map_err(|e| UsageError(format!("cannot write {}: {e}", h.display())))?;
     }
     Ok(i32::from(!a.findings.is_empty()))

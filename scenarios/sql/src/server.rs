@@ -54,10 +54,12 @@ impl Server {
     pub fn start() -> Result<Server, String> {
         let bin = bindir()?;
         let user = is_root().then(|| "postgres".to_string());
-        let dir =
-            std::env::temp_dir().join(format!("leasesim-pg-{}-{}", std::process::id(), unique()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        // A fresh folder of an unpredictable name, its owner's only: it is handed to the
+        // server's user below, and a guessable name in the shared temporary folder could be a
+        // link planted to a folder that would be handed over instead.
+        let tmp = std::env::temp_dir();
+        let dir = leasesim::files::private_dir(&tmp, "leasesim-pg-")
+            .map_err(|e| format!("cannot create a folder in {}: {e}", tmp.display()))?;
         let server = Server {
             dir,
             bin,
@@ -177,11 +179,4 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// A number unique within this process, for directory names.
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
 }
