@@ -66,8 +66,9 @@
 //! machines as values ([`machines`]), one run judged by the checkers ([`run()`]), many runs on
 //! every core ([`sweep()`]), sweeps as tests ([`check`]), every plan of up to two faults placed
 //! at a run's protocol events ([`explore`]), replay files ([`replay`]), shrinking
-//! ([`shrink`]), renderings ([`report`]), the matrix of implementations ([`matrix`]) and the
-//! catalogue of named scenarios ([`scenarios`]).
+//! ([`shrink`]), renderings ([`report`]), the matrix of implementations ([`matrix`]), the
+//! catalogue of named scenarios ([`scenarios`]) and the writing of every file it leaves, whole
+//! and through no link ([`files`]).
 //!
 //! Architecture invariant: no command-line, terminal, async-runtime or logging-subscriber
 //! dependency (clap, indicatif, tokio, madsim, tracing-subscriber): those live in the `cli` and
@@ -77,6 +78,7 @@
 pub mod advise;
 pub mod check;
 pub mod explore;
+pub mod files;
 pub mod machines;
 pub mod matrix;
 pub mod plan;

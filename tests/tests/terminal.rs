@@ -64,6 +64,34 @@ fn signal(pid: u32, sig: &str) {
     assert!(status.success());
 }
 
+/// The file a running sweep's list grows in: `<name>.partial-<digits>` beside its name.
+fn growing(dir: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+    let prefix = format!("{name}.partial-");
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+        })
+}
+
+/// Waits until a running sweep has written 20 lines of failures (the list grows while it
+/// runs, as they are found).
+fn wait_for_failures(dir: &std::path::Path, name: &str) {
+    let mut waited = 0;
+    while growing(dir, name)
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map_or(0, |s| s.lines().count())
+        < 20
+    {
+        assert!(waited < 600, "no failure was written within a minute");
+        std::thread::sleep(Duration::from_millis(100));
+        waited += 1;
+    }
+}
+
 #[test]
 fn ctrl_c_prints_and_saves_what_the_sweep_found() {
     use std::io::Read;
@@ -87,13 +115,7 @@ fn ctrl_c_prints_and_saves_what_the_sweep_found() {
         .spawn()
         .expect("leasesim starts");
     let list = failures.join("sweep-unconditional-commit.txt");
-    // Wait until failures are on disk (the list is written as they are found), then interrupt.
-    let mut waited = 0;
-    while std::fs::read_to_string(&list).map_or(0, |s| s.lines().count()) < 20 {
-        assert!(waited < 600, "no failure was written within a minute");
-        std::thread::sleep(Duration::from_millis(100));
-        waited += 1;
-    }
+    wait_for_failures(&failures, "sweep-unconditional-commit.txt");
     signal(child.id(), "-INT");
     let mut out = String::new();
     child
@@ -105,6 +127,7 @@ fn ctrl_c_prints_and_saves_what_the_sweep_found() {
     let status = child.wait().expect("it ends");
     assert_eq!(status.code(), Some(130), "{out}");
     assert!(out.contains("sweep: INTERRUPTED after"), "{out}");
+    assert_eq!(growing(&failures, "sweep-unconditional-commit.txt"), None);
     assert!(out.contains("FAILING"), "{out}");
     assert!(out.contains("reproduce: cargo run --release -- run swarm --seed"));
     // Every failing seed printed is in the list, and the list holds only seeds that ran.
@@ -304,4 +327,41 @@ fn many_threads_under_an_address_space_limit_run_on_fewer_instead_of_aborting() 
         "{}",
         f.out
     );
+}
+
+#[test]
+fn a_second_signal_ends_the_sweep_at_once_and_the_list_keeps_its_name() {
+    let dir = TempDir::new("sigint-twice");
+    let failures = dir.join("f");
+    let name = "sweep-unconditional-commit.txt";
+    // At the lowest priority, so that the shell sending the two signals below runs first.
+    let mut child = Command::new("nice")
+        .args(["-n", "19"])
+        .arg(leasesim_bin())
+        .args(["sweep", "swarm", "--seeds", "10000000"])
+        .args(["--variant", "unconditional-commit", "--failures-dir"])
+        .arg(&failures)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("leasesim starts");
+    wait_for_failures(&failures, name);
+    // Two different signals, so that the second is not merged into the first, from one shell
+    // so that they come a few microseconds apart: the first asks the sweep to stop, the second
+    // ends the process at once through its cleanups, before the list was finished.
+    let pid = child.id();
+    let both = Command::new("bash")
+        .args(["-c", &format!("kill -INT {pid}; kill -TERM {pid}")])
+        .status()
+        .expect("bash runs");
+    assert!(both.success());
+    let status = child.wait().expect("it ends");
+    assert!(
+        matches!(status.code(), Some(130 | 143)),
+        "ended by its own exit: {status:?}"
+    );
+    let listed = std::fs::read_to_string(failures.join(name)).expect("the list has its name");
+    assert!(listed.lines().count() >= 20, "{listed}");
+    assert!(listed.starts_with("swarm seed "), "{listed}");
+    assert_eq!(growing(&failures, name), None, "no partial list is left");
 }

@@ -175,6 +175,32 @@ fn protocol_and_sim_do_no_io_and_read_no_time() {
 }
 
 #[test]
+fn files_are_written_only_through_leasesim_files() {
+    // Every file leasesim leaves appears whole and is written through no link
+    // (`leasesim::files`, issue 31): nothing else opens a file for writing.
+    for (folder, _) in CRATES.iter().filter(|(f, _)| !f.starts_with("tests")) {
+        for file in sources(&root().join(folder).join("src")) {
+            if file.ends_with("scenarios/src/files.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for banned in [
+                "fs::write(",
+                "File::create(",
+                "OpenOptions",
+                "File::options(",
+            ] {
+                assert!(
+                    !text.contains(banned),
+                    "{} uses {banned}; write through leasesim::files",
+                    file.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn the_checkers_see_no_machine() {
     for file in sources(&root().join("scenarios/checkers/src")) {
         let text = std::fs::read_to_string(&file).unwrap();

@@ -3,6 +3,7 @@
 //! never ends by failing to write what it found.
 
 use super::UsageError;
+use leasesim::files;
 use std::path::{Path, PathBuf};
 
 /// A whole number of type `T`: refuses a negative number, a fraction, text and a number too
@@ -75,7 +76,7 @@ fn absolute(path: &Path) -> PathBuf {
 
 /// Checks that every output can be written, before the work that fills them: no two outputs
 /// (and no output and input) are the same file, no output is a directory, and each can be
-/// created or opened for writing. A file that did not exist is not left behind.
+/// written ([`writable`]). Nothing is created or written at an output's path.
 pub fn check_outputs(outputs: &[(&str, &Path)], inputs: &[&Path]) -> Result<(), UsageError> {
     let mut seen: Vec<(&str, PathBuf)> = inputs
         .iter()
@@ -95,32 +96,30 @@ pub fn check_outputs(outputs: &[(&str, &Path)], inputs: &[&Path]) -> Result<(), 
     Ok(())
 }
 
-/// Whether `path` can be written: opened without truncating when it exists, created and removed
-/// again when it does not.
+/// The one output appended to rather than replaced: GitHub's job summary file, which a CI
+/// runner hands to every step of a job.
+const APPENDED: &str = "--summary";
+
+/// Whether `path` can be written, checked without writing to it: not a directory, and a file can
+/// be created in its folder, where the output is written before it is renamed onto `path` (a
+/// link at `path` is replaced, never written through; see [`leasesim::files`]). `--summary`,
+/// appended to, must not be a link; an existing one is opened for appending, through no link,
+/// to check it.
 pub fn writable(flag: &str, path: &Path) -> Result<(), UsageError> {
     let shown = path.display();
     let refuse = |why: String| UsageError(format!("{flag} {shown}: cannot write there: {why}"));
-    if path.is_dir() {
-        return Err(refuse("it is a directory".into()));
-    }
-    if path.exists() {
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|e| refuse(e.to_string()))?;
-        return Ok(());
-    }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| refuse(e.to_string()))?;
-    let _ = std::fs::remove_file(path);
-    Ok(())
+    let checked = if flag == APPENDED {
+        files::check_appendable(path)
+    } else {
+        files::check_writable(path)
+    };
+    checked.map_err(|e| refuse(e.to_string()))
 }
 
 /// A folder results go to, made ready before the work: created when missing (and remembered,
-/// so an unused one is removed again) and proved writable by a probe file.
+/// so an unused one is removed again) and proved writable by a probe file. The folder is the
+/// user's own path (a link to a folder is followed); the files in it are written by
+/// [`leasesim::files`], through no link.
 pub struct OutDir {
     /// The folder.
     pub path: PathBuf,
@@ -137,10 +136,9 @@ impl OutDir {
         }
         let created = !path.exists();
         std::fs::create_dir_all(path).map_err(|e| refuse(e.to_string()))?;
-        let probe = path.join(format!(".leasesim-probe-{}", std::process::id()));
-        let written = std::fs::write(&probe, b"");
-        let _ = std::fs::remove_file(&probe);
-        if let Err(e) = written {
+        // A probe of an unpredictable name: a link planted at a guessable one would be written
+        // through.
+        if let Err(e) = files::probe_folder(path) {
             if created {
                 let _ = std::fs::remove_dir(path);
             }

@@ -138,7 +138,7 @@ pub(super) fn audit_cmd(
         }
     }
     if let Some(h) = html_path {
-        std::fs::write(h, page(&journal, &a, verdict))
+        leasesim::files::write(h, page(&journal, &a, verdict))
             .map_err(|e| UsageError(format!("cannot write {}: {e}", h.display())))?;
     }
     Ok(verdict.exit_code())

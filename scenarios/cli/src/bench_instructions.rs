@@ -49,9 +49,11 @@ pub(super) fn instructions(
             "bench --instructions counts with valgrind, which is not installed (Debian: apt-get install valgrind)".into(),
         ));
     }
-    let dir = std::env::temp_dir().join(format!("leasesim-instructions-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| UsageError(format!("cannot create {}: {e}", dir.display())))?;
+    // A fresh folder of an unpredictable name: callgrind writes its profiles into it, and a
+    // guessable name in the shared temporary folder could be a link planted to another.
+    let tmp = std::env::temp_dir();
+    let dir = leasesim::files::private_dir(&tmp, "leasesim-instructions-")
+        .map_err(|e| UsageError(format!("cannot create a folder in {}: {e}", tmp.display())))?;
     let counted = count(&dir, a, a.seeds).and_then(|lo| Ok((lo, count(&dir, a, 3 * a.seeds)?)));
     let _ = std::fs::remove_dir_all(&dir);
     let (lo, hi) = counted.map_err(UsageError)?;

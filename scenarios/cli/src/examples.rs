@@ -22,7 +22,7 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    leasesim::files::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Shrinks the first failing run of each caught set of known-bad machines of `catalogue` (the

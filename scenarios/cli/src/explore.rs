@@ -203,7 +203,7 @@ fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> Vec<
                 &format!("explore: {invariant}, plan {} shrunk", v.plan + 1),
             );
             let h = dir.path.join(format!("{stem}.html"));
-            match std::fs::write(&h, html) {
+            match leasesim::files::write(&h, html) {
                 Ok(()) => s.html = Some(h),
                 Err(e) => s.error = Some(format!("cannot write {}: {e}", h.display())),
             }

@@ -8,13 +8,15 @@
 //! end before the process exits; other threads' panics after that point print nothing, since
 //! the resources they used are being taken away on purpose.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static GRACEFUL: AtomicUsize = AtomicUsize::new(0);
-static CLEANUPS: Mutex<Vec<Box<dyn FnOnce() + Send>>> = Mutex::new(Vec::new());
+/// Cleanups by registration number, so that one can be forgotten again ([`Registered`]).
+static CLEANUPS: Mutex<Vec<(u64, Cleanup)>> = Mutex::new(Vec::new());
+static NEXT_CLEANUP: AtomicU64 = AtomicU64::new(0);
 /// Held by the thread that is ending the process, from its cleanups to its exit.
 static EXITING: Mutex<()> = Mutex::new(());
 static INSTALL: Once = Once::new();
@@ -64,19 +66,45 @@ pub fn signalled() -> bool {
 
 /// Runs and forgets every registered cleanup.
 pub fn run_cleanups() {
-    let cleanups = std::mem::take(&mut *CLEANUPS.lock().unwrap_or_else(|p| p.into_inner()));
-    for c in cleanups.into_iter().rev() {
+    let taken = std::mem::take(&mut *cleanups());
+    for (_, c) in taken.into_iter().rev() {
         c();
     }
+}
+
+type Cleanup = Box<dyn FnOnce() + Send>;
+
+fn cleanups() -> std::sync::MutexGuard<'static, Vec<(u64, Cleanup)>> {
+    CLEANUPS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn register(cleanup: impl FnOnce() + Send + 'static) -> u64 {
+    let id = NEXT_CLEANUP.fetch_add(1, Ordering::Relaxed);
+    cleanups().push((id, Box::new(cleanup)));
+    id
 }
 
 /// Registers something to undo before the process exits on a signal (a temporary server, a
 /// temporary directory). It also runs when [`run_cleanups`] is called on a normal exit.
 pub fn on_exit(cleanup: impl FnOnce() + Send + 'static) {
-    CLEANUPS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(Box::new(cleanup));
+    register(cleanup);
+}
+
+/// Registers a cleanup for as long as the returned value lives (a file being written, which a
+/// signal must still name or remove): dropping the value forgets the cleanup unrun, so the
+/// cleanups of finished files do not pile up in a process that runs many commands.
+pub fn while_alive(cleanup: impl FnOnce() + Send + 'static) -> Registered {
+    Registered(register(cleanup))
+}
+
+/// A cleanup registered by [`while_alive`]; dropping it forgets the cleanup.
+#[must_use = "dropping it forgets the cleanup at once"]
+pub struct Registered(u64);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        cleanups().retain(|(id, _)| *id != self.0);
+    }
 }
 
 /// The exit code of a process stopped by the last signal: 128 + its number (130 for Ctrl-C).

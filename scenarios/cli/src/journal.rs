@@ -405,7 +405,7 @@ pub fn write_journal_dir(
     let mut paths = Vec::new();
     for (node, bytes) in journal_per_node(result, payload_hashes)? {
         let path = dir.join(node_file_name(&node));
-        std::fs::write(&path, bytes)
+        leasesim::files::write(&path, bytes)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         paths.push(path);
     }

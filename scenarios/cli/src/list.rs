@@ -97,7 +97,7 @@ pub(super) fn advise_cmd(
     if let Some(path) = plot_path {
         let p = advise::PlotInput { advise: *input };
         let cells = simulate.then(|| advise::simulate(&p, 6, 20));
-        std::fs::write(&path, advise::svg(&p, cells.as_deref()))
+        leasesim::files::write(&path, advise::svg(&p, cells.as_deref()))
             .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
     }
     if format == Format::Json {

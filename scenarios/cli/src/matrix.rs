@@ -93,10 +93,10 @@ pub(super) fn finish_whole(
     let md = matrix::markdown(m);
     if let Some(dir) = to.dir {
         let path = dir.join("matrix.md");
-        std::fs::write(&path, &md)
+        leasesim::files::write(&path, &md)
             .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
         let html_path = dir.join("matrix.html");
-        std::fs::write(&html_path, matrix::html(m))
+        leasesim::files::write(&html_path, matrix::html(m))
             .map_err(|e| UsageError(format!("cannot write {}: {e}", html_path.display())))?;
         examples::write_counterexamples(m, dir, cat).map_err(UsageError)?;
         doc["markdown"] = json!(path.display().to_string());
@@ -124,13 +124,9 @@ fn write_reports(
     let put = |path: &Option<PathBuf>, text: String, append: bool| -> Result<(), UsageError> {
         let Some(path) = path else { return Ok(()) };
         let written = if append {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .and_then(|mut f| f.write_all(text.as_bytes()))
+            leasesim::files::append(path, text)
         } else {
-            std::fs::write(path, text)
+            leasesim::files::write(path, text)
         };
         written.map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))
     };

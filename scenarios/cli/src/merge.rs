@@ -550,7 +550,7 @@ fn merge_matrix(
     let Some(m) = whole else {
         // No table from part of a matrix: say what is missing.
         if let Some(path) = &reports.json {
-            std::fs::write(path, format!("{doc:#}\n"))
+            leasesim::files::write(path, format!("{doc:#}\n"))
                 .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
         }
         if format == Format::Json {

@@ -284,7 +284,7 @@ pub(super) fn report_cmd(
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), UsageError> {
-    std::fs::write(path, bytes)
+    leasesim::files::write(path, bytes)
         .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))
 }
 
@@ -450,11 +450,15 @@ fn write_outputs(
         write_json(path, &doc)?;
     }
     if let Some(path) = &o.journal {
-        let mut file = std::fs::File::create(path)
-            .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+        let cannot = |e: String| UsageError(format!("cannot write {}: {e}", path.display()));
+        let mut file = leasesim::files::Partial::create(path).map_err(|e| cannot(e.to_string()))?;
+        // A signal while the journal is written leaves no journal rather than a cut one, which
+        // would read as a run that stopped there.
+        let partial = file.handle();
+        let _on_signal = crate::interrupt::while_alive(move || partial.discard());
         let hashes: Vec<u64> = setup.jobs.iter().map(|j| j.payload_hash).collect();
-        journal::write_journal_with_payload_hashes(r, &hashes, &mut file)
-            .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+        journal::write_journal_with_payload_hashes(r, &hashes, &mut file).map_err(cannot)?;
+        file.finish().map_err(|e| cannot(e.to_string()))?;
     }
     if let Some(dir) = &opts.journal_dir {
         let hashes: Vec<u64> = setup.jobs.iter().map(|j| j.payload_hash).collect();

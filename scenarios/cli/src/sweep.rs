@@ -4,11 +4,12 @@
 //! Ctrl-C stops it between two runs: what it found so far is printed and saved.
 
 use super::args::OutDir;
-use super::interrupt::Graceful;
+use super::interrupt::{self, Graceful, Registered};
 use super::run::{rerun_command, shrunk_path};
 use super::{
     io, refuse_unsafe_timing, scenario_list, Format, SeedsArg, UsageError, COVERAGE_MIN_SEEDS,
 };
+use leasesim::files;
 use leasesim::hazard::Hazard;
 use leasesim::pool;
 use leasesim::replay::Replay;
@@ -20,8 +21,7 @@ use leasesim::Machines;
 use leasesim_reports::matrix::file_stem;
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -72,13 +72,9 @@ impl ReportFiles {
         let mut put = |path: &Option<PathBuf>, text: String, append: bool| {
             let Some(path) = path else { return };
             let written = if append {
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .and_then(|mut f| f.write_all(text.as_bytes()))
+                files::append(path, text)
             } else {
-                std::fs::write(path, text)
+                files::write(path, text)
             };
             if let Err(e) = written {
                 errors.push(format!("cannot write {}: {e}", path.display()));
@@ -106,10 +102,12 @@ pub(super) struct SweepArgs {
 }
 
 /// The failure list, written as chunks finish, in seed order: a chunk that finishes ahead of an
-/// earlier one waits in `pending` (a few chunks at most, one per thread that ran ahead).
+/// earlier one waits in `pending` (a few chunks at most, one per thread that ran ahead). It
+/// grows in a `.partial-` file beside its name and is renamed onto it by [`ListFile::finish`],
+/// or by the cleanup a signal that ends the process at once runs: what was found is never lost.
 struct ListFile {
     path: PathBuf,
-    file: Option<BufWriter<File>>,
+    file: Option<(files::Partial, Registered)>,
     next: u64,
     pending: BTreeMap<u64, String>,
     error: Option<String>,
@@ -142,15 +140,21 @@ impl ListFile {
             return;
         }
         if self.file.is_none() {
-            match File::create(&self.path) {
-                Ok(f) => self.file = Some(BufWriter::new(f)),
+            match files::Partial::create(&self.path) {
+                Ok(f) => {
+                    let list = f.handle();
+                    let on_signal = interrupt::while_alive(move || {
+                        let _ = list.publish();
+                    });
+                    self.file = Some((f, on_signal));
+                }
                 Err(e) => {
                     self.error = Some(format!("cannot write {}: {e}", self.path.display()));
                     return;
                 }
             }
         }
-        if let Some(f) = &mut self.file {
+        if let Some((f, _)) = &mut self.file {
             if let Err(e) = f.write_all(text.as_bytes()) {
                 self.error = Some(format!("cannot write {}: {e}", self.path.display()));
             }
@@ -159,10 +163,23 @@ impl ListFile {
     }
 
     fn flush(&mut self) {
-        if let Some(f) = &mut self.file {
+        if let Some((f, _)) = &mut self.file {
             if let Err(e) = f.flush() {
                 self.error = Some(format!("cannot write {}: {e}", self.path.display()));
             }
+        }
+    }
+
+    /// Gives the list its name, with everything written to it; a list that could not be
+    /// written whole is removed (dropped unfinished), its error already said.
+    fn finish(&mut self) {
+        if let Some((f, on_signal)) = self.file.take() {
+            if self.error.is_some() {
+                drop(f);
+            } else if let Err(e) = f.finish() {
+                self.error = Some(format!("cannot write {}: {e}", self.path.display()));
+            }
+            drop(on_signal);
         }
     }
 }
@@ -346,6 +363,7 @@ pub(super) fn sweep_cmd(
     }
     let mut list = watch.list.into_inner().unwrap_or_else(|p| p.into_inner());
     list.write_rest();
+    list.finish();
     let saved = save_failures(
         &dir,
         &defs,

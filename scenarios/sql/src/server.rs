@@ -19,8 +19,8 @@
 //! a failure says what each try's tool and the server's own log said.
 
 use postgres::{Client, NoTls};
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -129,38 +129,9 @@ fn is_root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
-/// `n` random bytes as hexadecimal, from the operating system. Used for names and passwords
-/// only: nothing of a run draws from it.
-pub fn random_hex(n: usize) -> Result<String, String> {
-    let mut bytes = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Makes a fresh folder `<parent>/<prefix><random>` with mode 0700. A name that already
-/// exists (whatever it is: a folder, a file, a link) is never used: another is drawn.
-pub fn private_dir(parent: &Path, prefix: &str) -> Result<PathBuf, String> {
-    let mut last = None;
-    for _ in 0..16 {
-        let dir = parent.join(format!("{prefix}{}", random_hex(8)?));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => {
-                return Err(format!(
-                    "cannot create a folder in {}: {e}",
-                    parent.display()
-                ))
-            }
-        }
-    }
-    Err(format!(
-        "cannot create a fresh folder in {}: {}",
-        parent.display(),
-        last.map_or_else(String::new, |e| e.to_string())
-    ))
+/// `n` random bytes as hexadecimal, for passwords.
+fn random_hex(n: usize) -> Result<String, String> {
+    leasesim::files::random_hex(n).map_err(|e| e.to_string())
 }
 
 impl Server {
@@ -182,7 +153,9 @@ impl Server {
     }
 
     fn start_once(bin: &Path, account: &Option<Account>) -> Result<Server, String> {
-        let dir = private_dir(&std::env::temp_dir(), "leasesim-pg-")?;
+        let tmp = std::env::temp_dir();
+        let dir = leasesim::files::private_dir(&tmp, "leasesim-pg-")
+            .map_err(|e| format!("cannot create a folder in {}: {e}", tmp.display()))?;
         // From here on, dropping `server` (an error below) stops and removes everything.
         let mut server = Server {
             dir,
@@ -363,6 +336,7 @@ impl Server {
             .process_group(0)
             .spawn()
             .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+        #[allow(clippy::disallowed_methods)] // a bound on a real tool's time, not simulated time
         let started = Instant::now();
         let status = loop {
             match child.try_wait() {
@@ -428,37 +402,5 @@ fn tail(path: &Path) -> String {
             }
         }
         Err(e) => format!("{} cannot be read: {e}", path.display()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_private_folder_is_fresh_and_never_an_existing_name() {
-        let parent = std::env::temp_dir();
-        let a = private_dir(&parent, "leasesim-test-").unwrap();
-        let b = private_dir(&parent, "leasesim-test-").unwrap();
-        assert_ne!(a, b, "two draws give two names");
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700, "private to its owner");
-        std::fs::remove_dir(&a).unwrap();
-        std::fs::remove_dir(&b).unwrap();
-        // A name that exists is refused by the creation itself, so it can never be adopted.
-        let taken = private_dir(&parent, "leasesim-test-").unwrap();
-        let again = std::fs::DirBuilder::new().mode(0o700).create(&taken);
-        assert_eq!(again.unwrap_err().kind(), std::io::ErrorKind::AlreadyExists);
-        std::fs::remove_dir(&taken).unwrap();
-    }
-
-    #[test]
-    fn random_names_do_not_repeat() {
-        let mut seen: Vec<String> = (0..64).map(|_| random_hex(8).unwrap()).collect();
-        seen.sort();
-        seen.dedup();
-        assert_eq!(seen.len(), 64);
-        assert!(seen.iter().all(|s| s.len() == 16));
     }
 }

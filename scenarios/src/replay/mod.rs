@@ -327,9 +327,9 @@ impl Replay {
         Ok(text + "\n")
     }
 
-    /// Writes it as pretty JSON.
+    /// Writes it as pretty JSON, whole and through no link ([`crate::files::write`]).
     pub fn save(&self, path: &Path) -> Result<(), String> {
-        std::fs::write(path, self.encode()?)
+        crate::files::write(path, self.encode()?)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 
