@@ -325,7 +325,7 @@ impl Faults {
 
     /// A message was sent by `e.node` to `to` with `fate`. A drop or a plan delay is a soft
     /// disturbance the protocol is built to absorb (one miss, a jitter reserve); a hold is a
-    /// hard one. A duplicate harms no lease. Inlined into the walk's two callers (a request or
+    /// hard one. A duplicate harms no lease, but counts as late as its first copy arrives. Inlined into the walk's two callers (a request or
     /// routine answer the network disturbed is taken in here alone, by a call that does nothing
     /// else).
     #[inline(always)]
@@ -346,9 +346,21 @@ impl Faults {
                 hazards.hit(Hazard::MessageLost);
                 Some(Soft::Drop)
             }
-            Fate::Duplicate { .. } => {
+            Fate::Duplicate {
+                delay_ns,
+                dup_delay_ns,
+            } => {
+                // A duplicate harms no lease, but a plan may also have delayed it: the copy
+                // that arrives first is what the receiver gets, as late as that copy is.
                 hazards.hit(Hazard::MessageDuplicated);
-                None
+                let extra = delay_ns
+                    .min(dup_delay_ns)
+                    .saturating_sub(world.latency_max_ns);
+                let slow = self.slow.contains(&from) || self.slow.contains(&to);
+                if extra > 0 && !slow {
+                    hazards.hit(Hazard::MessageLate);
+                }
+                (extra > 0).then_some(Soft::Delay(extra))
             }
             Fate::Hold => {
                 hazards.hit(Hazard::MessageLate);
