@@ -102,6 +102,17 @@ pub fn probe_folder(dir: &Path) -> io::Result<()> {
     fs::remove_file(&probe)
 }
 
+/// Creates the new file `path`, readable and writable by its owner only (mode 0600), for a
+/// secret or a tool's output inside a private folder: a name that exists (a planted link
+/// among them) is refused, never opened.
+pub fn create_private(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
 /// Creates a new folder of an unpredictable name `<prefix><digits>` in `parent`, readable by
 /// its owner only: a temporary folder no one else can have prepared (a guessable name in
 /// `/tmp` can be a link planted to another folder).

@@ -497,8 +497,8 @@ fn psql(server: &leasesim_sql::server::Server, args: &[&str]) -> String {
         .expect("PostgreSQL")
         .join("psql");
     let out = std::process::Command::new(bin)
-        .args(["-h", &server.dir().display().to_string(), "-U", "postgres"])
-        .args(["-d", "postgres", "-v", "ON_ERROR_STOP=1", "-q"])
+        .args(["-d", &server.superuser_url("postgres")])
+        .args(["-v", "ON_ERROR_STOP=1", "-q"])
         .args(args)
         .output()
         .expect("psql runs");

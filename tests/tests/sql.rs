@@ -701,3 +701,334 @@ fn explore_places_faults_around_a_sql_coordinator() {
         again.out
     );
 }
+
+/// Starts `leasesim <args>` with its temporary files in `tmp`, waits until its throwaway server
+/// is up and `ready` says the command is well under way, then sends it `signals` (from one shell,
+/// so they come microseconds apart) and waits for its end. Returns the exit code and what it
+/// printed on both streams.
+fn interrupted(
+    args: &[&str],
+    tmp: &Path,
+    ready: &dyn Fn() -> bool,
+    signals: &[&str],
+) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut child = Command::new(leasesim_bin())
+        .args(args)
+        .env("TMPDIR", tmp)
+        .env_remove("LEASESIM_DATABASE_URL")
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("leasesim starts");
+    let mut up = false;
+    for _ in 0..1200 {
+        if !leftovers(tmp).1.is_empty() && ready() {
+            up = true;
+            break;
+        }
+        if child.try_wait().expect("waitable").is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kills: Vec<String> = signals
+        .iter()
+        .map(|s| format!("kill -{s} {}", child.id()))
+        .collect();
+    let sent = Command::new("bash")
+        .args(["-c", &kills.join("; ")])
+        .status()
+        .expect("bash runs");
+    let mut code = None;
+    for _ in 0..1200 {
+        if let Some(s) = child.try_wait().expect("waitable") {
+            code = Some(s.code());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if code.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let mut said = String::new();
+    let _ = child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_to_string(&mut said);
+    let _ = child
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut said);
+    assert!(up, "{args:?} never got under way: {said}");
+    assert!(sent.success());
+    let code = code.unwrap_or_else(|| panic!("{args:?} did not end after {signals:?}: {said}"));
+    (code, said)
+}
+
+/// Nothing of the server is left: no folder in `tmp`, no process running from it.
+fn assert_nothing_left(tmp: &Path, what: &str, said: &str) {
+    let (files, procs) = leftovers(tmp);
+    assert!(
+        files.is_empty(),
+        "{what}: left in TMPDIR: {files:?}\n{said}"
+    );
+    assert!(procs.is_empty(), "{what}: servers left running: {procs:?}");
+}
+
+/// The failure list of a sweep in `dir`, under its final name or as it grows.
+fn list_lines(dir: &Path, partial: bool) -> usize {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("sweep-") && n.contains(".txt") && (partial || n.ends_with(".txt"))
+        })
+        .map(|e| std::fs::read_to_string(e.path()).map_or(0, |s| s.lines().count()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// A readiness test that says yes at its `n`-th poll (polls come every 50 ms once the server
+/// is up).
+fn after_polls(n: u32) -> impl Fn() -> bool {
+    let polls = std::cell::Cell::new(0);
+    move || {
+        polls.set(polls.get() + 1);
+        polls.get() >= n
+    }
+}
+
+#[test]
+fn a_sql_sweep_signalled_twice_keeps_its_failure_list_and_leaves_no_server() {
+    let tmp = TempDir::new("sql-signal-twice");
+    let out = TempDir::new("sql-signal-twice-out");
+    let failures = out.join("f");
+    let failures_arg = failures.display().to_string();
+    let v2 = coordinator("v2-naive-commit.sql");
+    // Failures on disk, then Ctrl-C and a second signal at once: the second ends the process
+    // while the first's saving is under way; the list keeps its name and its lines, nothing
+    // panics although the server is stopped under running seeds, and the server goes.
+    let (code, said) = interrupted(
+        &[
+            "sweep",
+            "--seeds",
+            "1000000",
+            "--coordinator",
+            &v2,
+            "--failures-dir",
+            &failures_arg,
+        ],
+        &tmp.0,
+        &|| list_lines(&failures, true) >= 6,
+        &["INT", "TERM"],
+    );
+    assert!(matches!(code, Some(130 | 143)), "{code:?}: {said}");
+    assert!(!said.contains("panicked"), "{said}");
+    assert!(
+        list_lines(&failures, false) >= 6,
+        "the list keeps its name: {said}"
+    );
+    assert_nothing_left(&tmp.0, "sweep", &said);
+}
+
+#[test]
+fn ctrl_c_ends_a_sql_shrink_with_the_smallest_plan_so_far_saved() {
+    let tmp = TempDir::new("sql-signal-shrink");
+    let out = TempDir::new("sql-signal-shrink-out");
+    let failures = out.join("f");
+    let failures_arg = failures.display().to_string();
+    let v2 = coordinator("v2-naive-commit.sql");
+    // Swarm failures with their replays: a sweep stopped by one Ctrl-C saves them.
+    let (code, said) = interrupted(
+        &[
+            "sweep",
+            "swarm",
+            "--seeds",
+            "1000000",
+            "--coordinator",
+            &v2,
+            "--failures-dir",
+            &failures_arg,
+        ],
+        &tmp.0,
+        &|| list_lines(&failures, true) >= 4,
+        &["INT"],
+    );
+    assert_eq!(code, Some(130), "{said}");
+    let replay = std::fs::read_dir(&failures)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .max_by_key(|p| std::fs::read_to_string(p).map_or(0, |s| s.matches("\"kind\"").count()))
+        .unwrap_or_else(|| panic!("the stopped sweep saved no replay: {said}"));
+    let shrunk = out.join("shrunk.json");
+    let (code, said) = interrupted(
+        &[
+            "shrink",
+            replay.to_str().unwrap(),
+            "--coordinator",
+            &v2,
+            "--out",
+            shrunk.to_str().unwrap(),
+        ],
+        &tmp.0,
+        &after_polls(20),
+        &["INT"],
+    );
+    assert_eq!(code, Some(130), "{said}");
+    assert!(said.contains("stopped by a signal"), "{said}");
+    assert!(shrunk.exists(), "the smallest plan so far is saved: {said}");
+    assert!(!said.contains("panicked"), "{said}");
+    assert_nothing_left(&tmp.0, "shrink", &said);
+}
+
+#[test]
+fn ctrl_c_and_sigterm_end_the_matrix_the_benchmark_and_a_sweep_on_sql_with_no_server_left() {
+    let tmp = TempDir::new("sql-signal-others");
+    let out = TempDir::new("sql-signal-others-out");
+    let good = coordinator("seed-postgres.sql");
+    let v2 = coordinator("v2-naive-commit.sql");
+    let reports = out.join("m");
+    // A claim that never ends while the file opens: Ctrl-C while the statement runs.
+    let text = std::fs::read_to_string(query("seed-postgres.sql")).unwrap();
+    let at = text.find("-- name: claim").unwrap();
+    let (head, tail) = text.split_at(at);
+    let slow = out.join("slow-claim.sql");
+    std::fs::write(
+        &slow,
+        format!(
+            "{head}{}",
+            tail.replacen(
+                "where ",
+                "where (select count(*) from generate_series(1, 100000000000)) > 0 and ",
+                1
+            )
+        ),
+    )
+    .unwrap();
+    let slow = format!("sql:{}", slow.display());
+    // The benchmark's server runs in a child process of its own.
+    for (args, signal, want) in [
+        (
+            vec!["run", "w1-w2", "--seed", "0", "--coordinator", &slow],
+            "INT",
+            130,
+        ),
+        (
+            vec![
+                "matrix",
+                "--coordinator",
+                &good,
+                "--coordinator",
+                &v2,
+                "--out",
+                reports.to_str().unwrap(),
+            ],
+            "INT",
+            130,
+        ),
+        (
+            vec!["bench", "--coordinator", &good, "--seeds", "1000000"],
+            "INT",
+            130,
+        ),
+        (
+            vec![
+                "sweep",
+                "w1-w2",
+                "--seeds",
+                "1000000",
+                "--coordinator",
+                &good,
+            ],
+            "TERM",
+            143,
+        ),
+    ] {
+        let (code, said) = interrupted(&args, &tmp.0, &after_polls(10), &[signal]);
+        assert_eq!(code, Some(want), "{args:?}: {said}");
+        assert!(!said.contains("panicked"), "{args:?}: {said}");
+        assert_nothing_left(&tmp.0, args[0], &said);
+    }
+}
+
+#[test]
+fn a_killed_leasesim_leaves_no_server_behind() {
+    let tmp = TempDir::new("sql-kill9");
+    let (code, said) = interrupted(
+        &[
+            "sweep",
+            "w1-w2",
+            "--seeds",
+            "1000000",
+            "--coordinator",
+            &coordinator("seed-postgres.sql"),
+        ],
+        &tmp.0,
+        &|| true,
+        &["KILL"],
+    );
+    assert_eq!(code, None, "killed: {said}");
+    // Its watchdog stops the server and removes the folder once leasesim is gone.
+    for _ in 0..400 {
+        let (files, procs) = leftovers(&tmp.0);
+        if files.is_empty() && procs.is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_nothing_left(&tmp.0, "kill -9", &said);
+}
+
+#[test]
+fn the_throwaway_server_starts_on_a_busy_machine_and_says_why_when_it_cannot() {
+    // Busy: both cores spinning, and six servers starting at once.
+    let spinners: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .expect("sh starts")
+        })
+        .collect();
+    let started: Vec<Result<leasesim_sql::Database, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6)
+            .map(|_| s.spawn(leasesim_sql::Database::throwaway))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for mut c in spinners {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    for (i, db) in started.iter().enumerate() {
+        assert!(db.is_ok(), "server {i}: {:?}", db.as_ref().err());
+    }
+    drop(started);
+    // A socket path longer than the system allows: the error carries the server's own words.
+    let deep = TempDir::new("sql-deep");
+    let long = deep.join(&"d".repeat(90));
+    std::fs::create_dir_all(&long).unwrap();
+    let mut cmd = Command::new(leasesim_bin());
+    cmd.args(["run", "w1-w2", "--seed", "0", "--coordinator"])
+        .arg(coordinator("seed-postgres.sql"))
+        .env("TMPDIR", &long)
+        .env_remove("LEASESIM_DATABASE_URL");
+    let f = run_with_limit(cmd, Duration::from_secs(300));
+    assert_eq!(f.code, Some(2), "{}\n{}", f.out, f.err);
+    assert_eq!(f.err.lines().count(), 1, "{}", f.err);
+    assert!(f.err.contains("did not start, twice"), "{}", f.err);
+    assert!(
+        f.err.contains("too long"),
+        "the server's log is quoted: {}",
+        f.err
+    );
+}

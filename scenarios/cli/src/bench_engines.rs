@@ -144,10 +144,20 @@ fn figures(
 /// Runs this program again with `args` and reads the one JSON document it prints.
 pub fn in_child<T: for<'de> Deserialize<'de>>(args: &[String]) -> Result<T, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let out = std::process::Command::new(&exe)
+    let child = std::process::Command::new(&exe)
         .args(args)
-        .output()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| format!("cannot start a measuring process: {e}"))?;
+    // A signal that ends this process ends the child too, through its own cleanups (a
+    // throwaway server of its own), and waits for it.
+    let pid = child.id();
+    let _ended_with_us = crate::interrupt::while_alive(move || end_child(pid));
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("the measuring process: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(format!(
@@ -157,6 +167,31 @@ pub fn in_child<T: for<'de> Deserialize<'de>>(args: &[String]) -> Result<T, Stri
     }
     serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("the measuring process printed no figures: {e}"))
+}
+
+/// Asks process `pid` to end (SIGTERM, which it handles by running its cleanups) and waits
+/// until it has, at most a minute.
+fn end_child(pid: u32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status();
+    for _ in 0..1200 {
+        // Gone, or a zombie the waiting thread has yet to reap: either way it has exited.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat)
+                if !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z') =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            _ => return,
+        }
+    }
 }
 
 /// `a` as a multiple of `b`.

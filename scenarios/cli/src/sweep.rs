@@ -427,8 +427,9 @@ fn printed(report: &SweepReport) -> impl Iterator<Item = &Failure> {
 /// Saves a replay file for each printed failure (at most [`REPLAYS_PER_SWEEP`], the first
 /// ones) and, unless told not to, the first failure shrunk. Files of other sweeps in the folder
 /// are left alone. Problems are collected, never fatal: the failing seeds are printed anyway.
-/// A signal (`stop`) ends the saving after the replay under way, and the shrinking with the
-/// smallest failing plan found so far; the failure list already holds every failing seed.
+/// When the sweep ran to its end, a signal (`stop`) ends the saving after the replay under
+/// way, and the shrinking with the smallest failing plan found so far; the failure list
+/// already holds every failing seed.
 fn save_failures(
     dir: &OutDir,
     defs: &[&'static ScenarioDef],
@@ -440,7 +441,9 @@ fn save_failures(
     let mut saved = Saved::default();
     let mut first: Option<(PathBuf, Replay)> = None;
     for f in printed(report).take(REPLAYS_PER_SWEEP) {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        // A sweep a signal stopped saves its replays (a second signal ends it at once); a
+        // sweep that ran to its end stops saving at its first signal.
+        if shrink_first && stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
         let d = defs[f.scenario];

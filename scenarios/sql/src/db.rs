@@ -475,16 +475,20 @@ fn refuse_privileged(client: &mut Client) -> Result<(), String> {
 }
 
 /// What the connection's role owns outside leasesim's schemas (relations and functions, by
-/// name), to see what a `schema` statement made elsewhere.
+/// qualified name, spelled the same whatever the search path), to see what a `schema`
+/// statement made elsewhere.
 fn outside(client: &mut Client, prefix: &str) -> Result<Vec<String>, String> {
     // Every leasesim schema, of this process or of another on the same server.
     let ours = format!("{prefix}\\_%");
     let q = format!(
-        "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
            WHERE c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
              AND n.nspname NOT LIKE '{ours}' AND n.nspname <> 'pg_toast'
          UNION ALL
-         SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         SELECT quote_ident(n.nspname) || '.' || quote_ident(p.proname)
+                || '(' || oidvectortypes(p.proargtypes) || ')'
+           FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
            WHERE p.proowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
              AND n.nspname NOT LIKE '{ours}'
          ORDER BY 1"

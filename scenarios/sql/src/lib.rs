@@ -152,6 +152,17 @@ impl Database {
         }
     }
 
+    /// The connection string of a throwaway server's superuser to its runs' database (`None`
+    /// on a server of the user's): for looking inside the server by hand or from a test. Never
+    /// run a queue's SQL with it.
+    pub fn superuser_url(&self) -> Option<String> {
+        self.server.as_ref().map(|s| {
+            s.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .superuser_url(server::RUN_DATABASE)
+        })
+    }
+
     /// The throwaway server's folder, if any.
     pub fn dir(&self) -> Option<std::path::PathBuf> {
         self.server.as_ref().map(|s| {

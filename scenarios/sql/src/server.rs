@@ -7,8 +7,8 @@
 //!   (mode 0700), and every connection must give a password drawn for this server alone
 //!   (`scram-sha-256`), so no other local account can reach it, let alone as its superuser.
 //! - A queue's SQL runs as `leasesim_run`, a role without superuser or any right outside the
-//!   database `leasesim` (connect, and create its own schemas); the superuser's password is used
-//!   once, to make that role, and forgotten.
+//!   database `leasesim` (connect, and create its own schemas); the superuser (its own
+//!   password) makes that role and is otherwise only for looking inside by hand.
 //! - A watchdog process (`sh`, in a process group of its own so a terminal's Ctrl-C never
 //!   reaches it) holds the other end of a pipe: when this process ends, however it ends (a
 //!   normal exit, a signal, `kill -9`), the pipe closes and the watchdog stops the server and
@@ -20,7 +20,6 @@
 
 use postgres::{Client, NoTls};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -66,6 +65,8 @@ pub struct Server {
     account: Option<Account>,
     /// `leasesim_run`'s password.
     password: String,
+    /// The superuser's password (kept for [`Server::superuser_url`]; the SQL never runs as it).
+    superuser: String,
     /// The watchdog, and the pipe whose closing tells it to clean up.
     watchdog: Option<(Child, ChildStdin)>,
 }
@@ -162,13 +163,13 @@ impl Server {
             bin: bin.to_path_buf(),
             account: account.clone(),
             password: random_hex(16)?,
+            superuser: random_hex(16)?,
             watchdog: None,
         };
         server.watchdog = Some(server.watch()?);
         server.give(&server.dir)?;
-        let superuser = random_hex(16)?;
         let pwfile = server.dir.join("pwfile");
-        server.write_private(&pwfile, &superuser)?;
+        server.write_private(&pwfile, &server.superuser)?;
         let data = server.dir.join("data");
         let initdb = server.tool(
             "initdb",
@@ -212,7 +213,7 @@ impl Server {
                 ],
             )
             .map_err(|e| format!("{e}; the server's log says: {}", tail(&log)))?;
-        server.make_run_role(&superuser)?;
+        server.make_run_role()?;
         Ok(server)
     }
 
@@ -255,28 +256,18 @@ impl Server {
 
     /// Writes `text` to a new file (mode 0600) that no one else can have made first.
     fn write_private(&self, path: &Path, text: &str) -> Result<(), String> {
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .and_then(|mut f| f.write_all(text.as_bytes()));
+        let written =
+            leasesim::files::create_private(path).and_then(|mut f| f.write_all(text.as_bytes()));
         written.map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         self.give(path)
     }
 
     /// Makes the role the SQL runs as, and its database, as the superuser; takes every right
     /// on anything else away from everyone.
-    fn make_run_role(&self, superuser: &str) -> Result<(), String> {
+    fn make_run_role(&self) -> Result<(), String> {
         let admin = |db: &str| {
-            Client::connect(
-                &format!(
-                    "host={} user=postgres dbname={db} password={superuser} connect_timeout=60",
-                    self.dir.display()
-                ),
-                NoTls,
-            )
-            .map_err(|e| format!("cannot connect to the throwaway PostgreSQL: {e}"))
+            Client::connect(&self.superuser_url(db), NoTls)
+                .map_err(|e| format!("cannot connect to the throwaway PostgreSQL: {e}"))
         };
         let sql = |c: &mut Client, text: &str| {
             c.batch_execute(text).map_err(|e| {
@@ -318,11 +309,7 @@ impl Server {
         // Its output goes to a file of the server's folder: a pipe that no one reads while
         // the tool waits would stall it.
         let out_path = self.dir.join(format!("{name}.out"));
-        let out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&out_path)
+        let out = leasesim::files::create_private(&out_path)
             .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
         let err = out
             .try_clone()
@@ -365,6 +352,16 @@ impl Server {
             "host={} user={RUN_ROLE} dbname={RUN_DATABASE} password={} connect_timeout=60",
             self.dir.display(),
             self.password
+        )
+    }
+
+    /// The connection string of the server's superuser, to database `db`: for looking inside
+    /// the server by hand or from a test, never for a queue's SQL.
+    pub fn superuser_url(&self, db: &str) -> String {
+        format!(
+            "host={} user=postgres dbname={db} password={} connect_timeout=60",
+            self.dir.display(),
+            self.superuser
         )
     }
 
