@@ -607,11 +607,11 @@ fn judge_seed(
     let failure = Failure {
         scenario: sc,
         seed,
-        first: r
-            .findings
-            .first()
-            .map(|f| reports::finding(&names, f))
-            .unwrap_or_else(|| verdict.word()),
+        first: match (r.findings.first(), &r.machine_fault) {
+            (Some(f), _) => reports::finding(&names, f),
+            (None, Some(fault)) => format!("{}: {fault}", verdict.word()),
+            (None, None) => verdict.word(),
+        },
         verdict,
         invariants,
     };

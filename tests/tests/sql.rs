@@ -724,7 +724,7 @@ fn interrupted(
         .expect("leasesim starts");
     let mut up = false;
     for _ in 0..1200 {
-        if !leftovers(tmp).1.is_empty() && ready() {
+        if server_up(tmp) && ready() {
             up = true;
             break;
         }
@@ -768,6 +768,15 @@ fn interrupted(
     assert!(sent.success());
     let code = code.unwrap_or_else(|| panic!("{args:?} did not end after {signals:?}: {said}"));
     (code, said)
+}
+
+/// Whether a throwaway server's postmaster runs from `tmp` (its `initdb` or its watchdog
+/// alone do not count: the server is not up yet).
+fn server_up(tmp: &Path) -> bool {
+    leftovers(tmp)
+        .1
+        .iter()
+        .any(|cmdline| cmdline.contains("bin/postgres -D"))
 }
 
 /// Nothing of the server is left: no folder in `tmp`, no process running from it.

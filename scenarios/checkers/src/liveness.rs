@@ -6,7 +6,7 @@
 //! lease beyond what the protocol must absorb (see `faults.rs`).
 
 use crate::faults::Soft;
-use crate::{fmt_ns, Cx, Ev, Judgement};
+use crate::{fmt_ns, Cx, Ev, Judgement, Skipped};
 use leasesim_protocol::{Invariant, JobId, JobState, Token};
 use leasesim_sim::End;
 
@@ -84,6 +84,23 @@ pub(crate) fn finish(cx: &Cx<'_>, out: &mut Judgement) {
             !m.state.is_some_and(JobState::is_terminal) && !m.maybe_ended
         })
         .collect();
+    if !open.is_empty() && matches!(world.end, End::ProcessFault | End::TimeReversed) {
+        // A machine broke (a store that failed) or the engine did: the run did not go on long
+        // enough to say whether its jobs would have ended; its verdict is that error.
+        out.skip(Skipped {
+            invariant: Invariant::Liveness,
+            judgement: "completion",
+            node: cx.run.coordinator,
+            from_ns: world.end_ns,
+            reason: format!(
+                "completion (I7) not judged: the run ended ({:?}) at {} with {} job(s) open",
+                world.end,
+                fmt_ns(world.end_ns),
+                open.len()
+            ),
+        });
+        return;
+    }
     if !open.is_empty() && (world.end_ns >= deadline || world.end != End::Done) {
         let list: Vec<String> = open.iter().take(8).map(|j| j.to_string()).collect();
         out.flag_at(

@@ -393,6 +393,7 @@ fn present(
             "trace_hash": format!("{:016x}", r.trace_hash()),
             "findings": findings_json(&r),
             "skipped": r.skipped.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "machine_error": r.machine_fault,
             "hazards": r.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "metrics": metrics.to_json(),
             "deterministic": determinism.as_ref().map(|d| d.is_ok()),
@@ -530,6 +531,9 @@ fn print_text(
         r.end,
         reports::secs(r.end_ns)
     ))?;
+    if let Some(fault) = &r.machine_fault {
+        io(writeln!(out, "  machine error: {fault}"))?;
+    }
     for f in &r.findings {
         io(writeln!(out, "  {}", reports::finding(&names, f)))?;
     }

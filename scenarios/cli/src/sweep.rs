@@ -69,20 +69,22 @@ impl ReportFiles {
     /// Writes them; a file that cannot be written is an error line, never a lost verdict.
     pub fn write(&self, r: &Results) -> Vec<String> {
         let mut errors = Vec::new();
-        let mut put = |path: &Option<PathBuf>, text: String, append: bool| {
+        // Each document is made only when its file was asked for: a big result's JUnit,
+        // Markdown and JSON are each a copy of it.
+        let mut put = |path: &Option<PathBuf>, text: &dyn Fn() -> String, append: bool| {
             let Some(path) = path else { return };
             let written = if append {
-                files::append(path, text)
+                files::append(path, text())
             } else {
-                files::write(path, text)
+                files::write(path, text())
             };
             if let Err(e) = written {
                 errors.push(format!("cannot write {}: {e}", path.display()));
             }
         };
-        put(&self.junit, super::junit::junit(r), false);
-        put(&self.summary, super::summary::markdown(r), true);
-        put(&self.json, format!("{:#}\n", r.json()), false);
+        put(&self.junit, &|| super::junit::junit(r), false);
+        put(&self.summary, &|| super::summary::markdown(r), true);
+        put(&self.json, &|| format!("{:#}\n", r.json()), false);
         errors
     }
 }

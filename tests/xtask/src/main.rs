@@ -121,6 +121,21 @@ fn provision() -> Result<(), String> {
             ],
         )?;
     }
+    // The SQL safety tests try the throwaway server from a second account, `nobody`, which
+    // Debian has; a machine without it gets it.
+    if is_root() && !present("id", &["nobody"]) {
+        run(
+            "a second account for the SQL safety tests",
+            "useradd",
+            &[
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                "nobody",
+            ],
+        )?;
+    }
     Ok(())
 }
 
