@@ -1057,3 +1057,45 @@ impl Drop for Pool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shown_connection_string_hides_its_password_in_every_form() {
+        for (url, shown) in [
+            (
+                "host=/tmp/x user=leasesim_run password=abc123 dbname=leasesim",
+                "host=/tmp/x user=leasesim_run password=*** dbname=leasesim",
+            ),
+            (
+                "host=h password = 'a b\\' c' dbname=d",
+                "host=h password=*** dbname=d",
+            ),
+            ("user=me password=secret", "user=me password=***"),
+            (
+                "postgres://me:secret@db.example:5432/test?sslmode=disable",
+                "postgres://me:***@db.example:5432/test?sslmode=disable",
+            ),
+            (
+                "postgresql://db/test?user=me&password=secret",
+                "postgresql://db/test?user=me&password=***",
+            ),
+            ("host=h passwordless=1", "host=h passwordless=1"),
+            ("postgres://me@db/test", "postgres://me@db/test"),
+        ] {
+            assert_eq!(shown_url(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_value_is_an_escape_string_that_reads_the_same_either_way() {
+        let mut out = String::new();
+        Value::Text(r"it's a \ and \'".into()).write(&mut out);
+        assert_eq!(out, r"E'it''s a \\ and \\'''");
+        let mut out = String::new();
+        Value::Int(-3).write(&mut out);
+        assert_eq!(out, "-3");
+    }
+}
