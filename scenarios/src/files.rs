@@ -8,7 +8,7 @@
 //! kill never leaves a half-written file under the final name. The random digits come from
 //! `/dev/urandom`: they name files outside every simulated world, so no run ever sees them.
 //!
-//! What is at the destination decides how it is written ([`write`], [`Partial`]):
+//! What is at the destination decides how it is written ([`write()`], [`Partial`]):
 //!
 //! - nothing, a regular file, or a symbolic link to a regular file or to nothing: replaced by
 //!   the rename (the file a link pointed to is left as it was);
@@ -66,7 +66,7 @@ pub fn append(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> io::Result<
     file.write_all(contents.as_ref())
 }
 
-/// Whether [`write`] (or a [`Partial`]) can write `path`, checked without touching `path`
+/// Whether [`write()`] (or a [`Partial`]) can write `path`, checked without touching `path`
 /// itself: it is not a directory or a link to something other than a file, and a file can be
 /// created in its folder (where the temporary file goes).
 pub fn check_writable(path: &Path) -> io::Result<()> {
