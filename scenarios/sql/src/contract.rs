@@ -226,8 +226,10 @@ pub fn check(file: &SqlFile) -> Vec<Problem> {
 /// last step that reads or writes, and a transaction it begins it must end.
 fn check_steps(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
     let mut view = st.clone();
-    let mut returned: Vec<String> = Vec::new();
+    // Sets, so that a statement of many parameters and columns is checked in linear time.
+    let mut returned: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     let mut own: Vec<(String, usize)> = Vec::new();
+    let mut owned: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     let mut open: Option<usize> = None;
     for step in &st.steps {
         match step.control() {
@@ -244,12 +246,12 @@ fn check_steps(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
             Control::Data => {}
         }
         for (p, line) in &step.params {
-            let carried = returned.iter().any(|c| c == p || c == "*");
-            if !carried && !own.iter().any(|(o, _)| o == p) {
+            let carried = returned.contains(p.as_str()) || returned.contains("*");
+            if !carried && owned.insert(p.as_str()) {
                 own.push((p.clone(), *line));
             }
         }
-        returned.extend(step.returns.iter().cloned());
+        returned.extend(step.returns.iter().map(String::as_str));
     }
     if let Some(line) = open {
         problems.push(Problem {

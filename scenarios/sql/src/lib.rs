@@ -30,6 +30,7 @@ pub mod coordinator;
 pub mod db;
 pub mod explore;
 pub mod file;
+pub mod lex;
 pub mod server;
 pub mod time;
 
