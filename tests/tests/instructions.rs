@@ -80,3 +80,67 @@ fn without_valgrind_the_count_is_refused_in_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("valgrind"), "{err}");
 }
+
+/// A SQL file whose `claim` uses `n` distinct parameters (none of them the contract's).
+fn claim_with_parameters(n: usize) -> String {
+    let mut text = String::from(
+        "-- name: schema\ncreate table t (id int);\n-- name: enqueue\ninsert into t values (:job_id);\n\
+         -- name: heartbeat\nupdate t set id = id where id = :job_id returning now() as lease_until;\n\
+         -- name: commit\nupdate t set id = id where id = :job_id;\n\
+         -- name: fail\nupdate t set id = id where id = :job_id returning 'failed' as state;\n\
+         -- name: claim\nselect 1 as id, 2 as fencing_token, now() as lease_until where :worker_id = 'w'",
+    );
+    for i in 0..n {
+        text.push_str(&format!(" and :p{i} = 1"));
+        if i % 10 == 9 {
+            text.push('\n');
+        }
+    }
+    text.push_str(";\n");
+    text
+}
+
+/// The instructions `sql check` spends parsing and checking `file` (its output not counted).
+fn check_instructions(file: &std::path::Path) -> u64 {
+    let out = Command::new("valgrind")
+        .args([
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            "--toggle-collect=*SqlFile*parse*",
+            "--toggle-collect=*contract*check*",
+        ])
+        .arg(leasesim_bin())
+        .args(["sql", "check"])
+        .arg(file)
+        .output()
+        .expect("valgrind runs");
+    assert_eq!(out.status.code(), Some(2), "the file breaks the contract");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let collected = err
+        .lines()
+        .find_map(|l| l.split("Collected : ").nth(1))
+        .unwrap_or_else(|| panic!("no count from callgrind: {err}"));
+    collected.trim().parse().expect("a count")
+}
+
+#[test]
+fn sql_check_grows_linearly_with_a_files_parameters() {
+    let tmp = leasesim_tests::TempDir::new("sql-scaling");
+    let (small, large) = (4_000, 16_000);
+    let mut counts = Vec::new();
+    for n in [small, large] {
+        let path = tmp.join(&format!("p{n}.sql"));
+        std::fs::write(&path, claim_with_parameters(n)).unwrap();
+        counts.push(check_instructions(&path));
+    }
+    let ratio = counts[1] as f64 / counts[0] as f64;
+    println!(
+        "sql check: {} instructions for {small} parameters, {} for {large}: x{ratio:.2} for x4",
+        counts[0], counts[1]
+    );
+    // Linear work is about 4 times as much for 4 times the parameters; quadratic work, 16.
+    assert!(
+        (3.0..6.0).contains(&ratio),
+        "x{ratio:.2} for 4 times the parameters: {counts:?}"
+    );
+}

@@ -330,6 +330,125 @@ fn sql_check_names_each_problem_with_its_line() {
     );
 }
 
+/// The seed file with `from` replaced by `to` (once), and the line it is on.
+fn seed_with(from: &str, to: &str) -> (String, usize) {
+    let seed = std::fs::read_to_string(query("seed-postgres.sql")).unwrap();
+    let at = seed
+        .find(from)
+        .unwrap_or_else(|| panic!("{from} is in the seed file"));
+    let line = seed[..at].matches('\n').count() + 1;
+    (seed.replacen(from, to, 1), line)
+}
+
+#[test]
+fn sql_check_lexes_as_postgresql_does_and_finds_every_real_clock_reading() {
+    let tmp = TempDir::new("sql-lex");
+    let write = |name: &str, text: &str| {
+        let p = tmp.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    // Valid SQL that a naive reading cuts or refuses: nested comments with `;` inside, an
+    // escape string holding a quote and a `;`. It passes, and PostgreSQL runs it.
+    let (good, _) = seed_with(
+        "  error jsonb\n);",
+        "  error jsonb,\n  note text default E'it\\'s; fine'\n); /* outer /* inner; */ still a comment; */",
+    );
+    let good = write("good.sql", &good);
+    let f = leasesim(&["sql", "check", &good], &tmp.0, 60);
+    assert_eq!(f.code, Some(0), "{}\n{}", f.out, f.err);
+    let f = leasesim(
+        &[
+            "run",
+            "w1-w2",
+            "--seed",
+            "1",
+            "--coordinator",
+            &format!("sql:{good}"),
+        ],
+        &tmp.0,
+        120,
+    );
+    assert_eq!(f.code, Some(0), "PostgreSQL runs it: {}\n{}", f.out, f.err);
+    // `'now'` is the real clock to PostgreSQL: it made a correct queue look broken.
+    let (now, now_line) = seed_with(
+        "lease_until > now()\nreturning",
+        "lease_until > 'now'::timestamptz\nreturning",
+    );
+    let now = write("now.sql", &now);
+    let f = leasesim(&["sql", "check", &now], &tmp.0, 60);
+    assert_eq!(f.code, Some(2), "{}\n{}", f.out, f.err);
+    assert!(
+        f.out.contains(&format!("{now}:{now_line}: ")) && f.out.contains("'now'"),
+        "line {now_line}: {}",
+        f.out
+    );
+    let f = leasesim(
+        &[
+            "run",
+            "w1-w2",
+            "--seed",
+            "1",
+            "--coordinator",
+            &format!("sql:{now}"),
+        ],
+        &tmp.0,
+        60,
+    );
+    assert_eq!(
+        f.code,
+        Some(2),
+        "refused before it runs: {}\n{}",
+        f.out,
+        f.err
+    );
+    assert!(
+        f.err.contains("'now'") && f.err.lines().count() == 1,
+        "{}",
+        f.err
+    );
+    // A clock reading after an escaped quote is still code.
+    let (hidden, hidden_line) = seed_with(
+        "  and lease_until > now();",
+        "  and lease_until > now() and E'\\'' <> clock_timestamp()::text;",
+    );
+    let hidden = write("hidden.sql", &hidden);
+    let f = leasesim(&["sql", "check", &hidden], &tmp.0, 60);
+    assert_eq!(f.code, Some(2), "{}\n{}", f.out, f.err);
+    assert!(
+        f.out.contains(&format!("{hidden}:{hidden_line}: ")) && f.out.contains("clock_timestamp"),
+        "line {hidden_line}: {}",
+        f.out
+    );
+    // A literal that does not end is called that, at the line it starts on; one that a
+    // missing quote made run over the next statements is called that.
+    let (open, open_line) = seed_with("'succeeded'", "'succeeded");
+    let open = write("open.sql", &open);
+    let f = leasesim(&["sql", "check", &open], &tmp.0, 60);
+    assert_eq!(f.code, Some(2), "{}\n{}", f.out, f.err);
+    assert!(
+        f.out.starts_with(&format!("{open}:{open_line}: a quoted string starts here and runs over the `-- name:` marker at line 22: is a quote missing?")),
+        "{}",
+        f.out
+    );
+    let open = write(
+        "open-end.sql",
+        &format!(
+            "{}-- name: status\nselect 'x as state;\n",
+            std::fs::read_to_string(&good).unwrap()
+        ),
+    );
+    let last = std::fs::read_to_string(&open).unwrap().lines().count();
+    let f = leasesim(&["sql", "check", &open], &tmp.0, 60);
+    assert_eq!(f.code, Some(2), "{}\n{}", f.out, f.err);
+    assert_eq!(
+        f.out.trim(),
+        format!("{open}:{last}: unterminated quoted string (it starts here)"),
+        "{}",
+        f.err
+    );
+}
+
 #[test]
 fn bad_sql_options_get_one_line_and_exit_2() {
     let tmp = TempDir::new("sql-usage");

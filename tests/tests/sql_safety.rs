@@ -366,3 +366,45 @@ fn a_statement_that_never_ends_is_cancelled_by_the_server_and_named() {
     ]);
     assert_eq!(f.code, Some(2), "{}", f.err);
 }
+
+#[test]
+fn a_clock_reading_built_at_run_time_is_refused_by_the_throwaway_server() {
+    let tmp = TempDir::new("sql-hidden-clock");
+    // `sql check` cannot see a function name put together when the statement runs.
+    let hidden = articles_file_with(&tmp, "hidden-clock.sql", |t| {
+        let t = t.replacen(
+            "-- name: enqueue",
+            "create function real_time() returns timestamptz language plpgsql as $$\n\
+             declare r timestamptz;\n\
+             begin execute 'select clock' || '_timestamp()' into r; return r; end $$;\n\n\
+             -- name: enqueue",
+            1,
+        );
+        let at = t.find("-- name: commit").unwrap();
+        let (head, tail) = t.split_at(at);
+        format!(
+            "{head}{}",
+            tail.replacen("where ", "where real_time() is not null and ", 1)
+        )
+    });
+    let f = leasesim(&["sql", "check", hidden.to_str().unwrap()]);
+    assert_eq!(f.code, Some(0), "{}\n{}", f.out, f.err);
+    let f = leasesim(&[
+        "run",
+        "w1-w2",
+        "--seed",
+        "0",
+        "--coordinator",
+        &format!("sql:{}", hidden.display()),
+    ]);
+    assert_eq!(f.code, Some(1), "{}\n{}", f.out, f.err);
+    assert!(f.out.contains("MACHINE ERROR"), "{}", f.out);
+    assert!(
+        f.out.contains("`commit`")
+            && f.out
+                .contains("permission denied for function clock_timestamp"),
+        "{}",
+        f.out
+    );
+    assert!(!f.err.contains("panicked"), "{}", f.err);
+}

@@ -422,6 +422,22 @@ pub(crate) fn describe(
     if let Some(detail) = db.detail() {
         s.push_str(&format!(" ({detail})"));
     }
+    let refused = db
+        .message()
+        .strip_prefix("permission denied for function ")
+        .is_some_and(|f| {
+            crate::file::CLOCK_FUNCTIONS
+                .iter()
+                .chain(crate::file::RANDOM_FUNCTIONS)
+                .chain(&["now"])
+                .any(|n| *n == f && *n != "pg_backend_pid")
+        });
+    if refused {
+        s.push_str(
+            " (the throwaway server keeps the real clock and randomness from the SQL it runs: \
+             a run must depend on the simulated clock only; use now())",
+        );
+    }
     if let (Some(st), Some(postgres::error::ErrorPosition::Original(pos))) = (st, db.position()) {
         let pos = *pos as usize;
         let chars: Vec<char> = batch.chars().collect();

@@ -291,7 +291,32 @@ impl Server {
             sql(&mut c, &text)?;
         }
         let mut c = admin(RUN_DATABASE)?;
-        sql(&mut c, "REVOKE ALL ON SCHEMA public FROM PUBLIC;")
+        sql(&mut c, "REVOKE ALL ON SCHEMA public FROM PUBLIC;")?;
+        // What `sql check` cannot see (a clock reading built at run time, in a function's
+        // `execute`) the server refuses: the run's role may not call the real clock's or
+        // randomness's functions, and such a call ends the run as a store error naming the
+        // statement. (`now()` is the run schema's own, which comes first on its search path.)
+        let names = crate::file::CLOCK_FUNCTIONS
+            .iter()
+            .chain(crate::file::RANDOM_FUNCTIONS)
+            .chain(&["now"])
+            // leasesim reads a connection's process id itself (to see who waits for whom).
+            .filter(|f| **f != "pg_backend_pid")
+            .map(|f| format!("'{f}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        sql(
+            &mut c,
+            &format!(
+                "DO $revoke$ DECLARE f regprocedure; BEGIN
+                   FOR f IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+                            WHERE p.pronamespace = 'pg_catalog'::regnamespace
+                              AND p.proname IN ({names}) LOOP
+                     EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+                   END LOOP;
+                 END $revoke$;"
+            ),
+        )
     }
 
     /// Runs one of PostgreSQL's tools as the server's account, within [`TOOL_LIMIT`]; its
