@@ -5,9 +5,10 @@
 //! not judged by the belief check (the verdict lists it as skipped); one acting before it
 //! learned of an operator's revocation reached a hazard (P15), not a violation.
 //!
-//! An effect is judged from the journal note its holder made when it sent it, and from the
-//! `Effect` message alone when it made none: what it journaled elsewhere (jeopardy, a loss)
-//! still counts, and so does every refusal of its lease delivered to it.
+//! An effect is judged from the `Effect` message and what the holder's run shows around it:
+//! the jeopardy it journaled elsewhere, a loss it learned, every refusal of its lease delivered
+//! to it. A journal note of the effect can only add a finding (its `in_jeopardy`): a note that
+//! says "not in jeopardy" never outweighs the jeopardy the holder journaled before it.
 
 use crate::hazard::Hazard;
 use crate::table::{coordinator_true, expiry_true};
@@ -15,8 +16,11 @@ use crate::wire::request_answered_here;
 use crate::{fmt_ns, Cx, Ev, Judgement, Skipped};
 use leasesim_protocol::{IdemKey, Invariant, JobId, Token};
 
-/// I5 at an effect a holder started, as it journaled it.
+/// I5 at an effect a holder started, as it journaled it: the note can only add a finding
+/// (its own `in_jeopardy`), never take one away; everything an unjournaled effect is judged
+/// by is judged here too.
 /// Inlined into the walk's arm for its note, like the other checkers of frequent notes.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn effect_started(
     cx: &Cx<'_>,
@@ -25,21 +29,21 @@ pub(crate) fn effect_started(
     token: Token,
     key: IdemKey,
     in_jeopardy: bool,
+    told_lost: bool,
     out: &mut Judgement,
 ) {
-    if in_jeopardy {
-        out.flag(
-            Invariant::QuiescentHolder,
-            e,
-            format!(
-                "{} started {} with token {token} while in jeopardy",
-                cx.name(e.node),
-                cx.key(key)
-            ),
-        );
-        return;
+    if !in_jeopardy {
+        return effect_sent(cx, e, job, token, key, told_lost, out);
     }
-    acted(cx, e, job, token, key, out);
+    out.flag(
+        Invariant::QuiescentHolder,
+        e,
+        format!(
+            "{} started {} with token {token} while in jeopardy",
+            cx.name(e.node),
+            cx.key(key)
+        ),
+    );
 }
 
 /// I5 at an effect a holder sent without journaling it: its journal's jeopardy, if it keeps

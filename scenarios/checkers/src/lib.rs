@@ -1136,7 +1136,8 @@ impl Checkers {
                 ..
             } => {
                 effects::started(cx, e, job, token, receiver, key, out);
-                holder::effect_started(cx, e, job, token, key, in_jeopardy, out);
+                let told_lost = self.wire.refused(e.node, job, token);
+                holder::effect_started(cx, e, job, token, key, in_jeopardy, told_lost, out);
             }
             Event::JobClaimed {
                 job,

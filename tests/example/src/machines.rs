@@ -48,6 +48,8 @@ fn name(base: &str, bug: Bug) -> &'static str {
     match (base, bug) {
         ("payments-worker", Bug::None) => "payments-worker",
         ("payments-worker", Bug::DeadlineFromReplyArrival) => "payments-worker-late-reply-bug",
+        ("payments-worker", Bug::PaysInJeopardy) => "payments-worker-pays-in-jeopardy",
+        ("all-mine", Bug::PaysInJeopardy) => "all-mine-pays-in-jeopardy",
         ("all-mine", Bug::None) => "all-mine",
         (_, _) => "all-mine-late-reply-bug",
     }
@@ -57,6 +59,6 @@ fn name(base: &str, bug: Bug) -> &'static str {
 fn mark(m: Machines, bug: Bug) -> Machines {
     match bug {
         Bug::None => m,
-        Bug::DeadlineFromReplyArrival => m.known_bad(),
+        Bug::DeadlineFromReplyArrival | Bug::PaysInJeopardy => m.known_bad(),
     }
 }

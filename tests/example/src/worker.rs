@@ -34,6 +34,9 @@ pub enum Bug {
     /// The window runs from the *arrival* of the acknowledgement: it overshoots the
     /// coordinator's lease by the reply's flight time.
     DeadlineFromReplyArrival,
+    /// A stop callback that runs late: I journal jeopardy when my window ends, but the plan goes
+    /// on paying, and each payment's journal line says I am not in jeopardy.
+    PaysInJeopardy,
 }
 
 /// How many unanswered claims or heartbeats I remember for matching replies.
@@ -224,7 +227,7 @@ impl Worker {
     /// at `now`.
     fn window_start(&self, sent: Nanos, now: Nanos) -> Nanos {
         match self.bug {
-            Bug::None => sent,
+            Bug::None | Bug::PaysInJeopardy => sent,
             Bug::DeadlineFromReplyArrival => now,
         }
     }
@@ -468,7 +471,7 @@ impl Worker {
             let Some(a) = self.held.as_mut() else {
                 return;
             };
-            if a.jeopardy {
+            if a.jeopardy && self.bug != Bug::PaysInJeopardy {
                 // Quiescence: I wait for a renewal or for the loss.
                 return;
             }
