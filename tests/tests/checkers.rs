@@ -498,10 +498,30 @@ fn takeovers_without_reason_or_higher_epoch_are_rejected_i8() {
             action: leasesim_protocol::OperatorAction::Revoke,
         },
     );
+    // Twice: no higher epoch, and no operator asked while the lease was live.
     assert_eq!(
         findings(vec![grant(0, W1, 1, 100), revoke_same_epoch]),
+        vec![Invariant::RecordedTakeover, Invariant::RecordedTakeover]
+    );
+    let revoke = |t: u64| {
+        at(
+            t,
+            COORD,
+            Event::LeaseRevoked {
+                job: JobId(0),
+                holder: Some(WorkerName(1)),
+                token: Token(1),
+                epoch: Token(2),
+                action: leasesim_protocol::OperatorAction::Revoke,
+            },
+        )
+    };
+    // Taken back by the coordinator alone while live: no reason; once expired by its clock, one.
+    assert_eq!(
+        findings(vec![grant(0, W1, 1, 100), revoke(50)]),
         vec![Invariant::RecordedTakeover]
     );
+    assert_eq!(findings(vec![grant(0, W1, 1, 100), revoke(150)]), vec![]);
 }
 
 // ---- judged from what crossed the network ----

@@ -3,12 +3,15 @@
 //! has a recorded reason and a higher epoch), judged at each grant, renewal, checkpoint and
 //! revocation against the reference lease table as it stood just before: from the
 //! coordinator's journal, or from its `ClaimGranted` and `HeartbeatOk` where it journaled none
-//! (I3 and I4 only: the reason and the epoch a takeover records are in the journal alone).
+//! (I3 and I4 only: the reason and the epoch a takeover records are in the journal alone). A
+//! revocation's reason is what the run shows, not what the journal calls it: an operator's
+//! request (F8) the handler answers, or the lease's end by the coordinator's clock; a live
+//! lease taken back for no such reason breaks I8.
 
 use crate::table::RenewalFault;
-use crate::{fmt_ns, Cx, Ev, Judgement};
+use crate::{fmt_ns, Cx, Ev, Judgement, Role};
 use leasesim_protocol::{
-    GrantReason, Invariant, JobId, JobState, OperatorAction, Token, WorkerName,
+    GrantReason, Invariant, JobId, JobState, Msg, OperatorAction, Token, WorkerName,
 };
 
 /// I3 and I8 at a grant.
@@ -144,6 +147,7 @@ pub(crate) fn renewed(
 
 /// I8 at a revocation: a new, higher epoch.
 pub(crate) fn revoked(
+    cx: &Cx<'_>,
     e: &Ev,
     job: JobId,
     token: Token,
@@ -157,6 +161,30 @@ pub(crate) fn revoked(
             e,
             format!(
                 "{job}: operator {action:?} ended token {token} without a higher epoch ({epoch})"
+            ),
+        );
+    }
+    // A reason: the operator's request this handler answers (F8), or the lease's end by the
+    // coordinator's own clock. Anything else is the coordinator taking a live lease back by
+    // itself, whatever its journal calls it.
+    let asked = crate::wire::delivered_here(cx.run.trace, cx.i).is_some_and(|(from, msg)| {
+        matches!(msg, Msg::Operator { job: j, .. } if j == job)
+            && matches!(cx.role(from), Some(Role::Operator))
+    });
+    if asked {
+        return;
+    }
+    let m = cx.models.table.row(job);
+    let live = m.token == token && m.valid_until.is_some_and(|u| u > e.local);
+    if live {
+        out.flag(
+            Invariant::RecordedTakeover,
+            e,
+            format!(
+                "{} ended {job}'s token {token} ({}'s lease, {} left by its own clock) as an operator's {action:?} that no operator asked for",
+                cx.name(e.node),
+                holder_name(m.holder),
+                fmt_ns(m.valid_until.unwrap_or(0).saturating_sub(e.local))
             ),
         );
     }

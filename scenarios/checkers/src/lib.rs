@@ -1107,7 +1107,7 @@ impl Checkers {
                 epoch,
                 action,
                 ..
-            } => leases::revoked(e, job, token, epoch, action, out),
+            } => leases::revoked(cx, e, job, token, epoch, action, out),
             Event::ResultAccepted {
                 job,
                 worker,
