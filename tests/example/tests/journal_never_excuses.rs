@@ -2,7 +2,7 @@
 //! effects' journal lines removed is never judged more harshly than with them.
 
 use leasesim::scenarios::ALL;
-use leasesim::{run, Invariant, Machines};
+use leasesim::{run, Invariant, Machines, ScenarioDef};
 use leasesim_example::{machines, Bug, Worker};
 use leasesim_protocol::{Event, Msg, Nanos, Output, WorkerMachine};
 
@@ -44,8 +44,8 @@ fn silent(bug: Bug) -> Machines {
     })
 }
 
-fn breaks_i5(m: &Machines, scenario: usize, seed: u64) -> Option<String> {
-    let setup = (ALL[scenario].build)(seed, m.setup_variant());
+fn breaks_i5(m: &Machines, scenario: &ScenarioDef, seed: u64) -> Option<String> {
+    let setup = (scenario.build)(seed, m.setup_variant());
     let r = run(&setup, seed, m);
     r.findings
         .iter()
@@ -59,7 +59,7 @@ fn a_worker_that_journals_is_never_judged_less_than_one_that_does_not() {
     let (journaled, quiet) = (machines::my_worker(bug), silent(bug));
     let mut both = 0;
     let mut in_jeopardy = 0;
-    for scenario in 0..ALL.len() {
+    for scenario in ALL {
         for seed in 0..60 {
             let without = breaks_i5(&quiet, scenario, seed);
             let with = breaks_i5(&journaled, scenario, seed);
@@ -67,7 +67,7 @@ fn a_worker_that_journals_is_never_judged_less_than_one_that_does_not() {
                 let with = with.as_deref().unwrap_or_else(|| {
                     panic!(
                         "{} seed {seed}: caught without the journal lines ({without}), passed with them",
-                        ALL[scenario].name
+                        scenario.name
                     )
                 });
                 both += 1;
