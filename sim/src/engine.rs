@@ -680,7 +680,15 @@ struct Slot {
     cut_to: u64,
     /// Messages that reached the node while it was paused, by their sends in the trace.
     deferred: Vec<usize>,
+    /// The true time of its last wake-up, and how many it had at that instant.
+    woken_at: u64,
+    wakes_at_once: u32,
 }
+
+/// Wake-ups a node may have at one instant of true time. A node that keeps asking to be woken
+/// no later than now spins without time passing: past this, the run ends with a process
+/// fault naming it, rather than at the event budget with nobody named.
+pub const WAKES_PER_INSTANT_MAX: u32 = 1024;
 
 /// The trace of a simulation of processes `P`.
 pub type Trace<P> = Vec<TraceEvent<<P as Process>::Msg, <P as Process>::Note>>;
@@ -771,6 +779,8 @@ impl<P: Process> Sim<P> {
                 extra_latency_ns: 0,
                 cut_to: 0,
                 deferred,
+                woken_at: 0,
+                wakes_at_once: 0,
             };
             match slots.get_mut(i) {
                 Some(slot) => {
@@ -1067,7 +1077,23 @@ impl<P: Process> Sim<P> {
                         // Stale, dead, or deferred: a paused node's wake is re-armed on resume.
                         continue;
                     }
-                    slot.wake = None;
+                    let asked = slot.wake.take();
+                    if slot.woken_at == self.now {
+                        slot.wakes_at_once += 1;
+                    } else {
+                        (slot.woken_at, slot.wakes_at_once) = (self.now, 1);
+                    }
+                    if slot.wakes_at_once > WAKES_PER_INSTANT_MAX {
+                        let local = self.local(node);
+                        let asked = asked.map_or("none".to_string(), |a| a.to_string());
+                        self.fault.get_or_insert((
+                            node,
+                            format!(
+                                "asked to be woken more than {WAKES_PER_INSTANT_MAX} times at one instant (poll_timeout said {asked} with its clock at {local}): a wake-up must be later than now, or None"
+                            ),
+                        ));
+                        continue;
+                    }
                     self.call(director, node, |p, cx| p.wake(cx));
                 }
                 EvKind::Alarm { tag } => {
