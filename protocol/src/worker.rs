@@ -907,7 +907,9 @@ impl Worker {
             self.go_idle(now);
             return;
         }
-        // The checkpoint renewed the lease from its send time, like a heartbeat.
+        // The checkpoint renewed the lease from its send time, like a heartbeat; leaving
+        // jeopardy by it is journaled as by a heartbeat.
+        let mut left = false;
         if let State::Holding(a) = &mut self.state {
             a.next_step += 1;
             a.reconcile = false;
@@ -916,10 +918,13 @@ impl Worker {
                 a.deadline = holder_deadline(sent_at, a.lease_ns, drift, margin);
                 let deadline = a.deadline;
                 if now < deadline {
-                    a.jeopardy = false;
+                    left = std::mem::replace(&mut a.jeopardy, false);
                     self.set(Timer::Deadline, deadline);
                 }
             }
+        }
+        if left {
+            self.journal(Event::JeopardyExited { job, token });
         }
         self.advance(now);
     }
