@@ -66,12 +66,8 @@ impl SweepConfig {
         };
         let report = sweep(&config, &AtomicBool::new(false), &Quiet);
         let unreached = report.unreached(&config, COVERAGE_MIN_SEEDS);
-        let first = report
-            .scenarios
-            .iter()
-            .flat_map(|o| o.failures.first())
-            .next();
-        if let Some(f) = first {
+        // The counterexample shown is the shortest, not the first in the scenarios' order.
+        if let Some(f) = report.best_failure() {
             return Err(config.explain(f.scenario, f.seed, &f.first, &report));
         }
         if !unreached.is_empty() {

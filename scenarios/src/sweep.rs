@@ -377,6 +377,18 @@ pub struct Failure {
     pub first: String,
     /// Every invariant it broke, sorted.
     pub invariants: Vec<&'static str>,
+    /// The faults of its plan.
+    pub faults: usize,
+    /// The events its run took (0 for a configuration refused before it ran).
+    pub events: u64,
+}
+
+impl Failure {
+    /// How it ranks as a counterexample: fewest faults, then fewest events, then lowest seed
+    /// (then the scenario's place, for a total order).
+    pub fn rank(&self) -> (usize, u64, u64, usize) {
+        (self.faults, self.events, self.seed, self.scenario)
+    }
 }
 
 /// What one scenario's seeds gave.
@@ -457,6 +469,15 @@ pub struct BudgetOutcome {
 }
 
 impl SweepReport {
+    /// The best counterexample among the failures kept: the shortest story (fewest faults,
+    /// then fewest events, then lowest seed), whichever scenario found it.
+    pub fn best_failure(&self) -> Option<&Failure> {
+        self.scenarios
+            .iter()
+            .flat_map(|o| &o.failures)
+            .min_by_key(|f| f.rank())
+    }
+
     /// Failing seeds over every scenario.
     pub fn failing(&self) -> u64 {
         self.scenarios.iter().map(|s| s.failing).sum()
@@ -569,6 +590,8 @@ fn judge_seed(
                 first: format!("the scenario drew a configuration that breaks P6: {reason}"),
                 verdict: Verdict::Invalid { reason },
                 invariants: Vec::new(),
+                faults: setup.faults.len(),
+                events: 0,
             });
         }
     }
@@ -614,6 +637,8 @@ fn judge_seed(
         },
         verdict,
         invariants,
+        faults: setup.faults.len(),
+        events: r.events,
     };
     // A failure is kept as its seed and first finding; a replay runs it again in full.
     crate::run::recycle(r);

@@ -351,6 +351,8 @@ impl Sum {
                     verdict: x.verdict,
                     first: x.first,
                     invariants,
+                    faults: x.faults,
+                    events: x.events,
                 },
             );
             if kept.len() > FAILURES_KEPT {

@@ -810,14 +810,11 @@ impl Results {
                     "declared_hazards": d.hazards.iter().map(|h| h.name()).collect::<Vec<_>>(),
                     "unreached_hazards": self.unreached.iter().filter(|(s, _)| *s == i).map(|(_, h)| h.name()).collect::<Vec<_>>(),
                     "failures_listed": o.failures.len(),
-                    "failures": o.failures.iter().map(|f| json!({
-                        "seed": f.seed,
-                        "verdict": f.verdict,
-                        "invariants": f.invariants,
-                        "first": f.first,
-                        "reproduce": reproduce_command_for(m, d.name, f.seed),
-                        "replay": self.replay(i, f.seed),
-                    })).collect::<Vec<_>>(),
+                    "failures": o.failures.iter().map(|f| failure_json(
+                        f,
+                        reproduce_command_for(m, d.name, f.seed),
+                        self.replay(i, f.seed),
+                    )).collect::<Vec<_>>(),
                 })
             }).collect::<Vec<_>>(),
             "runs": r.runs,
@@ -1119,4 +1116,18 @@ mod tests {
         );
         assert_eq!(say([&[], &[], &[]]), "none");
     }
+}
+
+/// One kept failure in a sweep's JSON result.
+fn failure_json(f: &Failure, reproduce: String, replay: Option<&str>) -> serde_json::Value {
+    json!({
+        "seed": f.seed,
+        "verdict": f.verdict,
+        "invariants": f.invariants,
+        "first": f.first,
+        "faults": f.faults,
+        "events": f.events,
+        "reproduce": reproduce,
+        "replay": replay,
+    })
 }

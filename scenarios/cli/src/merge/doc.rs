@@ -480,6 +480,11 @@ pub(super) struct FailureDoc {
     pub invariants: List<String, INVARIANTS>,
     pub first: String,
     pub replay: Option<String>,
+    /// Results written before failures were ranked have neither.
+    #[serde(default)]
+    pub faults: usize,
+    #[serde(default)]
+    pub events: u64,
 }
 
 /// A matrix's result (`matrix --json`), the fields `merge` reads or checks.
