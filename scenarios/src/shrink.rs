@@ -1,7 +1,9 @@
 //! The shrinker: delta debugging over a failing run's explicit plan. It drops faults (ddmin),
 //! removes workers and jobs, shortens pauses, partitions, delays and outages, moves windowed
-//! faults later, and quiets the network, keeping each change only if the same invariant still
-//! fails with the same seed. What is left is a handful of faults a reviewer can read.
+//! faults later, and quiets the network, keeping each change only if the same finding still
+//! comes with the same seed: the same invariant, told by the same sentence (its numbers aside),
+//! so that the shrunk run shows the bug it was shrunk from. What is left is a handful of faults
+//! a reviewer can read.
 
 use crate::machines::Machines;
 use crate::plan::{Fault, FaultKind, MsgAction, Trigger};
@@ -36,6 +38,9 @@ pub struct Shrunk {
 struct Shrinker<'m> {
     seed: u64,
     invariant: Invariant,
+    /// The first finding's sentence without its numbers: a candidate must tell the same story
+    /// (the same finding at other times, tokens or names), not only break the same invariant.
+    story: String,
     runs: u64,
     events: u64,
     machines: &'m Machines,
@@ -60,7 +65,9 @@ impl Shrinker<'_> {
         self.runs += 1;
         let r = run(setup, self.seed, self.machines);
         self.events += r.events;
-        r.findings.iter().any(|f| f.invariant == self.invariant)
+        r.findings
+            .first()
+            .is_some_and(|f| f.invariant == self.invariant && story(&f.message) == self.story)
     }
 
     /// Classic ddmin over the fault list: try removing chunks, then finer chunks.
@@ -374,6 +381,7 @@ pub fn shrink_until(
     let mut sh = Shrinker {
         seed: replay.seed,
         invariant: first.invariant,
+        story: story(&first.message),
         runs: 0,
         events: original.events,
         machines,
@@ -405,6 +413,12 @@ pub fn shrink_until(
         faults_before,
         stopped,
     })
+}
+
+/// A finding's sentence with its numbers (times, tokens, seeds, node and job numbers) left
+/// out: what stays is the story it tells.
+pub fn story(message: &str) -> String {
+    message.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
 /// A fault in one readable line: as a replay file writes it.
