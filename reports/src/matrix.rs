@@ -84,6 +84,11 @@ pub struct Matrix {
     pub median_seeds_to_detection: Option<u64>,
 }
 
+/// Whether a row's runs hit a limit somewhere (a failure, as a sweep counts it).
+fn unfinished(r: &Row) -> bool {
+    r.cells.iter().any(|c| c.unfinished > 0)
+}
+
 /// The rows expected to be caught.
 fn bad(m: &Matrix) -> impl Iterator<Item = &Row> {
     m.rows.iter().filter(|r| !r.expected_to_hold)
@@ -131,6 +136,8 @@ pub fn markdown(m: &Matrix) -> String {
         let caught = if r.expected_to_hold {
             if r.caught {
                 "FAILED"
+            } else if unfinished(r) {
+                "UNFINISHED"
             } else {
                 "clean"
             }
@@ -183,12 +190,15 @@ pub fn markdown(m: &Matrix) -> String {
             match c.first_failing_seed {
                 Some(seed) => s.push_str(&format!(" {} |", seed + 1)),
                 None if c.inexpressible() => s.push_str(" n/a |"),
+                None if c.unfinished > 0 => {
+                    s.push_str(&format!(" unfinished ({}) |", c.unfinished))
+                }
                 None => s.push_str(" held |"),
             }
         }
         s.push('\n');
     }
-    s.push_str("\nHow to read it: a number is the seeds it took to catch the variant in that scenario (seed numbers start at 0, so 1 means seed 0 failed). `held` means every seed in the budget held: the scenario does not exercise that bug, which is expected for most pairs. A variant is caught when any scenario catches it; the reference row must read `held` everywhere. `n/a`: the machines cannot express the scenario (a SQL file without the statement it needs), so no seed of it ran and none counts as held. `unsafe-timing` (V12) is first refused by configuration validation; the matrix runs it with the validation bypassed to show the simulation catches it too.\n");
+    s.push_str("\nHow to read it: a number is the seeds it took to catch the variant in that scenario (seed numbers start at 0, so 1 means seed 0 failed). `held` means every seed in the budget held: the scenario does not exercise that bug, which is expected for most pairs. A variant is caught when any scenario catches it; the reference row must read `held` everywhere. `unfinished (n)`: no seed broke an invariant, but n runs hit a limit before they ended (a failure, as a sweep counts it: `leasesim run` of one says what kept it going). `n/a`: the machines cannot express the scenario (a SQL file without the statement it needs), so no seed of it ran and none counts as held. `unsafe-timing` (V12) is first refused by configuration validation; the matrix runs it with the validation bypassed to show the simulation catches it too.\n");
     s
 }
 
@@ -211,7 +221,16 @@ pub fn html(m: &Matrix) -> String {
     s.push_str("<table class=\"matrix\"><tr><th>variant</th><th>SPEC</th><th>caught</th><th>by invariants</th><th>first caught in</th><th>seeds to detection</th><th>shrunk counterexample</th><th>reproduce</th></tr>\n");
     for r in &m.rows {
         let (class, word) = if r.expected_to_hold {
-            ("clean", if r.caught { "FAILED" } else { "clean" })
+            (
+                "clean",
+                if r.caught {
+                    "FAILED"
+                } else if unfinished(r) {
+                    "UNFINISHED"
+                } else {
+                    "clean"
+                },
+            )
         } else if r.caught {
             ("yes", "yes")
         } else {
@@ -238,4 +257,58 @@ pub fn html(m: &Matrix) -> String {
     }
     s.push_str("</table>\n</body></html>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(first_failing_seed: Option<u64>, unfinished: u64) -> Cell {
+        Cell {
+            scenario: "w1-w2",
+            seeds_run: 10,
+            first_failing_seed,
+            failing: 0,
+            unfinished,
+            invariants: Vec::new(),
+            refused_by_validation: false,
+            not_expressible: 0,
+        }
+    }
+
+    #[test]
+    fn a_cell_of_unfinished_runs_says_so_and_never_reads_held() {
+        let row = Row {
+            variant: "mine".into(),
+            spec: String::new(),
+            summary: String::new(),
+            expected_to_hold: true,
+            caught: false,
+            invariants: Vec::new(),
+            caught_by: Vec::new(),
+            best_scenario: None,
+            first_failing_seed: None,
+            seeds_to_detection: None,
+            reproduce: None,
+            cells: vec![cell(None, 3), cell(None, 0)],
+        };
+        let m = Matrix {
+            subject: "Mine".into(),
+            command: "leasesim matrix".into(),
+            seeds: 10,
+            rows: vec![row],
+            reference_clean: false,
+            all_caught: true,
+            median_seeds_to_detection: None,
+        };
+        let md = markdown(&m);
+        let mut rows = md.lines().filter(|l| l.starts_with("| `mine` |"));
+        let summary = rows.next().expect("the summary row");
+        assert!(
+            summary.starts_with("| `mine` |  | UNFINISHED |"),
+            "{summary}"
+        );
+        assert_eq!(rows.next(), Some("| `mine` | unfinished (3) | held |"));
+        assert!(html(&m).contains("UNFINISHED"));
+    }
 }

@@ -138,6 +138,9 @@ pub struct RunResult {
     pub machine_fault: Option<String>,
     /// Judgements the checkers did not make (a clock out of its drift bound), and why.
     pub skipped: Vec<Skipped>,
+    /// What kept a run that hit a limit from ending (messages the plan holds and never
+    /// released, busy workers, jobs not terminal); `None` for a run that ended by itself.
+    pub unfinished: Option<String>,
     /// The coordinator's named statements (name, text) when it is written as statements (a
     /// SQL file): reports show them beside its decisions. Empty otherwise.
     pub statements: std::sync::Arc<Vec<(String, String)>>,
@@ -167,6 +170,7 @@ impl RunResult {
             hazards: judgement.hazards,
             machine_fault: None,
             skipped: judgement.skipped,
+            unfinished: None,
             statements: no_statements(),
         }
     }
@@ -297,6 +301,7 @@ fn run_judged(
     };
     let (end_ns, events, from) = (sim.now(), sim.events(), sim.trace_base());
     let (trace, buffers, nodes) = sim.finish_with_nodes();
+    let still = end.is_limit().then(|| Still::of(&trace, &nodes));
     crate::world::keep_nodes(nodes);
     BUFFERS.with_borrow_mut(|b| *b = buffers);
     DIRECTOR.with_borrow_mut(|d| *d = Some(director));
@@ -306,6 +311,7 @@ fn run_judged(
         Some(p) => p.finish(setup, seed, trace, from, end, end_ns, events),
     };
     r.statements = machines.statements_shared();
+    r.unfinished = still.map(|st| st.describe(setup, &r.nodes, end));
     r.machine_fault = fault.map(|(node, reason)| {
         let info = r.nodes.get(node as usize);
         let part = match info.map(|n| &n.role) {
@@ -320,6 +326,77 @@ fn run_judged(
         )
     });
     r
+}
+
+/// What was still going on when a run hit a limit.
+struct Still {
+    /// Messages the plan held and never released.
+    held: usize,
+    /// Workers that still held (or believed they held) a job, by node.
+    busy: Vec<usize>,
+    /// Whether the coordinator had every job terminal.
+    done: bool,
+}
+
+impl Still {
+    fn of(trace: &[TraceEvent<Msg, Event>], nodes: &[Node]) -> Still {
+        let mut held = std::collections::BTreeSet::new();
+        for e in trace {
+            match e.kind {
+                leasesim_sim::EventKind::Send {
+                    id,
+                    fate: leasesim_sim::Fate::Hold,
+                    ..
+                } => {
+                    held.insert(id);
+                }
+                leasesim_sim::EventKind::Release { id, .. } => {
+                    held.remove(&id);
+                }
+                _ => {}
+            }
+        }
+        Still {
+            held: held.len(),
+            busy: (0..nodes.len())
+                .filter(|&i| nodes[i].is_busy_worker())
+                .collect(),
+            done: nodes.iter().any(Node::is_finished_coordinator),
+        }
+    }
+
+    /// `the Horizon limit (3600.000s): 1 message the plan holds was never released (...)`.
+    fn describe(&self, setup: &Setup, names: &[NodeInfo], end: End) -> String {
+        let mut parts = Vec::new();
+        if self.held > 0 {
+            let holds: Vec<String> = setup
+                .faults
+                .iter()
+                .filter(|f| f.release().is_some())
+                .map(crate::shrink::describe)
+                .collect();
+            parts.push(format!(
+                "{} message(s) the plan held were never released: the hold's release never came ({})",
+                self.held,
+                holds.join("; ")
+            ));
+        }
+        if !self.busy.is_empty() {
+            let who: Vec<&str> = self
+                .busy
+                .iter()
+                .filter_map(|&i| names.get(i).map(|n| n.name.as_str()))
+                .collect();
+            parts.push(format!("{} still held a job", who.join(", ")));
+        }
+        if !self.done {
+            parts.push("the coordinator had jobs not terminal".to_string());
+        }
+        if parts.is_empty() {
+            parts.push("every job was terminal and no worker busy, yet events kept coming".into());
+        }
+        format!("it reached the {end:?} limit while {}", parts.join("; "))
+    }
 }
 
 /// A run judged in parts: its world's names and clocks, and the judging.

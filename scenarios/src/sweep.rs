@@ -630,10 +630,11 @@ fn judge_seed(
     let failure = Failure {
         scenario: sc,
         seed,
-        first: match (r.findings.first(), &r.machine_fault) {
-            (Some(f), _) => reports::finding(&names, f),
-            (None, Some(fault)) => format!("{}: {fault}", verdict.word()),
-            (None, None) => verdict.word(),
+        first: match (r.findings.first(), &r.machine_fault, &r.unfinished) {
+            (Some(f), _, _) => reports::finding(&names, f),
+            (None, Some(fault), _) => format!("{}: {fault}", verdict.word()),
+            (None, None, Some(why)) => format!("{}: {why}", verdict.word()),
+            (None, None, None) => verdict.word(),
         },
         verdict,
         invariants,

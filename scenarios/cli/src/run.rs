@@ -394,6 +394,7 @@ fn present(
             "findings": findings_json(&r),
             "skipped": r.skipped.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "machine_error": r.machine_fault,
+            "unfinished": r.unfinished,
             "hazards": r.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "metrics": metrics.to_json(),
             "deterministic": determinism.as_ref().map(|d| d.is_ok()),
@@ -533,6 +534,8 @@ fn print_text(
     ))?;
     if let Some(fault) = &r.machine_fault {
         io(writeln!(out, "  machine error: {fault}"))?;
+    } else if let Some(why) = &r.unfinished {
+        io(writeln!(out, "  unfinished: {why}"))?;
     }
     for f in &r.findings {
         io(writeln!(out, "  {}", reports::finding(&names, f)))?;
