@@ -1080,6 +1080,20 @@ impl Results {
     }
 }
 
+/// One kept failure in a sweep's JSON result.
+fn failure_json(f: &Failure, reproduce: String, replay: Option<&str>) -> serde_json::Value {
+    json!({
+        "seed": f.seed,
+        "verdict": f.verdict,
+        "invariants": f.invariants,
+        "first": f.first,
+        "faults": f.faults,
+        "events": f.events,
+        "reproduce": reproduce,
+        "replay": replay,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1116,18 +1130,4 @@ mod tests {
         );
         assert_eq!(say([&[], &[], &[]]), "none");
     }
-}
-
-/// One kept failure in a sweep's JSON result.
-fn failure_json(f: &Failure, reproduce: String, replay: Option<&str>) -> serde_json::Value {
-    json!({
-        "seed": f.seed,
-        "verdict": f.verdict,
-        "invariants": f.invariants,
-        "first": f.first,
-        "faults": f.faults,
-        "events": f.events,
-        "reproduce": reproduce,
-        "replay": replay,
-    })
 }
