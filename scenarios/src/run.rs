@@ -553,6 +553,7 @@ fn world_of<'a>(
             .map(|b| setup.heal_at_ns.unwrap_or(0) + b),
         end,
         end_ns,
+        messages: true,
     }
 }
 

@@ -107,6 +107,7 @@ fn judged(trace: &[TraceEvent<Msg, Event>], clocks: &[Clock]) -> Judgement {
         liveness_deadline_ns: None,
         end: End::Done,
         end_ns: trace.last().map_or(0, |e| e.t),
+        messages: true,
     };
     check(&world, trace)
 }
@@ -459,6 +460,7 @@ fn a_healthy_holder_taken_over_and_an_unfinished_job_are_rejected_i7() {
         liveness_deadline_ns: Some(500),
         end: End::Horizon,
         end_ns: 1_000,
+        messages: true,
     };
     let found: Vec<Invariant> = check(&world, &trace)
         .findings

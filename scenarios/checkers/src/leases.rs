@@ -171,7 +171,7 @@ pub(crate) fn revoked(
         matches!(msg, Msg::Operator { job: j, .. } if j == job)
             && matches!(cx.role(from), Some(Role::Operator))
     });
-    if asked {
+    if asked || !cx.run.world.messages {
         return;
     }
     let m = cx.models.table.row(job);

@@ -117,6 +117,10 @@ pub struct World<'a> {
     pub end: End,
     /// True time at the end.
     pub end_ns: u64,
+    /// Whether the trace holds the messages as well as the journal (a simulated run's does;
+    /// an audited journal is notes only): what only a message can show (an operator's
+    /// request behind a revocation) is judged only then.
+    pub messages: bool,
 }
 
 /// The verdict material of one run.

@@ -166,6 +166,7 @@ fn judge_logs(j: &Journal, coordinator: Option<usize>, receivers: &[usize], a: &
         liveness_deadline_ns: None,
         end: End::Idle,
         end_ns: trace.len() as u64,
+        messages: false,
     };
     let judged = check(&world, &trace);
     a.hazards = judged.hazards;
