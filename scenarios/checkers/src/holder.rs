@@ -256,7 +256,8 @@ pub(crate) fn success_claimed(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, out
     let accepted = cx
         .history
         .lease(job, token)
-        .is_some_and(|l| l.accepted_before(name, cx.i));
+        .is_some_and(|l| l.accepted_before(name, cx.i))
+        || cx.models.table.accepted_by_message(job, token, name);
     if !accepted {
         out.flag(
             Invariant::QuiescentHolder,

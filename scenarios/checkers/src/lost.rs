@@ -143,10 +143,13 @@ impl Lost {
 /// Inlined into the walk's arm for its note, like the other checkers of frequent notes.
 #[inline(always)]
 pub(crate) fn effect_applied(cx: &Cx<'_>, e: &Ev, key: IdemKey, fence: Token, out: &mut Judgement) {
+    // A grant journaled, or one whose message alone said it (a coordinator that keeps no
+    // journal is judged by what it sent).
     let traced = cx
         .history
         .lease(key.job, fence)
-        .is_some_and(|l| l.granted_before(cx.i));
+        .is_some_and(|l| l.granted_before(cx.i))
+        || cx.models.table.was_granted(key.job, fence);
     if !traced {
         out.flag(
             Invariant::NothingLost,

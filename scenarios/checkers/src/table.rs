@@ -88,6 +88,11 @@ pub(crate) struct Table {
     near_ids: NearIds,
     near: Vec<Row>,
     far: BTreeMap<JobId, Row>,
+    /// Every (job, token) granted, from the journal or from the grant's message alone.
+    granted: std::collections::BTreeSet<(JobId, Token)>,
+    /// Every commit the coordinator answered as accepted only by its message (job, token,
+    /// the worker answered).
+    accepted_said: std::collections::BTreeSet<(JobId, Token, WorkerName)>,
 }
 
 impl Table {
@@ -101,6 +106,20 @@ impl Table {
         if !self.far.is_empty() {
             self.far.clear();
         }
+        self.granted.clear();
+        self.accepted_said.clear();
+    }
+
+    /// Whether the coordinator's message accepted (job, token)'s commit from `worker` (one it
+    /// did not journal; the history holds the journaled ones).
+    pub fn accepted_by_message(&self, job: JobId, token: Token, worker: WorkerName) -> bool {
+        self.accepted_said.contains(&(job, token, worker))
+    }
+
+    /// Whether (job, token) was ever granted, as the coordinator journaled it or as its
+    /// message said.
+    pub fn was_granted(&self, job: JobId, token: Token) -> bool {
+        self.granted.contains(&(job, token))
     }
 
     /// A job's row, read in place: a checker reads a field or two of it, not the whole row.
@@ -248,6 +267,7 @@ impl Table {
         t: u64,
         local: u64,
     ) {
+        self.granted.insert((job, token));
         let m = self.row_mut(job);
         if token > m.token {
             m.token = token;
@@ -276,7 +296,13 @@ impl Table {
                 worker,
                 lease_until,
             } => self.renew(job, worker, token, lease_until, e, hazards),
-            Said::Accepted { job, success, .. } => {
+            Said::Accepted {
+                job,
+                token,
+                worker,
+                success,
+            } => {
+                self.accepted_said.insert((job, token, worker));
                 if success == Some(true) {
                     self.decide(job, JobState::Succeeded);
                 } else {
