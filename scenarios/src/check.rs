@@ -71,12 +71,25 @@ impl SweepConfig {
             return Err(config.explain(f.scenario, f.seed, &f.first, &report));
         }
         if !unreached.is_empty() {
+            let journal_only = |h: &crate::Hazard| crate::hazard::JOURNAL_ONLY.contains(h);
             let names: Vec<String> = unreached
                 .iter()
-                .map(|(i, h)| format!("{} {}", config.scenarios[*i].name, h.name()))
+                .map(|(i, h)| {
+                    let only = if journal_only(h) {
+                        " (only a journal shows it)"
+                    } else {
+                        ""
+                    };
+                    format!("{} {}{only}", config.scenarios[*i].name, h.name())
+                })
                 .collect();
+            let hint = if unreached.iter().any(|(_, h)| journal_only(h)) {
+                "; machines that write no journal say so with Machines::without_journal()"
+            } else {
+                ""
+            };
             return Err(format!(
-                "leasesim: the machines '{}' held, but never reached these declared hazards, so the sweep proves little: {}",
+                "leasesim: the machines '{}' held, but never reached these declared hazards, so the sweep proves little: {}{hint}",
                 config.machines.name(),
                 names.join(", ")
             ));

@@ -90,6 +90,8 @@ pub struct Machines {
     name: String,
     variant: Variant,
     known_bad: bool,
+    /// Whether its machines write a journal ([`Machines::without_journal`]).
+    journals: bool,
     parts: Parts,
     coordinator: CoordinatorFactory,
     worker: WorkerFactory,
@@ -133,6 +135,7 @@ impl Machines {
             name: v.name().to_string(),
             variant: v,
             known_bad: v != Variant::Reference,
+            journals: true,
             parts: Parts {
                 coordinator: part.clone(),
                 worker: part.clone(),
@@ -280,6 +283,20 @@ impl Machines {
         self.known_bad = true;
         self.bug = Some(what.to_string());
         self
+    }
+
+    /// Declares that these machines write no journal (a user's worker that only sends its
+    /// messages, say). Their judgement is the same, made from what they send; but hazards only
+    /// a journal can show ([`crate::hazard::JOURNAL_ONLY`]) are not expected of them, so a
+    /// sweep's coverage check leaves those out (and says so).
+    pub fn without_journal(mut self) -> Machines {
+        self.journals = false;
+        self
+    }
+
+    /// Whether these machines write a journal (see [`Machines::without_journal`]).
+    pub fn journals(&self) -> bool {
+        self.journals
     }
 
     /// The bug these machines carry on purpose, as said by [`Machines::known_bad_as`].

@@ -507,9 +507,13 @@ impl SweepReport {
             if o.judged() < min_seeds {
                 continue;
             }
+            let expected = |h: &&Hazard| {
+                config.machines.journals() || !crate::hazard::JOURNAL_ONLY.contains(h)
+            };
             unreached.extend(
                 d.hazards
                     .iter()
+                    .filter(expected)
                     .filter(|h| !o.hazards.contains_key(h))
                     .map(|h| (i, *h)),
             );

@@ -212,12 +212,109 @@ pub fn of_note(note: &Event) -> Option<Hazard> {
     })
 }
 
+/// Hazards only a journal can show: nothing that crosses the network tells them (a renewal
+/// refused for its cap looks like any refusal; a retry, a deferred admission, a reconciled
+/// effect, a human's review, an abandoned commit, a stage's deadline and leaving jeopardy happen
+/// inside a machine). Machines that declare they write no journal are not expected to reach
+/// them ([`of_message`] counts every other hazard from the messages).
+pub const JOURNAL_ONLY: &[Hazard] = &[
+    // A lease reply measured against the deadline the holder stated (P5), and its silence
+    // after it entered jeopardy.
+    Hazard::LeaseReplyPastMargin,
+    Hazard::SilenceAfterLateReply,
+    Hazard::RenewalCap,
+    Hazard::RetryScheduled,
+    Hazard::AdmissionDeferred,
+    Hazard::EffectReconciled,
+    Hazard::HumanReview,
+    Hazard::CommitAbandoned,
+    Hazard::StageDeadline,
+    Hazard::JeopardyExited,
+];
+
+/// The hazard a message sent by `e.node` shows by itself, when its handler journaled none of
+/// it: a refused heartbeat or commit, a receiver's duplicate, fenced or unauthorized answer, a
+/// saved checkpoint, a status query, a heartbeat sent in jeopardy. A machine that journals
+/// nothing reaches them as one that journals does.
+pub(crate) fn of_message(cx: &Cx<'_>, e: &Ev, msg: &Msg) -> Option<Hazard> {
+    use leasesim_protocol::EffectOutcome;
+    let journaled =
+        |pred: &dyn Fn(&Event) -> bool| crate::wire::journaled_here(cx.run.trace, cx.i, pred);
+    let (hazard, note): (Hazard, &dyn Fn(&Event) -> bool) = match *msg {
+        Msg::HeartbeatRejected { .. } => (Hazard::HeartbeatRefused, &|n| {
+            matches!(
+                n,
+                Event::HeartbeatRefused { .. } | Event::RenewalCapReached { .. }
+            )
+        }),
+        Msg::CommitRejected { .. } => (Hazard::StaleCommitRejected, &|n| {
+            matches!(n, Event::ResultRejected { .. })
+        }),
+        Msg::EffectAck { outcome, .. } => match outcome {
+            EffectOutcome::Duplicate { .. } => (Hazard::DuplicateKeyAnswered, &|n| {
+                matches!(n, Event::EffectDuplicate { .. })
+            }),
+            EffectOutcome::StaleFence { .. } => (Hazard::StaleFenceRejected, &|n| {
+                matches!(n, Event::EffectFenced { .. })
+            }),
+            EffectOutcome::Unauthorized => (Hazard::AuthorizationRefused, &|n| {
+                matches!(n, Event::EffectUnauthorized { .. })
+            }),
+            EffectOutcome::Applied => return None,
+        },
+        Msg::CheckpointAck { saved: true, .. } => (Hazard::CheckpointSaved, &|n| {
+            matches!(n, Event::CheckpointSaved { .. })
+        }),
+        Msg::ToolStatus { .. } => (Hazard::StatusQuery, &|n| {
+            matches!(n, Event::ToolStatusQueried { .. })
+        }),
+        Msg::Heartbeat {
+            job,
+            token,
+            in_jeopardy: true,
+            ..
+        } => {
+            // A holder that journals its jeopardy counted it there.
+            let counted = cx.history.lease(job, token).is_some_and(|l| {
+                l.attempts()
+                    .filter(|a| a.node() == e.node)
+                    .any(|a| a.jeopardy().any(|s| s.from < cx.i))
+            });
+            return (!counted).then_some(Hazard::JeopardyEntered);
+        }
+        _ => return None,
+    };
+    (!journaled(note)).then_some(hazard)
+}
+
+/// The lease `node` runs a job under before the event judged: as its journal says, or, for a
+/// worker that never journaled a claim, the last grant delivered to it that no refusal
+/// delivered to it ended (`granted`).
+fn holding(cx: &Cx<'_>, granted: &[(u32, JobId, Token)], node: u32) -> Option<(JobId, Token)> {
+    if let Some(running) = cx.history.running(node, cx.i) {
+        return Some(running);
+    }
+    if cx.history.claimants().iter().any(|&(n, _)| n == node) {
+        return None;
+    }
+    granted
+        .iter()
+        .rev()
+        .find(|g| g.0 == node)
+        .map(|&(_, job, token)| (job, token))
+}
+
 /// The hazards that need a little state: claims close together, repeated answers, a holder
 /// that resumed or got a tool's answer after its lease ended, a second process under a name.
 #[derive(Default)]
 pub(crate) struct Counter {
     /// When the coordinator last received a claim.
     last_claim_t: Option<u64>,
+    /// The leases whose holder said it was in jeopardy in a heartbeat, by node.
+    jeopardy_said: Vec<(u32, JobId, Token)>,
+    /// The grants delivered to workers and not refused to them since, by node (read only for
+    /// a worker that journals no claims).
+    granted: Vec<(u32, JobId, Token)>,
     /// Grants and acceptances the coordinator already answered, by job: (token, is-commit).
     answered: Groups<(Token, bool)>,
 }
@@ -226,14 +323,27 @@ impl Counter {
     /// Forgets the run so far, keeping the storage for the next run of `jobs` jobs.
     pub(crate) fn clear(&mut self, jobs: usize) {
         self.last_claim_t = None;
+        self.jeopardy_said.clear();
+        self.granted.clear();
         self.answered.clear();
         self.answered.lay_out(jobs);
+    }
+
+    /// A hazard a message showed ([`of_message`]): counted, a holder's jeopardy once a lease.
+    pub(crate) fn seen(&mut self, node: u32, msg: &Msg, h: Hazard, out: &mut Judgement) {
+        if let Msg::Heartbeat { job, token, .. } = *msg {
+            if self.jeopardy_said.contains(&(node, job, token)) {
+                return;
+            }
+            self.jeopardy_said.push((node, job, token));
+        }
+        out.hit(h);
     }
 
     /// A fault: a holder resumed from a pause after its lease had ended.
     pub(crate) fn command(&mut self, cx: &Cx<'_>, command: &Command, t: u64, out: &mut Judgement) {
         if let Command::Resume { node } = *command {
-            if let Some((job, token)) = cx.history.running(node, cx.i) {
+            if let Some((job, token)) = holding(cx, &self.granted, node) {
                 if cx.lease_over(job, token, t) {
                     out.hit(Hazard::PauseAcrossExpiry);
                 }
@@ -317,22 +427,28 @@ impl Counter {
     ) {
         match *msg {
             Msg::Claim { .. } => self.claim_arrived(e.t, &mut out.hazards),
+            Msg::ClaimGranted { job, token, .. } => {
+                // Bounded by the run's grants: one entry per worker node at most.
+                self.granted.retain(|g| g.0 != e.node);
+                self.granted.push((e.node, job, token));
+            }
+            Msg::HeartbeatRejected { job, token, .. } | Msg::CommitRejected { job, token, .. } => {
+                self.granted
+                    .retain(|g| !(g.0 == e.node && g.1 == job && g.2 == token));
+            }
             Msg::ToolResponse { job, .. } => {
                 let cx = cx();
-                if let Some((j, token)) = cx.history.running(e.node, cx.i) {
+                if let Some((j, token)) = holding(&cx, &self.granted, e.node) {
                     if j == job && cx.lease_over(job, token, e.t) {
                         out.hit(Hazard::LateAnswerAfterExpiry);
                     }
                 }
             }
-            Msg::ClaimGranted { .. }
-            | Msg::ClaimEmpty { .. }
+            Msg::ClaimEmpty { .. }
             | Msg::Heartbeat { .. }
             | Msg::HeartbeatOk { .. }
-            | Msg::HeartbeatRejected { .. }
             | Msg::Commit { .. }
             | Msg::CommitAccepted { .. }
-            | Msg::CommitRejected { .. }
             | Msg::ToolRequest { .. }
             | Msg::Effect { .. }
             | Msg::Checkpoint { .. }

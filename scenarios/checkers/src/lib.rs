@@ -620,17 +620,19 @@ fn end(run: &Run<'_>, state: &mut State, out: &mut Judgement) {
 #[inline(always)]
 fn quiet_send(msg: &Msg) -> bool {
     match msg {
+        // A heartbeat sent in jeopardy and a saved checkpoint are hazards their messages show
+        // (`hazard::of_message`), as is a status query.
+        Msg::Heartbeat { in_jeopardy, .. } => !in_jeopardy,
+        Msg::CheckpointAck { saved, .. } => !saved,
         Msg::Claim { .. }
         | Msg::ClaimEmpty { .. }
-        | Msg::Heartbeat { .. }
         | Msg::Commit { .. }
         | Msg::ToolResponse { .. }
         | Msg::Checkpoint { .. }
-        | Msg::CheckpointAck { .. }
         | Msg::EffectStatus { .. }
         | Msg::EffectStatusReply { .. }
-        | Msg::ToolStatus { .. }
         | Msg::Operator { .. } => true,
+        Msg::ToolStatus { .. } => false,
         Msg::ClaimGranted { .. }
         | Msg::HeartbeatOk { .. }
         | Msg::HeartbeatRejected { .. }
@@ -1001,6 +1003,9 @@ impl Checkers {
             self.counter.answered(msg, out);
             lost::coordinator_sent(&cx, e, msg, out);
         }
+        if let Some(h) = hazard::of_message(&cx(), e, msg) {
+            self.counter.seen(e.node, msg, h, out);
+        }
         let said = self.wire.sent(&cx, coordinator, e, to, msg, fate, out)?;
         self.said(&cx(), e, said, out);
         Some(said)
@@ -1025,6 +1030,11 @@ impl Checkers {
                 leases::granted_said(cx, e, job, holder, token, out);
                 if m.state == Some(JobState::Running) && m.token < token {
                     liveness::takeover(cx, e, job, m.token, out);
+                    // A running job's expired lease given to another: a takeover, as the
+                    // journal of one that keeps it would say (`hazard::of_note`).
+                    if m.valid_until.is_none_or(|u| u <= e.local) {
+                        out.hit(Hazard::Takeover);
+                    }
                 }
             }
             Said::Renewal {

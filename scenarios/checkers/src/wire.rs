@@ -280,8 +280,18 @@ impl Wire {
                 self.refused.insert((e.node, job, token));
             }
             Msg::ClaimGranted { req, .. } | Msg::HeartbeatOk { req, .. } => {
-                if cx().models.faults.resumed_at(e.node, e.t) {
+                let cx = cx();
+                if cx.models.faults.resumed_at(e.node, e.t) {
                     out.hit(Hazard::LeaseReplyAfterPause);
+                }
+                // A worker that journals its claims counts a late reply where it states the
+                // deadline the reply gave it; for one that never did, the reply tells it.
+                let journals = cx.history.claimants().iter().any(|&(n, _)| n == e.node);
+                if !journals && cx.worker_name(e.node).is_some() {
+                    let sent = request_sent_before(cx.run.trace, cx.history, cx.i, e.node, req);
+                    if sent.is_some_and(|(t, _)| e.t - t > 2 * cx.run.world.latency_max_ns) {
+                        out.hit(Hazard::LateLeaseReply);
+                    }
                 }
                 if let Some(n) = self.nodes.get_mut(e.node as usize) {
                     match n.replied {
@@ -643,7 +653,18 @@ pub(crate) fn request_answered_here(
         ) if j == job && t == token => req,
         _ => return None,
     };
-    let node = trace.at(i).node;
+    request_sent_before(trace, history, i, trace.at(i).node, req)
+}
+
+/// The true time and the clock reading at which `node` sent claim or heartbeat `req`, looked
+/// up before trace event `i`: in the history's log of requests, or back in the trace.
+pub(crate) fn request_sent_before(
+    trace: Window<'_>,
+    history: &History,
+    i: usize,
+    node: NodeId,
+    req: u64,
+) -> Option<(u64, u64)> {
     if history.logs_requests() {
         return history.request_sent(node, i, req);
     }

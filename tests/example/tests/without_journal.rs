@@ -1,0 +1,72 @@
+//! A correct worker that journals nothing passes a sweep's coverage check: the hazards its
+//! messages show are counted from them, and those only a journal shows are not expected of
+//! machines that declare they keep none.
+
+use leasesim::scenarios::ALL;
+use leasesim::{Machines, SeedRange, SweepConfig};
+use leasesim_example::{Bug, Worker};
+use leasesim_protocol::{Msg, Nanos, Output, WorkerMachine};
+
+/// My worker with its journal switched off: only its messages reach leasesim.
+struct Unjournaled(Worker);
+
+impl WorkerMachine for Unjournaled {
+    fn start(&mut self, now: Nanos) {
+        self.0.start(now)
+    }
+    fn crash(&mut self) {
+        self.0.crash()
+    }
+    fn handle_message(&mut self, now: Nanos, msg: Msg) {
+        self.0.handle_message(now, msg)
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        self.0.handle_timeout(now)
+    }
+    fn poll_output(&mut self) -> Option<Output> {
+        loop {
+            match self.0.poll_output()? {
+                Output::Journal(_) => continue,
+                other => return Some(other),
+            }
+        }
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        self.0.poll_timeout()
+    }
+    fn is_busy(&self) -> bool {
+        self.0.holding().is_some()
+    }
+}
+
+fn unjournaled() -> Machines {
+    Machines::reference().with_worker("payments-worker-unjournaled", |spec| {
+        Box::new(Unjournaled(Worker::new(spec.config.clone(), Bug::None))) as Box<dyn WorkerMachine>
+    })
+}
+
+fn sweep(m: Machines) -> SweepConfig {
+    SweepConfig::new(ALL.iter().collect(), SeedRange { start: 0, end: 100 }, m)
+}
+
+#[test]
+fn a_worker_without_a_journal_reaches_its_hazards_by_its_messages() {
+    // Undeclared: what is missing is only what a journal shows, and the message says so.
+    let message = sweep(unjournaled())
+        .try_check()
+        .expect_err("journal-only hazards are missing");
+    let listed = message.split("proves little: ").nth(1).unwrap_or_default();
+    let listed = listed.split("; machines that").next().unwrap_or_default();
+    for h in listed.split(", ") {
+        assert!(
+            h.ends_with("(only a journal shows it)"),
+            "a hazard the messages show is missing: {h}\n{message}"
+        );
+    }
+    assert!(message.contains("Machines::without_journal()"), "{message}");
+    // Declared: the sweep holds and reaches everything else its scenarios declare.
+    let report = sweep(unjournaled().without_journal())
+        .try_check()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report.failing(), 0);
+}
