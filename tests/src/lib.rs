@@ -102,9 +102,13 @@ pub fn leasesim_bin() -> std::path::PathBuf {
 pub struct TempDir(pub std::path::PathBuf);
 
 impl TempDir {
-    /// A folder named after the test and the process.
+    /// A fresh folder named after the test, the process and a number of its own: tests of one
+    /// binary run in parallel threads of one process, and two asking for the same name must not
+    /// share (or remove) each other's folder.
     pub fn new(name: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("leasesim-{name}-{}", std::process::id()));
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("leasesim-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).expect("a temporary folder");
         TempDir(path)

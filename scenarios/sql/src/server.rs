@@ -266,8 +266,16 @@ impl Server {
     /// on anything else away from everyone.
     fn make_run_role(&self) -> Result<(), String> {
         let admin = |db: &str| {
-            Client::connect(&self.superuser_url(db), NoTls)
-                .map_err(|e| format!("cannot connect to the throwaway PostgreSQL: {e}"))
+            Client::connect(&self.superuser_url(db), NoTls).map_err(|e| {
+                // The client's own words are terse ("error connecting to server"): its cause
+                // says what went wrong.
+                let cause = std::error::Error::source(&e)
+                    .map_or(String::new(), |c| format!(" ({c})"));
+                format!(
+                    "cannot connect to the throwaway PostgreSQL: {e}{cause}; the server's log says: {}",
+                    tail(&self.dir.join("log"))
+                )
+            })
         };
         let sql = |c: &mut Client, text: &str| {
             c.batch_execute(text).map_err(|e| {
