@@ -216,7 +216,7 @@ pub fn of_note(note: &Event) -> Option<Hazard> {
 /// refused for its cap looks like any refusal; a retry, a deferred admission, a reconciled
 /// effect, a human's review, an abandoned commit, a stage's deadline and leaving jeopardy happen
 /// inside a machine). Machines that declare they write no journal are not expected to reach
-/// them ([`of_message`] counts every other hazard from the messages).
+/// them (every other hazard is counted from the messages that show it).
 pub const JOURNAL_ONLY: &[Hazard] = &[
     // A lease reply measured against the deadline the holder stated (P5), and its silence
     // after it entered jeopardy.
