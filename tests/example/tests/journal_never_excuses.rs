@@ -4,43 +4,15 @@
 use leasesim::scenarios::ALL;
 use leasesim::{run, Invariant, Machines, ScenarioDef};
 use leasesim_example::{machines, Bug, Worker};
-use leasesim_protocol::{Event, Msg, Nanos, Output, WorkerMachine};
+use leasesim_protocol::{Event, WorkerMachine};
 
-/// My worker, but its `EffectStarted` journal lines never reach leasesim.
-struct Silent(Worker);
-
-impl WorkerMachine for Silent {
-    fn start(&mut self, now: Nanos) {
-        self.0.start(now)
-    }
-    fn crash(&mut self) {
-        self.0.crash()
-    }
-    fn handle_message(&mut self, now: Nanos, msg: Msg) {
-        self.0.handle_message(now, msg)
-    }
-    fn handle_timeout(&mut self, now: Nanos) {
-        self.0.handle_timeout(now)
-    }
-    fn poll_output(&mut self) -> Option<Output> {
-        loop {
-            match self.0.poll_output()? {
-                Output::Journal(Event::EffectStarted { .. }) => continue,
-                other => return Some(other),
-            }
-        }
-    }
-    fn poll_timeout(&self) -> Option<Nanos> {
-        self.0.poll_timeout()
-    }
-    fn is_busy(&self) -> bool {
-        self.0.holding().is_some()
-    }
-}
+mod common;
 
 fn silent(bug: Bug) -> Machines {
     Machines::reference().with_worker("payments-worker-silent", move |spec| {
-        Box::new(Silent(Worker::new(spec.config.clone(), bug))) as Box<dyn WorkerMachine>
+        let worker = Worker::new(spec.config.clone(), bug);
+        let hidden = |e: &Event| matches!(e, Event::EffectStarted { .. });
+        Box::new(common::Hiding { worker, hidden }) as Box<dyn WorkerMachine>
     })
 }
 

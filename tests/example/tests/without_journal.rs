@@ -5,43 +5,17 @@
 use leasesim::scenarios::ALL;
 use leasesim::{Machines, SeedRange, SweepConfig};
 use leasesim_example::{Bug, Worker};
-use leasesim_protocol::{Msg, Nanos, Output, WorkerMachine};
+use leasesim_protocol::WorkerMachine;
 
-/// My worker with its journal switched off: only its messages reach leasesim.
-struct Unjournaled(Worker);
-
-impl WorkerMachine for Unjournaled {
-    fn start(&mut self, now: Nanos) {
-        self.0.start(now)
-    }
-    fn crash(&mut self) {
-        self.0.crash()
-    }
-    fn handle_message(&mut self, now: Nanos, msg: Msg) {
-        self.0.handle_message(now, msg)
-    }
-    fn handle_timeout(&mut self, now: Nanos) {
-        self.0.handle_timeout(now)
-    }
-    fn poll_output(&mut self) -> Option<Output> {
-        loop {
-            match self.0.poll_output()? {
-                Output::Journal(_) => continue,
-                other => return Some(other),
-            }
-        }
-    }
-    fn poll_timeout(&self) -> Option<Nanos> {
-        self.0.poll_timeout()
-    }
-    fn is_busy(&self) -> bool {
-        self.0.holding().is_some()
-    }
-}
+mod common;
 
 fn unjournaled() -> Machines {
     Machines::reference().with_worker("payments-worker-unjournaled", |spec| {
-        Box::new(Unjournaled(Worker::new(spec.config.clone(), Bug::None))) as Box<dyn WorkerMachine>
+        let worker = Worker::new(spec.config.clone(), Bug::None);
+        Box::new(common::Hiding {
+            worker,
+            hidden: |_| true,
+        }) as Box<dyn WorkerMachine>
     })
 }
 
