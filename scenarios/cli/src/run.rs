@@ -586,14 +586,16 @@ pub(super) fn shrink_cmd(
     cat: &[Machines],
 ) -> Result<i32, UsageError> {
     let replay = Replay::load(file).map_err(UsageError)?;
+    // A Ctrl-C ends the shrinking after the candidate run under way; the smallest failing plan
+    // found so far is saved and shown, and the command exits as a signal's. The section starts
+    // before the machines are set up (a SQL coordinator's server can take seconds to start), so
+    // a Ctrl-C in that time saves the given plan rather than ending with nothing said.
+    let graceful = super::interrupt::Graceful::enter();
     let m = resolve(replay.machines.as_ref(), &replay.setup, file, cat)?;
     let dest = dest.unwrap_or_else(|| shrunk_path(file));
     check_outputs(&[("--out", &dest)], &[file])?;
     #[allow(clippy::disallowed_methods)] // the shrinker's own duration, never the simulated world
     let started = std::time::Instant::now();
-    // A Ctrl-C ends the shrinking after the candidate run under way; the smallest failing plan
-    // found so far is saved and shown, and the command exits as a signal's.
-    let graceful = super::interrupt::Graceful::enter();
     let shrunk = shrink::shrink_until(&replay, &m, graceful.stop())
         .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
     let elapsed = started.elapsed().as_secs_f64();
