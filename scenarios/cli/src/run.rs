@@ -588,8 +588,8 @@ pub(super) fn shrink_cmd(
     let replay = Replay::load(file).map_err(UsageError)?;
     // A Ctrl-C ends the shrinking after the candidate run under way; the smallest failing plan
     // found so far is saved and shown, and the command exits as a signal's. The section starts
-    // before the machines are set up (a SQL coordinator's server can take seconds to start), so
-    // a Ctrl-C in that time saves the given plan rather than ending with nothing said.
+    // before the replay's recorded machines are resolved, which can start a SQL server; one
+    // started from `--coordinator` starts before this command runs, outside the section.
     let graceful = super::interrupt::Graceful::enter();
     let m = resolve(replay.machines.as_ref(), &replay.setup, file, cat)?;
     let dest = dest.unwrap_or_else(|| shrunk_path(file));
