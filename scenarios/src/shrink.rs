@@ -425,3 +425,94 @@ pub fn story(message: &str) -> String {
 pub fn describe(f: &Fault) -> String {
     crate::replay::fault_line(f)
 }
+
+/// How a finding rests on one fault of its plan, found by running the plan without it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dependence {
+    /// The fault's place in the plan.
+    pub fault: usize,
+    /// Whether the finding goes away without it: the finding depends on it.
+    pub needed: bool,
+    /// The nodes the fault acts on (not those its triggers name).
+    pub acts_on: Vec<NodeId>,
+}
+
+/// Which faults of `setup`'s plan the first finding of `invariant` depends on: each fault left
+/// out in turn, one run each (at most [`DEPENDENCE_FAULTS_MAX`] faults). A fault the finding
+/// needs but that acts on other nodes than the finding's may only set the stage (keep a job
+/// running long enough); the reader sees which from the nodes. `None` when the plan does not
+/// break `invariant`.
+pub fn depends_on(
+    setup: &Setup,
+    seed: u64,
+    machines: &Machines,
+    invariant: Invariant,
+) -> Option<(leasesim_protocol::Finding, Vec<Dependence>)> {
+    let full = run(setup, seed, machines);
+    let finding = full
+        .findings
+        .iter()
+        .find(|f| f.invariant == invariant)?
+        .clone();
+    let deps = (0..setup.faults.len().min(DEPENDENCE_FAULTS_MAX))
+        .map(|i| {
+            let mut without = setup.clone();
+            let fault = without.faults.remove(i);
+            let r = run(&without, seed, machines);
+            Dependence {
+                fault: i,
+                needed: !r.findings.iter().any(|f| f.invariant == invariant),
+                acts_on: fault.kind.acts_on(),
+            }
+        })
+        .collect();
+    Some((finding, deps))
+}
+
+/// Faults [`depends_on`] tries leaving out: a minimal plan has a handful.
+pub const DEPENDENCE_FAULTS_MAX: usize = 16;
+
+/// One line per fault on what the finding owes it, with nodes named by `names`: `fault 1
+/// (slow): needed: without it nothing breaks no-double-effect; it acts on W1, not on recv where
+/// the finding is: it sets the stage, and the finding is recv's own doing`.
+pub fn describe_dependence(
+    setup: &Setup,
+    finding: &leasesim_protocol::Finding,
+    deps: &[Dependence],
+    names: &dyn Fn(NodeId) -> String,
+) -> Vec<String> {
+    let on = names(finding.node);
+    let invariant = finding.invariant.name();
+    deps.iter()
+        .map(|d| {
+            let acts: Vec<String> = d.acts_on.iter().map(|&n| names(n)).collect();
+            let acts = if acts.is_empty() {
+                "names no node".to_string()
+            } else {
+                format!("acts on {}", acts.join(", "))
+            };
+            let what = match (d.needed, d.acts_on.contains(&finding.node)) {
+                (false, _) => format!("not needed: without it {invariant} still breaks"),
+                (true, _) if d.acts_on.is_empty() => {
+                    format!("needed: without it nothing breaks {invariant}")
+                }
+                (true, true) => format!(
+                    "needed: without it nothing breaks {invariant}; it {acts}, where the finding is"
+                ),
+                (true, false) => format!(
+                    "needed: without it nothing breaks {invariant}; it {acts}, not on {on} where the finding is: it sets the stage, and the finding is {on}'s own doing"
+                ),
+            };
+            format!("fault {} ({}): {what}", d.fault + 1, fault_kind(&setup.faults[d.fault]))
+        })
+        .collect()
+}
+
+/// A fault's kind as a replay file names it (`slow`, `partition`).
+fn fault_kind(f: &Fault) -> String {
+    let line = describe(f);
+    serde_json::from_str::<serde_json::Value>(&line)
+        .ok()
+        .and_then(|v| v["fault"].as_str().map(str::to_string))
+        .unwrap_or(line)
+}

@@ -296,6 +296,12 @@ fn the_command_line_explores_and_refuses_bad_input_in_one_line() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("VIOLATED no-stale-commit"), "{out}");
     assert!(out.contains("minimal plan"), "{out}");
+    // Which fault of it the finding depends on, from a run without each.
+    assert!(
+        out.contains("what the finding depends on")
+            && out.contains("needed: without it nothing breaks no-stale-commit"),
+        "{out}"
+    );
     let saved: Vec<_> = std::fs::read_dir(&failures)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -10,7 +10,7 @@ use super::interrupt::Graceful;
 use super::{io, Format, UsageError};
 use leasesim::explore::{self, ExploreConfig, Explored, Kind, Progress};
 use leasesim::sweep::Shard;
-use leasesim::{report, Machines};
+use leasesim::{report, Invariant, Machines};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -146,6 +146,8 @@ struct Saved {
     faults_after: usize,
     replay: Option<PathBuf>,
     html: Option<PathBuf>,
+    /// Per fault of the minimal plan, what the finding owes it (a run without it each).
+    depends: Vec<String>,
     error: Option<String>,
 }
 
@@ -169,6 +171,7 @@ fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> Vec<
             faults_after: v.faults.len(),
             replay: None,
             html: None,
+            depends: Vec::new(),
             error: None,
         };
         let replay = match x.shrunk(invariant, machines, &rerun) {
@@ -197,6 +200,18 @@ fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> Vec<
             Err(e) => s.error = Some(e),
         }
         if let Ok(r) = replay.run_on(machines) {
+            let broken = Invariant::ALL.iter().find(|i| i.name() == invariant);
+            if let Some((finding, deps)) = broken.and_then(|&i| {
+                leasesim::shrink::depends_on(&replay.setup, replay.seed, machines, i)
+            }) {
+                let name = |n: leasesim_sim::NodeId| {
+                    r.nodes
+                        .get(n as usize)
+                        .map_or(format!("node {n}"), |x| x.name.clone())
+                };
+                s.depends =
+                    leasesim::shrink::describe_dependence(&replay.setup, &finding, &deps, &name);
+            }
             let (html, _) = report::render(
                 &r,
                 &report::title(&replay.setup, replay.seed),
@@ -315,6 +330,15 @@ fn text(
                     io(writeln!(out, "    {l}"))?;
                 }
             }
+            if !s.depends.is_empty() {
+                io(writeln!(
+                    out,
+                    "  what the finding depends on (the minimal plan run without each fault):"
+                ))?;
+                for l in &s.depends {
+                    io(writeln!(out, "    {l}"))?;
+                }
+            }
             if let Some(p) = &s.replay {
                 io(writeln!(
                     out,
@@ -386,6 +410,7 @@ fn json(x: &Explored, saved: &[Saved]) -> serde_json::Value {
                 "first_plan": first.plan + 1,
                 "faults": first.labels,
                 "shrunk_faults": s.map(|s| s.faults_after),
+                "depends_on": s.map(|s| s.depends.clone()),
                 "replay": s.and_then(|s| s.replay.as_ref()).map(|p| p.display().to_string()),
                 "html": s.and_then(|s| s.html.as_ref()).map(|p| p.display().to_string()),
             })

@@ -452,6 +452,18 @@ impl Fault {
 }
 
 impl FaultKind {
+    /// The nodes the fault acts on, in the order it names them (not those its triggers name).
+    pub fn acts_on(&self) -> Vec<NodeId> {
+        let mut nodes = Vec::new();
+        let _ = self.map_nodes(&mut |n| {
+            if !nodes.contains(&n) {
+                nodes.push(n);
+            }
+            Some(n)
+        });
+        nodes
+    }
+
     /// Whether the fault lasts once started, until something ends it (and so must end by the
     /// heal phase): an instant fault (a clock step, a drift change, an operator action) is done
     /// as it starts.
