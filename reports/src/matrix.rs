@@ -25,6 +25,9 @@ pub struct Cell {
     /// Seeds whose setup these machines cannot express (a SQL file without the statement a
     /// scenario needs): skipped, never counted as held.
     pub not_expressible: u64,
+    /// Runs that did not make a judgement, by `judgement (invariant): cause`: what a verdict
+    /// that held does not rest on.
+    pub skipped: std::collections::BTreeMap<String, u64>,
 }
 
 impl Cell {
@@ -199,7 +202,28 @@ pub fn markdown(m: &Matrix) -> String {
         s.push('\n');
     }
     s.push_str("\nHow to read it: a number is the seeds it took to catch the variant in that scenario (seed numbers start at 0, so 1 means seed 0 failed). `held` means every seed in the budget held: the scenario does not exercise that bug, which is expected for most pairs. A variant is caught when any scenario catches it; the reference row must read `held` everywhere. `unfinished (n)`: no seed broke an invariant, but n runs hit a limit before they ended (a failure, as a sweep counts it: `leasesim run` of one says what kept it going). `n/a`: the machines cannot express the scenario (a SQL file without the statement it needs), so no seed of it ran and none counts as held. `unsafe-timing` (V12) is first refused by configuration validation; the matrix runs it with the validation bypassed to show the simulation catches it too.\n");
+    s.push_str(&skipped_md(m));
     s
+}
+
+/// The judgements the rows expected to hold did not make in some runs, and why (a known-bad
+/// row stops at its first failing seed, so its counts say little).
+fn skipped_md(m: &Matrix) -> String {
+    let mut lines = String::new();
+    for r in m.rows.iter().filter(|r| r.expected_to_hold) {
+        for c in &r.cells {
+            for (what, n) in &c.skipped {
+                lines.push_str(&format!(
+                    "- `{}` in `{}`: {what}, in {n} of {} runs\n",
+                    r.variant, c.scenario, c.seeds_run
+                ));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return lines;
+    }
+    format!("\nSkipped judgements: runs in which the checkers did not make a judgement, and why; a `held` does not rest on them.\n\n{lines}")
 }
 
 /// The matrix as HTML, each caught variant linking to `counterexamples/<variant>.html`.
@@ -273,6 +297,7 @@ mod tests {
             invariants: Vec::new(),
             refused_by_validation: false,
             not_expressible: 0,
+            skipped: Default::default(),
         }
     }
 

@@ -36,6 +36,14 @@ use crate::sweep::{
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+/// The judgements a sweep lets be skipped in every run of scenario `d`: those `allowed` by
+/// name, and those its story voids by design.
+pub fn allowed(allowed: &[String], d: &crate::scenarios::ScenarioDef) -> Vec<String> {
+    let mut all = allowed.to_vec();
+    all.extend(d.unjudged.iter().map(|j| j.to_string()));
+    all
+}
+
 /// The environment variable naming a replay file to rerun instead of the sweep.
 pub const REPLAY_VAR: &str = "LEASESIM_REPLAY";
 /// The environment variable naming one seed (`<scenario>:<seed>` or `<seed>`) to run.
@@ -46,7 +54,8 @@ pub const COVERAGE_MIN_SEEDS: u64 = 100;
 
 impl SweepConfig {
     /// Runs the sweep as a test and returns its report; panics when a run fails, a declared
-    /// hazard is never reached, or a seed is not deterministic, after saving the first failing
+    /// hazard is never reached, a judgement is skipped in every run of a scenario (unless
+    /// [`SweepConfig::allow_skipped`] names it), or a seed is not deterministic, after saving the first failing
     /// run and printing how to rerun it (see the module's documentation).
     pub fn check(&self) -> SweepReport {
         match self.try_check() {
@@ -60,9 +69,9 @@ impl SweepConfig {
         if let Some(file) = std::env::var_os(REPLAY_VAR) {
             return self.check_replay(Path::new(&file));
         }
-        let config = match std::env::var(SEED_VAR) {
-            Ok(one) => self.one_seed(&one)?,
-            Err(_) => self.sharded_by_env()?,
+        let (config, one_seed) = match std::env::var(SEED_VAR) {
+            Ok(one) => (self.one_seed(&one)?, true),
+            Err(_) => (self.sharded_by_env()?, false),
         };
         let report = sweep(&config, &AtomicBool::new(false), &Quiet);
         let unreached = report.unreached(&config, COVERAGE_MIN_SEEDS);
@@ -92,6 +101,26 @@ impl SweepConfig {
                 "leasesim: the machines '{}' held, but never reached these declared hazards, so the sweep proves little: {}{hint}",
                 config.machines.name(),
                 names.join(", ")
+            ));
+        }
+        let never: Vec<String> = report
+            .scenarios
+            .iter()
+            .zip(&config.scenarios)
+            .flat_map(|(o, d)| {
+                o.never_judged(&allowed(&config.allow_skipped, d))
+                    .into_iter()
+                    .map(move |(judgement, causes)| {
+                        format!("{} {judgement} ({})", d.name, causes.join("; "))
+                    })
+            })
+            .collect();
+        // One seed run again to look at a finding says nothing of what a sweep leaves unjudged.
+        if !never.is_empty() && !one_seed {
+            return Err(format!(
+                "leasesim: the machines '{}' held, but these judgements were skipped in every run of their scenario, so the sweep proves nothing about them: {}; allow one by name with SweepConfig::allow_skipped when that is meant",
+                config.machines.name(),
+                never.join(", ")
             ));
         }
         if report.nondeterministic() > 0 {

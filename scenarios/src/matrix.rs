@@ -63,6 +63,7 @@ fn cell(def: &'static ScenarioDef, machines: &Machines, seeds: u64) -> Cell {
             .validate_timing()
             .is_err(),
         not_expressible: o.not_expressible,
+        skipped: o.skipped.iter().map(|(k, n)| (k.label(), *n)).collect(),
     }
 }
 

@@ -310,6 +310,11 @@ pub struct SweepConfig {
     /// Start no seed once this much time has passed since the sweep began; the seeds in flight
     /// finish, so what ran is a prefix of the sweep's order ([`SweepReport::budget`]).
     pub budget: Option<Duration>,
+    /// Judgements [`SweepConfig::check`] lets be skipped in every run of a scenario, by the
+    /// judgement's name (`belief-within-grant`) or its invariant's (`quiescent-holder`, `I5`):
+    /// without it a judgement no run of a scenario made fails the check, since the sweep then
+    /// proves nothing about it.
+    pub allow_skipped: Vec<String>,
 }
 
 impl SweepConfig {
@@ -326,6 +331,7 @@ impl SweepConfig {
             stop_at_first_violation: false,
             shard: None,
             budget: None,
+            allow_skipped: Vec::new(),
         }
     }
 }
@@ -419,12 +425,66 @@ pub struct ScenarioOutcome {
     pub not_expressible: u64,
     /// Why, with how many seeds each reason kept out (at most [`REASONS_KEPT`] reasons).
     pub not_expressible_reasons: BTreeMap<String, u64>,
+    /// Judgements the checkers did not make, with the runs that skipped each for each cause
+    /// (a clock that left its drift bound, a clock the checkers were not told).
+    pub skipped: BTreeMap<SkipKind, u64>,
+    /// Per judgement (by name), the runs that skipped it for any cause: what
+    /// [`SweepConfig::check`] compares with the runs judged.
+    pub skipped_runs: BTreeMap<String, u64>,
+}
+
+/// A judgement a run did not make, and why: what a sweep counts skipped judgements by.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SkipKind {
+    /// The judgement (`belief-within-grant`).
+    pub judgement: String,
+    /// Its invariant (`quiescent-holder`).
+    pub invariant: String,
+    /// Its invariant's id (`I5`).
+    pub spec: String,
+    /// Why, with no number in it (`its clock was configured beyond its drift bound`).
+    pub cause: String,
+}
+
+impl SkipKind {
+    /// `belief-within-grant (I5): its clock was configured beyond its drift bound`.
+    pub fn label(&self) -> String {
+        format!("{} ({}): {}", self.judgement, self.spec, self.cause)
+    }
 }
 
 impl ScenarioOutcome {
     /// Seeds that ran and were judged (not the ones the machines cannot express).
     pub fn judged(&self) -> u64 {
         self.runs - self.not_expressible
+    }
+
+    /// The judgements no judged run of the scenario made (skipped in every one), each with
+    /// the causes it was skipped for, leaving out those `allowed` names (by judgement,
+    /// invariant or spec id).
+    pub fn never_judged(&self, allowed: &[String]) -> Vec<(String, Vec<String>)> {
+        let judged = self.judged();
+        self.skipped_runs
+            .iter()
+            .filter(|(_, &runs)| judged > 0 && runs >= judged)
+            .filter_map(|(judgement, _)| {
+                let kinds: Vec<&SkipKind> = self
+                    .skipped
+                    .keys()
+                    .filter(|k| &k.judgement == judgement)
+                    .collect();
+                let named = |name: &String| {
+                    name == judgement
+                        || kinds
+                            .iter()
+                            .any(|k| *name == k.invariant || name.eq_ignore_ascii_case(&k.spec))
+                };
+                (!allowed.iter().any(named)).then(|| {
+                    let causes = kinds.iter().map(|k| k.cause.clone()).collect();
+                    (judgement.clone(), causes)
+                })
+            })
+            .collect()
     }
 }
 
@@ -556,8 +616,42 @@ struct Local {
     hazards: Vec<[u64; Hazard::ALL.len()]>,
     /// Per scenario: time its seeds took, and the longest.
     busy: Vec<(Duration, Duration)>,
+    /// Per scenario, the runs that skipped each (judgement, invariant, cause), and each
+    /// judgement whatever the cause.
+    skipped: Vec<SkippedRuns>,
     /// When its last seed ended, since the sweep began.
     last_end: Duration,
+}
+
+/// Per scenario and thread: runs that skipped a judgement, by (judgement, invariant, cause),
+/// and by judgement alone.
+#[derive(Default)]
+struct SkippedRuns {
+    by_cause: BTreeMap<(&'static str, &'static str, &'static str, &'static str), u64>,
+    by_judgement: BTreeMap<&'static str, u64>,
+}
+
+impl SkippedRuns {
+    /// Books one run's skipped judgements, each kind once however many nodes it was skipped for.
+    fn book(&mut self, skipped: &[leasesim_checkers::Skipped]) {
+        for (i, s) in skipped.iter().enumerate() {
+            let key = (
+                s.judgement,
+                s.invariant.name(),
+                s.invariant.spec_id(),
+                s.cause,
+            );
+            let seen = |k: &leasesim_checkers::Skipped| {
+                (k.judgement, k.invariant, k.cause) == (s.judgement, s.invariant, s.cause)
+            };
+            if !skipped[..i].iter().any(seen) {
+                *self.by_cause.entry(key).or_default() += 1;
+            }
+            if !skipped[..i].iter().any(|k| k.judgement == s.judgement) {
+                *self.by_judgement.entry(s.judgement).or_default() += 1;
+            }
+        }
+    }
 }
 
 /// One seed: left out when the machines cannot express it (`Err` with the reason), refused
@@ -618,6 +712,9 @@ fn judge_seed(
     for (h, _) in r.hazards.iter() {
         local.hazards[sc][*h as usize] += 1;
     }
+    if !r.skipped.is_empty() {
+        local.skipped[sc].book(&r.skipped);
+    }
     let verdict = r.verdict();
     if verdict == Verdict::Held {
         crate::run::recycle(r);
@@ -675,6 +772,7 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
         let mut local = Local {
             hazards: vec![[0; Hazard::ALL.len()]; n],
             busy: vec![(Duration::ZERO, Duration::ZERO); n],
+            skipped: (0..n).map(|_| SkippedRuns::default()).collect(),
             ..Local::default()
         };
         while !spent() {
@@ -729,14 +827,27 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
         events += local.events;
         last_end = last_end.max(local.last_end);
         trace_events += local.trace_events;
-        for ((outcome, hazards), (busy, slowest)) in shared
+        for (((outcome, hazards), (busy, slowest)), skipped) in shared
             .scenarios
             .iter_mut()
             .zip(local.hazards)
             .zip(local.busy)
+            .zip(local.skipped)
         {
             for (h, k) in Hazard::ALL.iter().zip(hazards).filter(|(_, k)| *k > 0) {
                 *outcome.hazards.entry(*h).or_default() += k;
+            }
+            for ((judgement, invariant, spec, cause), k) in skipped.by_cause {
+                let kind = SkipKind {
+                    judgement: judgement.into(),
+                    invariant: invariant.into(),
+                    spec: spec.into(),
+                    cause: cause.into(),
+                };
+                *outcome.skipped.entry(kind).or_default() += k;
+            }
+            for (judgement, k) in skipped.by_judgement {
+                *outcome.skipped_runs.entry(judgement.into()).or_default() += k;
             }
             outcome.busy += busy;
             outcome.slowest_seed = outcome.slowest_seed.max(slowest);

@@ -86,7 +86,8 @@ impl Faults {
                     "its clock left its {drift_ppm_max} ppm drift bound (configured at {} ppm)",
                     clock.drift_ppm
                 );
-                self.leave_bound(world, node as NodeId, 0, why, out);
+                let cause = "its clock was configured beyond its drift bound";
+                self.leave_bound(world, node as NodeId, 0, cause, why, out);
             }
         }
     }
@@ -117,6 +118,7 @@ impl Faults {
         world: &World<'_>,
         node: NodeId,
         t: u64,
+        cause: &'static str,
         why: String,
         out: &mut Judgement,
     ) {
@@ -133,6 +135,7 @@ impl Faults {
                 judgement,
                 node,
                 from_ns: t,
+                cause,
                 reason: format!(
                     "{judgement} ({}) not judged for {who} from {}: {why}",
                     invariant.spec_id(),
@@ -204,7 +207,8 @@ impl Faults {
                 }
                 if frozen && is_worker(node) {
                     let why = "its clock stopped in a frozen pause (a VM stop)".to_string();
-                    self.leave_bound(world, node, t, why, out);
+                    let cause = "its clock stopped in a frozen pause";
+                    self.leave_bound(world, node, t, cause, why, out);
                 }
             }
             Command::Resume { node } => {
@@ -235,7 +239,8 @@ impl Faults {
                         "its monotonic clock was stepped by {sign}{}",
                         fmt_ns(delta_ns.unsigned_abs())
                     );
-                    self.leave_bound(world, node, t, why, out);
+                    let cause = "its monotonic clock was stepped";
+                    self.leave_bound(world, node, t, cause, why, out);
                 }
             }
             Command::WallStep { .. } => hazards.hit(Hazard::ClockFault),
@@ -247,7 +252,8 @@ impl Faults {
                         let why = format!(
                             "its clock left its {drift_ppm_max} ppm drift bound (its rate was set to {drift_ppm} ppm)"
                         );
-                        self.leave_bound(world, node, t, why, out);
+                        let cause = "its clock's rate was set beyond its drift bound";
+                        self.leave_bound(world, node, t, cause, why, out);
                     }
                 }
             }

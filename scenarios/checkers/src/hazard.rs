@@ -91,6 +91,8 @@ hazards! {
     LeaseReplyDuplicated => "lease-reply-duplicated", "a grant or renewal reply was delivered twice, or a repeated claim got its grant again";
     LeaseReplyReordered => "lease-reply-reordered", "a grant or renewal reply reached its holder after the reply to a later request";
     SilenceAfterLateReply => "silence-after-late-reply", "a holder whose last confirmation came in a late reply heard nothing more and reached its deadline with work left";
+    OutOfBoundDeadline => "out-of-bound-deadline", "a holder whose clock had left its drift bound stated a deadline that, at its clock's rate, ran past the coordinator's grant (belief-within-grant is not judged for such a clock; this is what the clock made of it)";
+    OutOfBoundEffect => "out-of-bound-effect", "a holder whose clock had left its drift bound started an effect after its grant had ended in true time (not judged for such a clock; this is what the clock made it do)";
 }
 
 /// How many hazards there are.

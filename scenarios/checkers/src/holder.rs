@@ -102,9 +102,9 @@ fn acted(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, key: IdemKey, out: &mut 
         );
         return;
     }
-    if cx.models.faults.clock_out(e.node) {
-        return;
-    }
+    // A clock out of its bound voids the judgement below: what it made the holder do is then
+    // shown as a hazard, the consequence of the broken assumption, never as a finding.
+    let out_of_bound = cx.models.faults.clock_out(e.node);
     let m = cx.models.table.row(job);
     // An operator's action the coordinator answered without journaling it ends the lease
     // without a new token; the table keeps the token it ended.
@@ -133,6 +133,10 @@ fn acted(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, key: IdemKey, out: &mut 
     } else {
         return;
     };
+    if out_of_bound {
+        out.hit(Hazard::OutOfBoundEffect);
+        return;
+    }
     let (who, key_text) = texts();
     out.flag(
         Invariant::QuiescentHolder,
@@ -165,15 +169,17 @@ pub(crate) fn stated(
     if late {
         out.hit(Hazard::LateLeaseReply);
     }
-    if cx.models.faults.clock_out(node) {
-        return late;
-    }
+    let out_of_bound = cx.models.faults.clock_out(node);
     let Some(drift_ppm) = cx.models.faults.rate(cx.run.world, node) else {
+        if out_of_bound {
+            return late;
+        }
         out.skip(Skipped {
             invariant: Invariant::QuiescentHolder,
             judgement: "belief-within-grant",
             node,
             from_ns: 0,
+            cause: "its clock is not known to the checkers",
             reason: format!(
                 "belief-within-grant (I5) not judged at the deadlines {} stated: its clock is not known to the checkers",
                 cx.name(node)
@@ -188,6 +194,13 @@ pub(crate) fn stated(
     let expiry = coordinator_true(&cx.run.world.coordinator_clock, until);
     // A deadline the clock already reads is no belief at all: the holder is in jeopardy.
     let believed = |d: u64| (d > e.local).then(|| reads_at(e.t, e.local, drift_ppm, d));
+    if out_of_bound {
+        // The judgement is void for this clock; what its rate made of the deadline is shown.
+        if believed(deadline).is_some_and(|t| t > expiry) {
+            out.hit(Hazard::OutOfBoundDeadline);
+        }
+        return late;
+    }
     if let Some(t_deadline) = believed(deadline).filter(|&t| t > expiry) {
         out.flag(
             Invariant::QuiescentHolder,

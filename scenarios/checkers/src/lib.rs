@@ -147,6 +147,9 @@ pub struct Skipped {
     pub node: NodeId,
     /// True time from which it was not made.
     pub from_ns: u64,
+    /// Why, in words with no number in them (`its clock left its drift bound (a rate fault)`):
+    /// what a sweep counts skipped judgements by.
+    pub cause: &'static str,
     /// The whole sentence: `belief-within-grant (I5) not judged for W1 from 12.300s: ...`.
     pub reason: String,
 }

@@ -92,6 +92,7 @@ pub(crate) fn finish(cx: &Cx<'_>, out: &mut Judgement) {
             judgement: "completion",
             node: cx.run.coordinator,
             from_ns: world.end_ns,
+            cause: "the run ended on a machine or engine error",
             reason: format!(
                 "completion (I7) not judged: the run ended ({:?}) at {} with {} job(s) open",
                 world.end,

@@ -80,6 +80,21 @@ pub(super) fn junit(r: &Results) -> String {
                 esc(h.summary())
             );
         }
+        for (_, judgement, causes) in r.never_judged().iter().filter(|(s, _, _)| *s == i) {
+            failed = true;
+            let _ = write!(
+                body,
+                "\n      <failure message=\"{}\" type=\"never-judged\">{}</failure>",
+                esc(&format!(
+                    "never judged {judgement}: skipped in all {} runs",
+                    o.judged()
+                )),
+                esc(&format!(
+                    "{}; allow it with --allow-skipped {judgement} if that is meant",
+                    causes.join("; ")
+                ))
+            );
+        }
         if let Some((seed, e)) = o.nondeterministic_seeds.first() {
             failed = true;
             let _ = write!(
@@ -108,13 +123,26 @@ pub(super) fn junit(r: &Results) -> String {
             .iter()
             .filter_map(|f| r.replay(i, f.seed))
             .collect();
-        if !replays.is_empty() {
-            let mut text = String::new();
-            for p in &replays {
-                let _ = writeln!(text, "replay: {p}");
-            }
+        let mut text = String::new();
+        // What a verdict that held does not rest on.
+        for (k, n) in &o.skipped {
+            let _ = writeln!(
+                text,
+                "not judged: {} ({}) in {n} of {} runs: {}",
+                k.judgement,
+                k.spec,
+                o.judged(),
+                k.cause
+            );
+        }
+        for p in &replays {
+            let _ = writeln!(text, "replay: {p}");
+        }
+        if let Some(first) = replays.first() {
             // GitLab links the first as the test's attachment.
-            let _ = writeln!(text, "[[ATTACHMENT|{}]]", replays[0]);
+            let _ = writeln!(text, "[[ATTACHMENT|{first}]]");
+        }
+        if !text.is_empty() {
             let _ = write!(body, "\n      <system-out>{}</system-out>", esc(&text));
         }
         if failed {

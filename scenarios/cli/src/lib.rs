@@ -221,6 +221,11 @@ enum Command {
         /// Runs every seed twice and compares the traces.
         #[arg(long)]
         check_determinism: bool,
+        /// Lets this judgement (by its name, its invariant's or its id: `belief-within-grant`,
+        /// `quiescent-holder`, `I5`) be skipped in every run of a scenario; without it such a
+        /// sweep fails, since it proves nothing about that judgement. Repeatable.
+        #[arg(long, value_name = "NAME")]
+        allow_skipped: Vec<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -921,6 +926,7 @@ fn dispatch(
             failures_dir,
             allow_unsafe_timing,
             check_determinism,
+            allow_skipped,
             format,
             sql,
         } => {
@@ -944,6 +950,7 @@ fn dispatch(
                     failures_dir,
                     allow_unsafe_timing,
                     check_determinism,
+                    allow_skipped,
                     format,
                 },
             )

@@ -52,7 +52,7 @@ fn add(file: &str, field: &str, total: u64, more: u64) -> Result<u64, UsageError
 }
 
 /// What must be the same in every shard of one sweep, by the name `merge` reports.
-fn identity(doc: &SweepDoc) -> [(&'static str, Value); 7] {
+fn identity(doc: &SweepDoc) -> [(&'static str, Value); 8] {
     let names: Vec<&str> = doc.scenarios.0.iter().map(|s| s.name.as_str()).collect();
     [
         ("leasesim version", json!(doc.leasesim_version)),
@@ -64,6 +64,7 @@ fn identity(doc: &SweepDoc) -> [(&'static str, Value); 7] {
         ),
         ("check_determinism", json!(doc.check_determinism)),
         ("allow_unsafe_timing", json!(doc.allow_unsafe_timing)),
+        ("allow_skipped", json!(doc.allow_skipped.0)),
         ("shard count", json!(doc.shard.map(|s| s.0.count))),
     ]
 }
@@ -177,6 +178,7 @@ fn merge_sweep(
     let base = SweepConfig {
         check_determinism: doc.check_determinism,
         allow_unsafe_timing: doc.allow_unsafe_timing,
+        allow_skipped: doc.allow_skipped.0.clone(),
         ..SweepConfig::new(first.defs.clone(), seeds, first.machines.clone())
     };
     let count = first.shard().map_or(1, |s| s.count);
@@ -333,6 +335,22 @@ impl Sum {
                 *count = add(file, &field(&format!("hazards.{name}")), *count, k)?;
             }
         }
+        for x in s.skipped.0 {
+            let kind = leasesim::sweep::SkipKind {
+                judgement: x.judgement,
+                invariant: x.invariant,
+                spec: x.spec,
+                cause: x.cause,
+            };
+            let name = format!("skipped.{}", kind.label());
+            let count = o.skipped.entry(kind).or_default();
+            *count = add(file, &field(&name), *count, x.runs)?;
+        }
+        for (judgement, k) in s.skipped_runs.0 {
+            let name = format!("skipped_runs.{judgement}");
+            let count = o.skipped_runs.entry(judgement).or_default();
+            *count = add(file, &field(&name), *count, k)?;
+        }
         let kept = &mut self.kept[j];
         for x in s.failures.0 {
             let invariants = Invariant::ALL
@@ -471,6 +489,7 @@ fn matrix_cell(c: CellDoc) -> (u64, Cell) {
             invariants: c.invariants.0,
             refused_by_validation: c.refused_by_validation,
             not_expressible: c.not_expressible,
+            skipped: c.skipped.0,
         },
     )
 }

@@ -154,6 +154,36 @@ pub(super) fn markdown(r: &Results) -> String {
             r.unreached.len()
         );
     }
+    if report.scenarios.iter().any(|o| !o.skipped.is_empty()) {
+        s.push_str("\n### Skipped judgements\n\nRuns in which the checkers did not make a judgement, and why; a verdict that held does not rest on them. *Voided by the story*: the scenario is built to void it.\n\n| scenario | judgement | runs | cause |\n|---|---|---|---|\n");
+        for (d, o) in r.defs.iter().zip(&report.scenarios) {
+            for (k, n) in &o.skipped {
+                let by_story = if d.unjudged.contains(&k.judgement.as_str()) {
+                    " (*voided by the story*)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    s,
+                    "| `{}` | {} ({}){by_story} | {n} of {} | {} |",
+                    d.name,
+                    k.judgement,
+                    k.spec,
+                    o.judged(),
+                    cell(&k.cause)
+                );
+            }
+        }
+    }
+    for (i, judgement, causes) in r.never_judged() {
+        let _ = writeln!(
+            s,
+            "\n**FAIL**: `{}` never judged {judgement}: skipped in all {} runs ({}).",
+            r.defs[i].name,
+            report.scenarios[i].judged(),
+            cell(&causes.join("; "))
+        );
+    }
     s.push('\n');
     s
 }

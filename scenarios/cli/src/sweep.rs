@@ -100,6 +100,7 @@ pub(super) struct SweepArgs {
     pub failures_dir: PathBuf,
     pub allow_unsafe_timing: bool,
     pub check_determinism: bool,
+    pub allow_skipped: Vec<String>,
     pub format: Format,
 }
 
@@ -300,6 +301,7 @@ pub(super) fn sweep_cmd(
         allow_unsafe_timing: a.allow_unsafe_timing,
         shard,
         budget: a.budget,
+        allow_skipped: a.allow_skipped.clone(),
         ..SweepConfig::new(defs.clone(), seeds, m.clone())
     };
     let items = config.items()?;
@@ -660,11 +662,53 @@ impl Results {
             Outcome::Interrupted
         } else if self.empty().is_some() {
             Outcome::Empty
-        } else if r.failing() > 0 || !self.unreached.is_empty() || r.nondeterministic() > 0 {
+        } else if r.failing() > 0
+            || !self.unreached.is_empty()
+            || !self.never_judged().is_empty()
+            || r.nondeterministic() > 0
+        {
             Outcome::Failed
         } else {
             Outcome::Held
         }
+    }
+
+    /// The judgements skipped in every judged run of a scenario and not allowed by name, with
+    /// the scenario's place and the causes; judged like hazard coverage, over the whole sweep.
+    pub fn never_judged(&self) -> Vec<(usize, String, Vec<String>)> {
+        if !self.coverage_judged {
+            return Vec::new();
+        }
+        self.report
+            .scenarios
+            .iter()
+            .enumerate()
+            .flat_map(|(i, o)| {
+                o.never_judged(&leasesim::check::allowed(
+                    &self.config.allow_skipped,
+                    self.defs[i],
+                ))
+                .into_iter()
+                .map(move |(j, causes)| (i, j, causes))
+            })
+            .collect()
+    }
+
+    /// Per judgement over every scenario: the runs that skipped it (for any cause), with its
+    /// invariant's id, in name order.
+    pub fn skipped_totals(&self) -> Vec<(String, String, u64)> {
+        let mut totals: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for o in &self.report.scenarios {
+            for (judgement, n) in &o.skipped_runs {
+                let spec = o
+                    .skipped
+                    .keys()
+                    .find(|k| &k.judgement == judgement)
+                    .map_or(String::new(), |k| k.spec.clone());
+                *totals.entry((judgement.clone(), spec)).or_default() += n;
+            }
+        }
+        totals.into_iter().map(|((j, s), n)| (j, s, n)).collect()
     }
 
     /// Why no run was judged, when none was: seeds not expressible are skipped, never passed.
@@ -809,6 +853,15 @@ impl Results {
                     "hazards": o.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
                     "declared_hazards": d.hazards.iter().map(|h| h.name()).collect::<Vec<_>>(),
                     "unreached_hazards": self.unreached.iter().filter(|(s, _)| *s == i).map(|(_, h)| h.name()).collect::<Vec<_>>(),
+                    "skipped": o.skipped.iter().map(|(k, n)| json!({
+                        "judgement": k.judgement,
+                        "invariant": k.invariant,
+                        "spec": k.spec,
+                        "cause": k.cause,
+                        "runs": n,
+                    })).collect::<Vec<_>>(),
+                    "skipped_runs": o.skipped_runs,
+                    "never_judged": self.never_judged().iter().filter(|(s, _, _)| *s == i).map(|(_, j, _)| j.clone()).collect::<Vec<_>>(),
                     "failures_listed": o.failures.len(),
                     "failures": o.failures.iter().map(|f| failure_json(
                         f,
@@ -822,6 +875,9 @@ impl Results {
             "failing": r.failing(),
             "not_expressible": r.not_expressible(),
             "unreached_hazards": self.unreached.len(),
+            "skipped_runs": self.skipped_totals().iter().map(|(j, _, n)| (j.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "never_judged": self.never_judged().len(),
+            "allow_skipped": self.config.allow_skipped,
             "events": r.events,
             "elapsed_s": self.elapsed,
             "seeds_per_s": r.runs as f64 / self.busy_seconds(),
@@ -998,13 +1054,23 @@ impl Results {
         if let Some(why) = self.empty() {
             io(writeln!(out, "sweep: NOTHING RAN, no verdict: {why}"))?;
         }
-        let skipped = match r.not_expressible() {
+        let mut skipped = match r.not_expressible() {
             0 => String::new(),
             n => format!(
                 ", {n} not expressible by {} (skipped, never passed)",
                 m.name()
             ),
         };
+        // A verdict that held says what it does not rest on.
+        let judged: u64 = r.scenarios.iter().map(|o| o.judged()).sum();
+        let totals: Vec<String> = self
+            .skipped_totals()
+            .iter()
+            .map(|(j, spec, n)| format!("{j} ({spec}) in {n} of {judged} runs"))
+            .collect();
+        if !totals.is_empty() {
+            skipped.push_str(&format!("; not judged: {}", totals.join(", ")));
+        }
         io(writeln!(
             out,
             "sweep: {} runs ({scope}{} scenario(s) x {} seeds, variant {}) {}: {:.0} seeds/s, {:.0} events/s; {} failing{skipped}{}",
@@ -1068,6 +1134,39 @@ impl Results {
                 h.name(),
                 h.summary(),
                 self.report.scenarios[*i].runs
+            ))?;
+        }
+        if self.report.scenarios.iter().any(|o| !o.skipped.is_empty()) {
+            io(writeln!(
+                out,
+                "skipped judgements (runs in which the checkers did not make one, and why; * voided by the scenario's story):"
+            ))?;
+            for (d, o) in self.defs.iter().zip(&self.report.scenarios) {
+                for (k, n) in &o.skipped {
+                    let by_story = if d.unjudged.contains(&k.judgement.as_str()) {
+                        "*"
+                    } else {
+                        ""
+                    };
+                    io(writeln!(
+                        out,
+                        "  {:<26} {}{by_story} ({}) in {n} of {} runs: {}",
+                        d.name,
+                        k.judgement,
+                        k.spec,
+                        o.judged(),
+                        k.cause
+                    ))?;
+                }
+            }
+        }
+        for (i, judgement, causes) in self.never_judged() {
+            io(writeln!(
+                out,
+                "FAIL: {} never judged {judgement}: skipped in all {} runs ({}); --allow-skipped {judgement} if that is meant",
+                self.defs[i].name,
+                self.report.scenarios[i].judged(),
+                causes.join("; ")
             ))?;
         }
         if !self.coverage_judged && !self.report.interrupted {

@@ -27,6 +27,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::HeartbeatRefused,
         Hazard::Takeover,
     ],
+    unjudged: &[],
     build,
 };
 

@@ -41,6 +41,8 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::JeopardyEntered,
         Hazard::JeopardyExited,
     ],
+    // A stepped clock voids what is judged against it, in every run.
+    unjudged: &["belief-within-grant", "needless-takeover"],
     build,
 };
 

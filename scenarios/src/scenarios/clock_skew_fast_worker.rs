@@ -36,6 +36,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::HeartbeatRefused,
         Hazard::MessageLost,
     ],
+    unjudged: &[],
     build,
 };
 

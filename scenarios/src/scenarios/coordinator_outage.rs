@@ -40,6 +40,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::Takeover,
         Hazard::MessageLost,
     ],
+    unjudged: &[],
     build,
 };
 

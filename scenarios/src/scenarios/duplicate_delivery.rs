@@ -27,6 +27,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::DuplicateKeyAnswered,
         Hazard::RequestReplayed,
     ],
+    unjudged: &[],
     build,
 };
 

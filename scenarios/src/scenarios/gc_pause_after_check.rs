@@ -36,6 +36,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::JeopardyEntered,
         Hazard::MessageLate,
     ],
+    unjudged: &[],
     build,
 };
 

@@ -39,6 +39,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::JeopardyExited,
         Hazard::MessageLost,
     ],
+    unjudged: &[],
     build,
 };
 

@@ -17,6 +17,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
     story: "an operator hands W1's job to a human (new epoch, reason and actor journaled); W1 \
             learns at its next heartbeat and goes quiet; the human resolves the job",
     hazards: &[Hazard::OperatorAction, Hazard::HeartbeatRefused],
+    unjudged: &[],
     build,
 };
 

@@ -52,6 +52,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::JeopardyEntered,
         Hazard::HeartbeatRefused,
     ],
+    unjudged: &[],
     build,
 };
 

@@ -40,6 +40,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::MessageLate,
         Hazard::MessageLost,
     ],
+    unjudged: &[],
     build,
 };
 

@@ -35,6 +35,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::StaleFenceRejected,
         Hazard::ActedAfterRevoke,
     ],
+    unjudged: &[],
     build,
 };
 

@@ -28,6 +28,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::LongHold,
         Hazard::ToolFault,
     ],
+    unjudged: &[],
     build,
 };
 

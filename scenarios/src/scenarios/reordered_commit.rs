@@ -33,6 +33,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::StaleCommitRejected,
         Hazard::Takeover,
     ],
+    unjudged: &[],
     build,
 };
 

@@ -33,6 +33,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::StaleFenceRejected,
         Hazard::MessageLate,
     ],
+    unjudged: &[],
     build,
 };
 

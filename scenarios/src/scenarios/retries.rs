@@ -27,6 +27,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::ToolFault,
         Hazard::DuplicateKeyAnswered,
     ],
+    unjudged: &[],
     build,
 };
 

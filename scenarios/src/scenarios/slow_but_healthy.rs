@@ -22,6 +22,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
     story: "W1 holds a job through a ten-minute tool call with steady heartbeats while W2 polls \
             all the time; no fault, so W2 must never take it over",
     hazards: &[Hazard::LongHold],
+    unjudged: &[],
     build,
 };
 

@@ -30,6 +30,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::Takeover,
         Hazard::HumanReview,
     ],
+    unjudged: &[],
     build,
 };
 

@@ -28,6 +28,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::StageDeadline,
         Hazard::DuplicateKeyAnswered,
     ],
+    unjudged: &[],
     build,
 };
 

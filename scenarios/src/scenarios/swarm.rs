@@ -39,6 +39,7 @@ pub const DEF: ScenarioDef = ScenarioDef {
         Hazard::MessageDuplicated,
         Hazard::DuplicateKeyAnswered,
     ],
+    unjudged: &[],
     build,
 };
 

@@ -39,6 +39,7 @@ static HELD_FOREVER: ScenarioDef = ScenarioDef {
     name: "held-forever",
     story: "a commit's acceptance held until an operator acts; none does",
     hazards: &[],
+    unjudged: &[],
     build: held_forever,
 };
 

@@ -285,6 +285,26 @@ fn counts(p: &Place, s: &ScenarioDoc, rules: &Rules) -> Result<u64, UsageError> 
     if s.failing > judged {
         return Err(p.err("failing", format!("{} failing seeds among the {judged} it judged (runs less the seeds not expressible)", s.failing)));
     }
+    for (judgement, &n) in &s.skipped_runs.0 {
+        if n > judged {
+            return Err(p.err(
+                "skipped_runs",
+                format!("{judgement} skipped in {n} runs among the {judged} it judged"),
+            ));
+        }
+    }
+    for k in &s.skipped.0 {
+        let of_judgement = s.skipped_runs.0.get(&k.judgement).copied().unwrap_or(0);
+        if k.runs > of_judgement {
+            return Err(p.err(
+                "skipped",
+                format!(
+                    "{} skipped for one cause in {} runs, more than the {of_judgement} runs that skipped it at all",
+                    k.judgement, k.runs
+                ),
+            ));
+        }
+    }
     if s.unfinished > s.failing {
         return Err(p.err(
             "unfinished",

@@ -37,6 +37,8 @@ const HAZARDS: usize = Hazard::ALL.len();
 const INVARIANTS: usize = Invariant::ALL.len();
 /// No bound of its own: lists whose length another field decides.
 const ANY: usize = usize::MAX;
+/// Kinds of skipped judgement (judgement x cause) a scenario's result may list.
+const SKIP_KINDS: usize = 64;
 
 pub(super) fn bad(file: &str, why: impl fmt::Display) -> UsageError {
     UsageError(format!("{file}: {why}"))
@@ -264,6 +266,12 @@ struct Head {
 /// list past its bound costs no memory for the rest).
 pub(super) struct List<T, const MAX: usize>(pub Vec<T>);
 
+impl<T, const MAX: usize> Default for List<T, MAX> {
+    fn default() -> Self {
+        List(Vec::new())
+    }
+}
+
 impl<'de, T: Deserialize<'de>, const MAX: usize> Deserialize<'de> for List<T, MAX> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<T, const MAX: usize>(PhantomData<T>);
@@ -404,6 +412,9 @@ pub(super) struct SweepDoc {
     pub seeds_random_base: Option<u64>,
     pub check_determinism: bool,
     pub allow_unsafe_timing: bool,
+    /// Results written before skipped judgements were counted allow none.
+    #[serde(default)]
+    pub allow_skipped: List<String, SKIP_KINDS>,
     pub shard: Option<ShardAt>,
     pub budget: Option<BudgetDoc>,
     pub interrupted: bool,
@@ -463,6 +474,21 @@ pub(super) struct ScenarioDoc {
     pub unreached_hazards: List<String, HAZARDS>,
     pub failures_listed: u64,
     pub failures: List<FailureDoc, FAILURES_KEPT>,
+    /// Results written before skipped judgements were counted have none.
+    #[serde(default)]
+    pub skipped: List<SkippedDoc, SKIP_KINDS>,
+    #[serde(default)]
+    pub skipped_runs: Table<SKIP_KINDS>,
+}
+
+/// Runs that skipped one judgement for one cause.
+#[derive(Deserialize)]
+pub(super) struct SkippedDoc {
+    pub judgement: String,
+    pub invariant: String,
+    pub spec: String,
+    pub cause: String,
+    pub runs: u64,
 }
 
 /// A seed whose two runs differed.
@@ -540,6 +566,9 @@ pub(super) struct CellDoc {
     pub unfinished: u64,
     pub invariants: List<String, INVARIANTS>,
     pub refused_by_validation: bool,
+    /// Results written before skipped judgements were counted have none.
+    #[serde(default)]
+    pub skipped: Table<SKIP_KINDS>,
     /// Results written before seeds could be inexpressible have none.
     #[serde(default)]
     pub not_expressible: u64,
