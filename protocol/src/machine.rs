@@ -110,6 +110,28 @@ impl Outbox {
 pub(crate) const KEPT_MAX: usize = 4_096;
 
 /// A coordinator: the job table, the only arbiter of lease time (see the module's contract).
+///
+/// A minimal one: it answers nothing, and its jobs are never done. Three methods are required;
+/// a coordinator with timers (lease expiry it acts on by itself) adds the other two.
+///
+/// ```
+/// use leasesim_protocol::{CoordinatorMachine, Msg, Nanos, Output};
+///
+/// struct Mute;
+///
+/// impl CoordinatorMachine for Mute {
+///     fn handle_message(&mut self, _now: Nanos, _from: u32, _msg: Msg) {}
+///     fn poll_output(&mut self) -> Option<Output> {
+///         None
+///     }
+///     fn all_terminal(&self) -> bool {
+///         false
+///     }
+/// }
+///
+/// let mut c = Mute;
+/// assert!(c.poll_output().is_none() && c.poll_timeout().is_none());
+/// ```
 pub trait CoordinatorMachine: Send {
     /// Handles a request (`Claim`, `Heartbeat`, `Commit`, `Checkpoint`, an operator's action)
     /// from host address `from`, at `now` on the coordinator's clock. Answers go to
@@ -147,6 +169,49 @@ impl CoordinatorMachine for Coordinator {
 
 /// A worker: claims jobs, renews its lease apart from its tool calls, runs the job's plan and
 /// commits conditionally (see the module's contract).
+///
+/// A minimal one: it asks the coordinator for work once at start and holds nothing. Seven
+/// methods are required; `observe_wall` is an input too (the node's wall clock, for a worker
+/// that stamps its requests with it), and `tool_in_flight` tells the async shell which tool
+/// call it still waits for, so that the shell cancels the call's wait when it stops waiting.
+///
+/// ```
+/// use leasesim_protocol::{Msg, Nanos, Output, Peer, WorkerMachine, WorkerName};
+/// use std::collections::VecDeque;
+///
+/// #[derive(Default)]
+/// struct Asker {
+///     out: VecDeque<Output>,
+/// }
+///
+/// impl WorkerMachine for Asker {
+///     fn start(&mut self, _now: Nanos) {
+///         self.out.push_back(Output::Send {
+///             to: Peer::Coordinator,
+///             msg: Msg::Claim { req: 1, worker: WorkerName(1), client_now: 0 },
+///         });
+///     }
+///     fn crash(&mut self) {
+///         self.out.clear();
+///     }
+///     fn handle_message(&mut self, _now: Nanos, _msg: Msg) {}
+///     fn handle_timeout(&mut self, _now: Nanos) {}
+///     fn poll_output(&mut self) -> Option<Output> {
+///         self.out.pop_front()
+///     }
+///     fn poll_timeout(&self) -> Option<Nanos> {
+///         None
+///     }
+///     fn is_busy(&self) -> bool {
+///         false
+///     }
+/// }
+///
+/// let mut w = Asker::default();
+/// w.start(0);
+/// assert!(matches!(w.poll_output(), Some(Output::Send { to: Peer::Coordinator, .. })));
+/// assert!(w.poll_output().is_none() && w.tool_in_flight().is_none());
+/// ```
 pub trait WorkerMachine: Send {
     /// Starts, or restarts after a crash under the same logical name, at `now` on its clock.
     fn start(&mut self, now: Nanos);
@@ -205,6 +270,24 @@ impl WorkerMachine for Worker {
 
 /// An effect receiver: an external system (payments, tickets) that fences by token and
 /// deduplicates by idempotency key (see the module's contract).
+///
+/// A minimal one: it answers nothing (a worker then never learns whether its effect took
+/// place). Both methods are required.
+///
+/// ```
+/// use leasesim_protocol::{Msg, Nanos, Output, ReceiverMachine};
+///
+/// struct Silent;
+///
+/// impl ReceiverMachine for Silent {
+///     fn handle_message(&mut self, _now: Nanos, _from: u32, _msg: Msg) {}
+///     fn poll_output(&mut self) -> Option<Output> {
+///         None
+///     }
+/// }
+///
+/// assert!(Silent.poll_output().is_none());
+/// ```
 pub trait ReceiverMachine: Send {
     /// Handles an `Effect` or an `EffectStatus` query from host address `from`; answers go to
     /// `Peer::Addr(from)`.
@@ -219,5 +302,66 @@ impl ReceiverMachine for Receiver {
     }
     fn poll_output(&mut self) -> Option<Output> {
         Receiver::poll_output(self)
+    }
+}
+
+/// A boxed machine is a machine (a factory may return `Box<dyn WorkerMachine>` or a box of its
+/// own type); every method forwards, the provided ones included.
+impl<T: CoordinatorMachine + ?Sized> CoordinatorMachine for Box<T> {
+    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
+        (**self).handle_message(now, from, msg)
+    }
+    fn poll_output(&mut self) -> Option<Output> {
+        (**self).poll_output()
+    }
+    fn all_terminal(&self) -> bool {
+        (**self).all_terminal()
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        (**self).poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        (**self).handle_timeout(now)
+    }
+}
+
+/// See the coordinator's.
+impl<T: WorkerMachine + ?Sized> WorkerMachine for Box<T> {
+    fn start(&mut self, now: Nanos) {
+        (**self).start(now)
+    }
+    fn crash(&mut self) {
+        (**self).crash()
+    }
+    fn handle_message(&mut self, now: Nanos, msg: Msg) {
+        (**self).handle_message(now, msg)
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        (**self).handle_timeout(now)
+    }
+    fn poll_output(&mut self) -> Option<Output> {
+        (**self).poll_output()
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        (**self).poll_timeout()
+    }
+    fn is_busy(&self) -> bool {
+        (**self).is_busy()
+    }
+    fn observe_wall(&mut self, wall: Nanos) {
+        (**self).observe_wall(wall)
+    }
+    fn tool_in_flight(&self) -> Option<u64> {
+        (**self).tool_in_flight()
+    }
+}
+
+/// See the coordinator's.
+impl<T: ReceiverMachine + ?Sized> ReceiverMachine for Box<T> {
+    fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
+        (**self).handle_message(now, from, msg)
+    }
+    fn poll_output(&mut self) -> Option<Output> {
+        (**self).poll_output()
     }
 }

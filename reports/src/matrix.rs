@@ -9,7 +9,7 @@ use serde::Serialize;
 #[derive(Clone, Debug, Serialize)]
 pub struct Cell {
     /// Scenario name.
-    pub scenario: &'static str,
+    pub scenario: String,
     /// Seeds run (a variant stops at its first failing seed).
     pub seeds_run: u64,
     /// The first failing seed, if any.
@@ -54,9 +54,9 @@ pub struct Row {
     /// Invariants that caught it, over all scenarios.
     pub invariants: Vec<String>,
     /// Scenarios that caught it.
-    pub caught_by: Vec<&'static str>,
+    pub caught_by: Vec<String>,
     /// The scenario that needed the fewest seeds.
-    pub best_scenario: Option<&'static str>,
+    pub best_scenario: Option<String>,
     /// Its first failing seed.
     pub first_failing_seed: Option<u64>,
     /// Seeds run until detection in that scenario: the first failing seed + 1 (seeds start at 0).
@@ -159,10 +159,12 @@ pub fn markdown(m: &Matrix) -> String {
             } else {
                 r.invariants.join(", ")
             },
-            r.best_scenario.map_or("-".to_string(), |sc| format!(
-                "`{sc}` seed {}",
-                r.first_failing_seed.unwrap_or(0)
-            )),
+            r.best_scenario
+                .as_deref()
+                .map_or("-".to_string(), |sc| format!(
+                    "`{sc}` seed {}",
+                    r.first_failing_seed.unwrap_or(0)
+                )),
             r.seeds_to_detection
                 .map_or("-".to_string(), |n| n.to_string()),
             r.reproduce
@@ -175,7 +177,7 @@ pub fn markdown(m: &Matrix) -> String {
     let scenarios: Vec<&str> = m
         .rows
         .first()
-        .map(|r| r.cells.iter().map(|c| c.scenario).collect())
+        .map(|r| r.cells.iter().map(|c| c.scenario.as_str()).collect())
         .unwrap_or_default();
     s.push_str("| variant |");
     for name in &scenarios {
@@ -274,7 +276,7 @@ pub fn html(m: &Matrix) -> String {
             esc(&r.summary),
             esc(&r.spec),
             esc(&r.invariants.join(", ")),
-            r.best_scenario.map_or("-".to_string(), |sc| format!("{} seed {}", esc(sc), r.first_failing_seed.unwrap_or(0))),
+            r.best_scenario.as_deref().map_or("-".to_string(), |sc| format!("{} seed {}", esc(sc), r.first_failing_seed.unwrap_or(0))),
             r.seeds_to_detection.map_or("-".to_string(), |n| n.to_string()),
             esc(r.reproduce.as_deref().unwrap_or("-")),
         ));
@@ -289,7 +291,7 @@ mod tests {
 
     fn cell(first_failing_seed: Option<u64>, unfinished: u64) -> Cell {
         Cell {
-            scenario: "w1-w2",
+            scenario: "w1-w2".into(),
             seeds_run: 10,
             first_failing_seed,
             failing: 0,

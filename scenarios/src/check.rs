@@ -186,8 +186,8 @@ impl SweepConfig {
             Some(name) => self
                 .scenarios
                 .iter()
-                .copied()
                 .filter(|d| d.name == name)
+                .cloned()
                 .collect(),
             None => self.scenarios.clone(),
         };
@@ -245,7 +245,7 @@ impl SweepConfig {
 
     /// Saves the failing run (and its shrunk version) and says how to rerun it.
     fn explain(&self, sc: usize, seed: u64, first: &str, report: &SweepReport) -> String {
-        let def = self.scenarios[sc];
+        let def = &self.scenarios[sc];
         let m = &self.machines;
         let test = test_name();
         let pkg = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| "<package>".into());
@@ -263,7 +263,7 @@ impl SweepConfig {
         let dir = failures_dir();
         let stem = format!("{}-{}-seed{seed}", sanitize(&test), def.name);
         let path = dir.join(format!("{stem}.json"));
-        let setup = (def.build)(seed, m.setup_variant());
+        let setup = def.build(seed, m.setup_variant());
         let r = run(&setup, seed, m);
         let rerun = rerun_with(REPLAY_VAR, &path.display().to_string());
         let replay = Replay::record_on(&setup, seed, self.allow_unsafe_timing, &r, m, &rerun);

@@ -209,7 +209,7 @@ pub struct Candidate {
 #[derive(Clone)]
 pub struct ExploreConfig {
     /// The scenario whose configuration is explored.
-    pub scenario: &'static ScenarioDef,
+    pub scenario: ScenarioDef,
     /// The seed, held fixed for every plan.
     pub seed: u64,
     /// The machines under test.
@@ -234,13 +234,13 @@ pub struct ExploreConfig {
 impl ExploreConfig {
     /// Every kind, K faults, every core, the whole space.
     pub fn new(
-        scenario: &'static ScenarioDef,
+        scenario: impl Into<ScenarioDef>,
         seed: u64,
         machines: Machines,
         faults_max: usize,
     ) -> ExploreConfig {
         ExploreConfig {
-            scenario,
+            scenario: scenario.into(),
             seed,
             machines,
             faults_max,
@@ -483,7 +483,9 @@ pub fn space(config: &ExploreConfig) -> Result<Space, String> {
     if config.kinds.is_empty() {
         return Err("no fault kind to place".into());
     }
-    let mut base = (config.scenario.build)(config.seed, config.machines.setup_variant());
+    let mut base = config
+        .scenario
+        .build(config.seed, config.machines.setup_variant());
     base.faults.clear();
     // Random loss and duplication are faults too: the heal phase stops them with the rest.
     base.net.drop_ppm = 0;

@@ -16,52 +16,63 @@
 //! from the network alone. The machine reads no clock, draws no random number, does no I/O.
 //!
 //! **2. Plug it in** as a factory that builds it from the node's configuration
-//! ([`machines`]). Here the "user's" worker is the reference one, to keep the example short:
+//! ([`machines`]), in a named set, and give the set to the [`Builder`] with the scenarios and
+//! the seeds. The factory returns the machine itself (no box, no cast); only the part it names
+//! changes. Here the "user's" worker is the reference one, to keep the example short:
 //!
 //! ```
-//! use leasesim::{run, scenarios, Machines, Verdict};
-//! use leasesim_protocol::{Variant, Worker, WorkerMachine};
+//! use leasesim::{Builder, Machines, Verdict};
+//! use leasesim_protocol::{Variant, Worker};
 //!
-//! let mine = Machines::reference().with_worker("my-worker", |spec| {
-//!     Box::new(Worker::new(spec.config.clone(), Variant::Reference.switches()))
-//!         as Box<dyn WorkerMachine>
+//! let mine = Machines::new("mine").with_worker("my-worker", |spec| {
+//!     Worker::new(spec.config.clone(), Variant::Reference.switches())
 //! });
-//! let setup = (scenarios::find("w1-w2").unwrap().build)(7, mine.setup_variant());
-//! let result = run(&setup, 7, &mine);
+//! let testbed = Builder::new().machines(mine).seeds(0..3).without("swarm");
+//! // One seed of one scenario: the seed is given once, the variant comes from the machines.
+//! let result = testbed.run("w1-w2", 7).unwrap();
 //! assert_eq!(result.verdict(), Verdict::Held, "{:?}", result.findings);
 //! ```
 //!
-//! **3. Sweep it in `cargo test`.** [`SweepConfig::check`] runs many seeds of many scenarios
-//! on every core, with hazard coverage; a failure saves the run under
-//! `target/leasesim-failures/`, shrinks it, and prints the one command that reruns exactly it
-//! (`LEASESIM_REPLAY=<file>`, or `LEASESIM_SEED=<scenario>:<seed>`; see [`check`]):
+//! **3. Sweep it in `cargo test`.** [`Builder::check`] runs every seed of every scenario on
+//! every core, with hazard coverage; a failure saves the run under `target/leasesim-failures/`,
+//! shrinks it, and prints the one command that reruns exactly it (`LEASESIM_REPLAY=<file>`, or
+//! `LEASESIM_SEED=<scenario>:<seed>`; see [`check`]):
 //!
 //! ```
-//! use leasesim::{scenarios, Machines, SeedRange, SweepConfig};
+//! use leasesim::{Builder, Machines};
 //!
-//! let report = SweepConfig::new(
-//!     scenarios::ALL.iter().filter(|s| s.name != "swarm").collect(),
-//!     SeedRange { start: 0, end: 3 },
-//!     Machines::reference(),
-//! )
-//! .check();
+//! let report = Builder::new()
+//!     .machines(Machines::reference())
+//!     .without("swarm")
+//!     .seeds(0..3)
+//!     .check();
 //! assert_eq!(report.failing(), 0);
 //! ```
 //!
-//! **4. Property-test it** over generated setups and fault plans with proptest
+//! **4. Add scenarios of your own**: a closure, a [`scenarios::story::Story`], or a stock
+//! scenario with a changed setup ([`ScenarioDef::with_setup`]); `.scenario(def)` adds it
+//! beside the stock ones, and every action (and the command line) runs it like them. The
+//! explorer ([`Builder::explore`]) places up to two faults at a run's protocol events; the
+//! matrix ([`Builder::matrix`]) compares every machine set on every scenario.
+//!
+//! **5. Property-test it** over generated setups and fault plans with proptest
 //! (`leasesim::strategy`, feature `proptest`), shrunk by proptest itself.
 //!
-//! **5. Keep and read counterexamples.** [`Replay`] files record the setup, the seed and your
-//! machines' names; [`shrink::shrink_on`] minimises a failing one; [`report`] renders a run as
-//! a text timeline, an HTML page or Markdown for a design review.
+//! **6. Keep and read counterexamples.** [`Replay`] files record the setup, the seed, the
+//! scenario's name and your machines' names; [`shrink::shrink_on`] minimises a failing one;
+//! [`report`] renders a run as a text timeline, an HTML page or Markdown for a design review.
 //!
-//! **6. Give yourself the command line.** `leasesim_cli::main_with(vec![my_machines])` in a
-//! `src/bin/` of your crate gives you every `leasesim` command (`run`, `sweep`, `replay`,
-//! `shrink`, `report`, `matrix` comparing your implementations...) for your machines.
+//! **7. Give yourself the command line.** `leasesim_cli::main_with(builder)` in a `src/bin/` of
+//! your crate gives you every `leasesim` command (`run`, `sweep`, `replay`, `shrink`, `report`,
+//! `matrix` comparing your implementations...) for your machines and scenarios.
+//!
+//! Beneath the builder, for finer control: [`run()`] (one setup, one seed, one machine set),
+//! [`SweepConfig`] ([`Builder::sweep_config`] makes one to adjust), [`explore::ExploreConfig`]
+//! and [`matrix::compare`].
 //!
 //! # Map
 //!
-//! A run's whole input as data ([`setup::Setup`]), the fault catalogue and the director that
+//! The entry point ([`builder`]), a run's whole input as data ([`setup::Setup`]), the fault catalogue and the director that
 //! carries a plan out ([`plan`]), the adapter from machines to simulator nodes ([`world`]),
 //! machines as values ([`machines`]), one run judged by the checkers ([`run()`]), many runs on
 //! every core ([`sweep()`]), sweeps as tests ([`check`]), every plan of up to two faults placed
@@ -76,6 +87,7 @@
 //! through the protocol crate's traits; scenarios are data built from a seed.
 
 pub mod advise;
+pub mod builder;
 pub mod check;
 pub mod explore;
 pub mod files;
@@ -98,6 +110,7 @@ pub use leasesim_checkers as checkers;
 pub use leasesim_checkers::hazard;
 
 // The surface most users need, at the top.
+pub use builder::Builder;
 pub use leasesim_checkers::{Hazard, Hazards};
 pub use leasesim_protocol::{Finding, Invariant, Variant};
 pub use machines::Machines;

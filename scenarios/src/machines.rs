@@ -3,25 +3,25 @@
 //! sweep, replay, shrink, matrix and report the same way.
 //!
 //! A [`Machines`] value has a name (what a replay file records and the command line selects with
-//! `--variant`), the variant its scenarios are built with (the reference for a user's own
-//! machines), and a factory for each role that builds a machine from the node's configuration.
+//! `--variant`), the variant its scenarios are built with (the reference for a set made with
+//! [`Machines::new`]), whether it carries a bug on purpose, and a factory for each role that
+//! builds a machine from the node's configuration. Replacing a part changes that part only:
+//! the name, the variant and the known-bad mark are the set's, given once.
 //! The tool is not a role here: it is the outside world, the place where F7 faults are injected.
 //!
 //! ```
 //! use leasesim::machines::Machines;
-//! use leasesim::{run, scenarios, Variant};
-//! use leasesim_protocol::{Worker, WorkerMachine};
+//! use leasesim::{Builder, Variant};
+//! use leasesim_protocol::Worker;
 //!
 //! // A user's worker, here the reference one built by a closure of the user's.
-//! let mine = Machines::reference().with_worker("my-worker", |spec| {
-//!     Box::new(Worker::new(spec.config.clone(), Variant::Reference.switches()))
-//!         as Box<dyn WorkerMachine>
+//! let mine = Machines::new("mine").with_worker("my-worker", |spec| {
+//!     Worker::new(spec.config.clone(), Variant::Reference.switches())
 //! });
-//! assert_eq!(mine.name(), "my-worker");
-//! assert!(!mine.is_stock());
-//! let def = scenarios::find("w1-w2").unwrap();
-//! let setup = (def.build)(1, mine.setup_variant());
-//! let r = run(&setup, 1, &mine);
+//! assert_eq!(mine.name(), "mine");
+//! assert_eq!(mine.parts().worker, "my-worker");
+//! assert!(!mine.is_stock() && !mine.is_known_bad());
+//! let r = Builder::new().machines(mine).run("w1-w2", 1).unwrap();
 //! assert_eq!(r.verdict(), leasesim::Verdict::Held);
 //! ```
 
@@ -169,51 +169,54 @@ impl Machines {
         Variant::ALL.iter().map(|&v| Machines::variant(v)).collect()
     }
 
-    /// The same machines with this worker; the set takes `name` (for a set of several parts of
-    /// one's own, rename it last with [`Machines::named`]).
-    pub fn with_worker(
+    /// A set of one's own named `name`: leasesim's reference machines until a part is replaced
+    /// ([`Machines::with_worker`], [`Machines::with_coordinator`], [`Machines::with_receiver`]),
+    /// built on the reference's scenarios and expected to hold (unless marked
+    /// [`Machines::known_bad`]).
+    pub fn new(name: &str) -> Machines {
+        Machines::reference().named(name)
+    }
+
+    /// The same machines with this worker, whose implementation is called `part` (reports and
+    /// replay files name it). `factory` builds one from its node's configuration, once per run
+    /// and per worker node; it returns the machine itself, no box needed. Only the part
+    /// changes: the set's name, variant and known-bad mark stay as they were.
+    pub fn with_worker<M: WorkerMachine + 'static>(
         mut self,
-        name: &str,
-        factory: impl Fn(&WorkerSpec<'_>) -> Box<dyn WorkerMachine> + Send + Sync + 'static,
+        part: &str,
+        factory: impl Fn(&WorkerSpec<'_>) -> M + Send + Sync + 'static,
     ) -> Machines {
-        self.worker = Arc::new(factory);
+        self.worker =
+            Arc::new(move |s: &WorkerSpec<'_>| Box::new(factory(s)) as Box<dyn WorkerMachine>);
         self.stock.worker = None;
-        self.parts.worker = name.to_string();
-        self.name = name.to_string();
-        self.mine()
+        self.parts.worker = part.to_string();
+        self
     }
 
     /// The same machines with this coordinator (see [`Machines::with_worker`]).
-    pub fn with_coordinator(
+    pub fn with_coordinator<M: CoordinatorMachine + 'static>(
         mut self,
-        name: &str,
-        factory: impl Fn(&CoordinatorSpec<'_>) -> Box<dyn CoordinatorMachine> + Send + Sync + 'static,
+        part: &str,
+        factory: impl Fn(&CoordinatorSpec<'_>) -> M + Send + Sync + 'static,
     ) -> Machines {
-        self.coordinator = Arc::new(factory);
+        self.coordinator = Arc::new(move |s: &CoordinatorSpec<'_>| {
+            Box::new(factory(s)) as Box<dyn CoordinatorMachine>
+        });
         self.stock.coordinator = None;
-        self.parts.coordinator = name.to_string();
-        self.name = name.to_string();
-        self.mine()
+        self.parts.coordinator = part.to_string();
+        self
     }
 
     /// The same machines with this receiver (see [`Machines::with_worker`]).
-    pub fn with_receiver(
+    pub fn with_receiver<M: ReceiverMachine + 'static>(
         mut self,
-        name: &str,
-        factory: impl Fn(&ReceiverSpec<'_>) -> Box<dyn ReceiverMachine> + Send + Sync + 'static,
+        part: &str,
+        factory: impl Fn(&ReceiverSpec<'_>) -> M + Send + Sync + 'static,
     ) -> Machines {
-        self.receiver = Arc::new(factory);
+        self.receiver =
+            Arc::new(move |s: &ReceiverSpec<'_>| Box::new(factory(s)) as Box<dyn ReceiverMachine>);
         self.stock.receiver = None;
-        self.parts.receiver = name.to_string();
-        self.name = name.to_string();
-        self.mine()
-    }
-
-    /// A user's machines are judged on the reference's scenarios, and are expected to hold
-    /// unless marked [`Machines::known_bad`].
-    fn mine(mut self) -> Machines {
-        self.variant = Variant::Reference;
-        self.known_bad = false;
+        self.parts.receiver = part.to_string();
         self
     }
 
@@ -681,8 +684,12 @@ mod tests {
             ))
         });
         assert!(!mixed.is_stock());
-        assert_eq!(mixed.setup_variant(), Variant::Reference);
+        // Only the part changed: the set keeps its name, its variant and its mark.
+        assert_eq!(mixed.name(), "unconditional-commit");
+        assert_eq!(mixed.setup_variant(), Variant::UnconditionalCommit);
+        assert!(mixed.is_known_bad());
         assert_eq!(mixed.parts().worker, "leasesim:unconditional-commit");
+        assert_eq!(mixed.parts().receiver, "mine");
     }
 
     /// A node holds leasesim's own machines by their type and a user's behind their traits: the
@@ -697,7 +704,7 @@ mod tests {
                 .with_coordinator("c", move |s| c.coordinator(s))
                 .with_worker("w", move |s| w.worker(s))
                 .with_receiver("r", move |s| r.receiver(s));
-            let setup = (crate::scenarios::find("w1-w2").unwrap().build)(1, v);
+            let setup = crate::scenarios::find("w1-w2").unwrap().build(1, v);
             let spec = WorkerSpec {
                 index: 0,
                 config: &setup.workers[0].config,
@@ -706,7 +713,7 @@ mod tests {
             assert!(matches!(behind.worker_part(&spec).0, Part::Dyn(_)));
             for def in crate::scenarios::ALL {
                 for seed in 0..3 {
-                    let setup = (def.build)(seed, v);
+                    let setup = def.build(seed, v);
                     let (a, b) = (
                         crate::run(&setup, seed, &stock),
                         crate::run(&setup, seed, &behind),
@@ -726,7 +733,7 @@ mod tests {
     fn a_part_made_from_a_boxed_machine_is_driven_through_its_trait() {
         let v = Variant::Reference;
         let machines = Machines::variant(v);
-        let setup = (crate::scenarios::find("w1-w2").unwrap().build)(1, v);
+        let setup = crate::scenarios::find("w1-w2").unwrap().build(1, v);
         let spec = WorkerSpec {
             index: 0,
             config: &setup.workers[0].config,
@@ -760,7 +767,7 @@ mod tests {
         let v = Variant::UnconditionalCommit;
         let (machines, switches) = (Machines::variant(v), v.switches());
         let setups = ["w1-w2", "swarm", "admission-and-authorization"]
-            .map(|name| (crate::scenarios::find(name).unwrap().build)(5, v));
+            .map(|name| crate::scenarios::find(name).unwrap().build(5, v));
         for setup in &setups {
             let _ = crate::run(setup, 5, &machines);
             let seed = 11;

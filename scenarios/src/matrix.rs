@@ -25,14 +25,14 @@ pub const DEFAULT_SEEDS: u64 = 200;
 
 /// One (machines, scenario) pair: the library's sweep on one thread, in seed order, stopping at
 /// the first seed that violates an invariant (machines expected to hold run every seed).
-fn cell(def: &'static ScenarioDef, machines: &Machines, seeds: u64) -> Cell {
+fn cell(def: &ScenarioDef, machines: &Machines, seeds: u64) -> Cell {
     let config = SweepConfig {
         threads: 1,
         // The matrix runs V12 past validation on purpose and says that validation refuses it.
         allow_unsafe_timing: true,
         stop_at_first_violation: machines.is_known_bad(),
         ..SweepConfig::new(
-            vec![def],
+            vec![def.clone()],
             SeedRange {
                 start: 0,
                 end: seeds,
@@ -53,13 +53,14 @@ fn cell(def: &'static ScenarioDef, machines: &Machines, seeds: u64) -> Cell {
         .map(|i| i.label())
         .collect();
     Cell {
-        scenario: def.name,
+        scenario: def.name.to_string(),
         seeds_run: o.runs,
         first_failing_seed: first.map(|f| f.seed),
         failing: o.failing - o.unfinished,
         unfinished: o.unfinished,
         invariants: labels.into_iter().collect(),
-        refused_by_validation: (def.build)(0, machines.setup_variant())
+        refused_by_validation: def
+            .build(0, machines.setup_variant())
             .validate_timing()
             .is_err(),
         not_expressible: o.not_expressible,
@@ -70,15 +71,21 @@ fn cell(def: &'static ScenarioDef, machines: &Machines, seeds: u64) -> Cell {
 /// The matrix of leasesim's own machines (the reference and every known-bad variant) on
 /// `threads` threads with `seeds` seeds per scenario at most.
 pub fn run(seeds: u64, threads: usize) -> Matrix {
-    compare(&Machines::stock(), seeds, threads)
+    compare(&Machines::stock(), scenarios::ALL, seeds, threads)
 }
 
-/// Every set of machines of `catalogue` against every scenario, on `threads` threads with at
-/// most `seeds` seeds per scenario: machines expected to hold must hold everywhere; known-bad
-/// ones must be caught somewhere, by a named invariant.
-pub fn compare(catalogue: &[Machines], seeds: u64, threads: usize) -> Matrix {
-    let all = cells(catalogue, seeds, threads, None);
-    match assemble(catalogue, seeds, all) {
+/// Every set of machines of `catalogue` against every scenario of `scenarios` (leasesim's own
+/// are [`scenarios::ALL`]), on `threads` threads with at most `seeds` seeds per scenario:
+/// machines expected to hold must hold everywhere; known-bad ones must be caught somewhere, by
+/// a named invariant.
+pub fn compare(
+    catalogue: &[Machines],
+    scenarios: &[ScenarioDef],
+    seeds: u64,
+    threads: usize,
+) -> Matrix {
+    let all = cells(catalogue, scenarios, seeds, threads, None);
+    match assemble(catalogue, scenarios, seeds, all) {
         Ok(m) => m,
         Err(e) => unreachable!("every cell ran: {e}"),
     }
@@ -86,13 +93,17 @@ pub fn compare(catalogue: &[Machines], seeds: u64, threads: usize) -> Matrix {
 
 /// The cells of `catalogue`'s matrix that `shard` holds (all of them when `None`), numbered
 /// machines-major: cell `i` is machines `i / n` against scenario `i % n` of the `n` in
-/// [`scenarios::ALL`].
-pub fn shard_cells(catalogue: &[Machines], shard: Option<Shard>) -> std::ops::Range<u64> {
-    let n = scenarios::ALL.len() as u64;
+/// `scenarios`.
+pub fn shard_cells(
+    catalogue: &[Machines],
+    scenarios: &[ScenarioDef],
+    shard: Option<Shard>,
+) -> std::ops::Range<u64> {
+    let n = scenarios.len() as u64;
     match shard {
         None => 0..catalogue.len() as u64 * n,
         Some(s) => {
-            let costs: Vec<u64> = scenarios::ALL.iter().map(seed_cost).collect();
+            let costs: Vec<u64> = scenarios.iter().map(seed_cost).collect();
             s.slice(&costs, catalogue.len() as u64)
         }
     }
@@ -102,12 +113,13 @@ pub fn shard_cells(catalogue: &[Machines], shard: Option<Shard>) -> std::ops::Ra
 /// seeds each; returns them in cell order, each with its number.
 pub fn cells(
     catalogue: &[Machines],
+    scenarios: &[ScenarioDef],
     seeds: u64,
     threads: usize,
     shard: Option<Shard>,
 ) -> Vec<(u64, Cell)> {
-    let n = scenarios::ALL.len() as u64;
-    let held = shard_cells(catalogue, shard);
+    let n = scenarios.len() as u64;
+    let held = shard_cells(catalogue, scenarios, shard);
     let never = AtomicBool::new(false);
     let work = pool::Chunks::new(held.end - held.start, 1, &never);
     let mut done: Vec<(u64, Cell)> = pool::run(threads, |_| {
@@ -115,7 +127,7 @@ pub fn cells(
         while let Some((k, _)) = work.take() {
             let i = held.start + k;
             let (m, sc) = ((i / n) as usize, (i % n) as usize);
-            mine.push((i, cell(&scenarios::ALL[sc], &catalogue[m], seeds)));
+            mine.push((i, cell(&scenarios[sc], &catalogue[m], seeds)));
         }
         mine
     })
@@ -130,16 +142,17 @@ pub fn cells(
 /// them (the cells of its shards together); an error names a cell missing or given twice.
 pub fn assemble(
     catalogue: &[Machines],
+    scenarios: &[ScenarioDef],
     seeds: u64,
     mut all: Vec<(u64, Cell)>,
 ) -> Result<Matrix, String> {
-    let n = scenarios::ALL.len();
+    let n = scenarios.len();
     all.sort_by_key(|(i, _)| *i);
     let name = |i: u64| {
         format!(
             "{} x {}",
             catalogue[i as usize / n].name(),
-            scenarios::ALL[i as usize % n].name
+            scenarios[i as usize % n].name
         )
     };
     let total = (catalogue.len() * n) as u64;
@@ -155,7 +168,7 @@ pub fn assemble(
         if *i > expect {
             return Err(format!("cell {} is missing", name(expect)));
         }
-        if c.scenario != scenarios::ALL[*i as usize % n].name {
+        if c.scenario != scenarios[*i as usize % n].name {
             return Err(format!("cell {} holds scenario {}", name(*i), c.scenario));
         }
         expect += 1;
@@ -185,13 +198,20 @@ pub fn assemble(
     let median_seeds_to_detection =
         (!detections.is_empty()).then(|| detections[detections.len() / 2]);
     let stock = catalogue.iter().all(Machines::is_stock);
+    // leasesim's own binary has every stock machine set and scenario; a program with any of
+    // its own regenerates the matrix itself.
+    let program = if stock && scenarios.iter().all(ScenarioDef::is_stock) {
+        "cargo run --release --".to_string()
+    } else {
+        crate::run::program_prefix()
+    };
     Ok(Matrix {
         subject: if stock {
             "Every known-bad variant of the SPEC (V1-V14)".into()
         } else {
             "Every set of machines of the catalogue".into()
         },
-        command: format!("cargo run --release -- matrix --seeds {seeds}"),
+        command: format!("{program} matrix --seeds {seeds}"),
         seeds,
         rows,
         reference_clean,
@@ -208,7 +228,7 @@ fn row(m: &Machines, row_cells: Vec<Cell>) -> Row {
         .collect();
     let best = caught_cells
         .iter()
-        .min_by_key(|c| (c.first_failing_seed, c.scenario))
+        .min_by_key(|c| (c.first_failing_seed, c.scenario.as_str()))
         .copied();
     let invariants: BTreeSet<String> = caught_cells
         .iter()
@@ -241,13 +261,13 @@ fn row(m: &Machines, row_cells: Vec<Cell>) -> Row {
         expected_to_hold: !m.is_known_bad(),
         caught: best.is_some(),
         invariants: invariants.into_iter().collect(),
-        caught_by: caught_cells.iter().map(|c| c.scenario).collect(),
-        best_scenario: best.map(|c| c.scenario),
+        caught_by: caught_cells.iter().map(|c| c.scenario.clone()).collect(),
+        best_scenario: best.map(|c| c.scenario.clone()),
         first_failing_seed: best.and_then(|c| c.first_failing_seed),
         seeds_to_detection: best.and_then(|c| c.first_failing_seed).map(|s| s + 1),
         reproduce: best.and_then(|c| {
             c.first_failing_seed
-                .map(|seed| reproduce_command_for(m, c.scenario, seed))
+                .map(|seed| reproduce_command_for(m, &c.scenario, seed))
         }),
         cells: row_cells,
     }
@@ -264,7 +284,11 @@ mod tests {
         for count in [1, 2, 3, 7, 300, 301] {
             let mut next = 0;
             for index in 1..=count {
-                let r = shard_cells(&cat, Some(Shard::new(index, count).unwrap()));
+                let r = shard_cells(
+                    &cat,
+                    scenarios::ALL,
+                    Some(Shard::new(index, count).unwrap()),
+                );
                 assert_eq!(r.start, next, "{index}/{count}");
                 next = r.end;
             }
@@ -272,16 +296,16 @@ mod tests {
         }
         // Two rows of cells, one seed each: whole, a cell missing, a cell twice.
         let two = &cat[..2];
-        let cells = cells(two, 1, 1, None);
+        let cells = cells(two, scenarios::ALL, 1, 1, None);
         assert_eq!(cells.len(), 2 * scenarios::ALL.len());
-        assert!(assemble(two, 1, cells.clone()).is_ok());
+        assert!(assemble(two, scenarios::ALL, 1, cells.clone()).is_ok());
         let mut short = cells.clone();
         short.remove(5);
-        let missing = assemble(two, 1, short).unwrap_err();
+        let missing = assemble(two, scenarios::ALL, 1, short).unwrap_err();
         assert!(missing.contains("is missing"), "{missing}");
         let mut twice = cells.clone();
         twice.push(cells[3].clone());
-        let repeated = assemble(two, 1, twice).unwrap_err();
+        let repeated = assemble(two, scenarios::ALL, 1, twice).unwrap_err();
         assert!(repeated.contains("given twice"), "{repeated}");
     }
 }

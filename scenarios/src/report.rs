@@ -5,7 +5,7 @@
 //! ```
 //! use leasesim::{report, run, scenarios, Machines};
 //!
-//! let setup = (scenarios::find("w1-w2").unwrap().build)(1, leasesim::Variant::Reference);
+//! let setup = scenarios::find("w1-w2").unwrap().build(1, leasesim::Variant::Reference);
 //! let r = run(&setup, 1, &Machines::reference());
 //! let (html, markdown) = report::render(&r, &report::title(&setup, 1), "w1-w2 seed 1");
 //! assert!(html.starts_with("<!DOCTYPE html>") && markdown.contains("sequenceDiagram"));

@@ -596,13 +596,20 @@ pub fn check_same(a: &RunResult, b: &RunResult) -> Result<(), String> {
 /// `cargo run --release -- run ...` for its own machines; for a user's, the same command of the
 /// user's program (the binary that runs these machines, as `leasesim_cli::main_with` builds it).
 pub fn reproduce_command_for(machines: &Machines, scenario: &str, seed: u64) -> String {
-    if machines.is_stock() {
+    // A scenario of the user's own is only in the user's program.
+    let stock_scenario = crate::scenarios::find(scenario).is_some();
+    if machines.is_stock() && stock_scenario {
         if let Some(v) = leasesim_protocol::Variant::from_name(machines.name()) {
             return reproduce_command(scenario, seed, v);
         }
     }
     if let Some(args) = machines.command_line() {
-        return format!("cargo run --release -- run {scenario} --seed {seed} {args}");
+        let prefix = if stock_scenario {
+            "cargo run --release --".to_string()
+        } else {
+            program_prefix()
+        };
+        return format!("{prefix} run {scenario} --seed {seed} {args}");
     }
     format!(
         "{} run {scenario} --seed {seed} --variant {}",
@@ -664,7 +671,7 @@ mod tests {
         for def in crate::scenarios::ALL {
             for &variant in Variant::ALL {
                 for seed in 0..3 {
-                    let setup = (def.build)(seed, variant);
+                    let setup = def.build(seed, variant);
                     let machines = Machines::variant(variant);
                     let whole = run(&setup, seed, &machines);
                     let mut trace_from = 0;
@@ -711,7 +718,7 @@ mod tests {
         let mut dropped_any = 0;
         for def in crate::scenarios::ALL {
             for seed in 0..3 {
-                let setup = (def.build)(seed, Variant::Reference);
+                let setup = def.build(seed, Variant::Reference);
                 let machines = Machines::variant(Variant::Reference);
                 let whole = run(&setup, seed, &machines);
                 let nodes = setup.build_nodes(seed, &machines);

@@ -726,7 +726,7 @@ mod tests {
     #[test]
     fn node_names_are_their_formatted_parts() {
         let w1_w2 = crate::scenarios::find("w1-w2").unwrap();
-        let mut setup = (w1_w2.build)(1, Variant::Reference);
+        let mut setup = w1_w2.build(1, Variant::Reference);
         let numbers = (0..1_100).chain([65_535, 1 << 20, u32::MAX - 1, u32::MAX]);
         for n in numbers {
             let mut s = String::new();

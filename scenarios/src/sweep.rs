@@ -288,7 +288,7 @@ fn offsets_of(items: &Range<u64>, n: u64, j: u64) -> Range<u64> {
 #[derive(Clone)]
 pub struct SweepConfig {
     /// The scenarios, each swept over every seed.
-    pub scenarios: Vec<&'static ScenarioDef>,
+    pub scenarios: Vec<ScenarioDef>,
     /// The seeds.
     pub seeds: SeedRange,
     /// The machines under test (their setup variant builds the scenarios).
@@ -318,11 +318,15 @@ pub struct SweepConfig {
 }
 
 impl SweepConfig {
-    /// Every seed of `scenarios` on `machines`, every core, every check: what `leasesim sweep`
-    /// runs.
-    pub fn new(scenarios: Vec<&'static ScenarioDef>, seeds: SeedRange, machines: Machines) -> Self {
+    /// Every seed of `scenarios` (definitions, or references to them) on `machines`, every
+    /// core, every check: what `leasesim sweep` runs.
+    pub fn new<S: Into<ScenarioDef>>(
+        scenarios: Vec<S>,
+        seeds: SeedRange,
+        machines: Machines,
+    ) -> Self {
         SweepConfig {
-            scenarios,
+            scenarios: scenarios.into_iter().map(Into::into).collect(),
             seeds,
             machines,
             threads: pool::threads(None, u64::MAX).unwrap_or(1),
@@ -352,7 +356,7 @@ impl SweepConfig {
         let Some(shard) = self.shard else {
             return Ok(0..total);
         };
-        let costs: Vec<u64> = self.scenarios.iter().map(|d| seed_cost(d)).collect();
+        let costs: Vec<u64> = self.scenarios.iter().map(seed_cost).collect();
         Ok(shard.slice(&costs, self.seeds.len()))
     }
 
@@ -664,7 +668,7 @@ fn one_seed(
     local: &mut Local,
     nondet: &mut Vec<(usize, u64, String)>,
 ) -> Result<Option<Failure>, String> {
-    let setup = (config.scenarios[sc].build)(seed, config.machines.setup_variant());
+    let setup = config.scenarios[sc].build(seed, config.machines.setup_variant());
     config.machines.expressible(&setup)?;
     let failure = judge_seed(config, sc, seed, &setup, local, nondet);
     // The next seed's setup is built in this one's storage.
@@ -1148,7 +1152,7 @@ mod tests {
                 };
                 let whole = config(names, seeds, Variant::Reference);
                 let total = whole.total().unwrap();
-                let costs: Vec<u64> = whole.scenarios.iter().map(|d| seed_cost(d)).collect();
+                let costs: Vec<u64> = whole.scenarios.iter().map(seed_cost).collect();
                 let cost_of = |items: &Range<u64>| -> u64 {
                     items
                         .clone()

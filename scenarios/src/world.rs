@@ -476,7 +476,9 @@ mod tests {
         };
         let machines = Machines::reference();
         for name in ["w1-w2", "swarm", "admission-and-authorization"] {
-            let setup = (crate::scenarios::find(name).unwrap().build)(3, Variant::Reference);
+            let setup = crate::scenarios::find(name)
+                .unwrap()
+                .build(3, Variant::Reference);
             KEPT_RECEIVERS.with_borrow_mut(Vec::clear);
             let new = addrs(setup.build_nodes(3, &machines));
             let want = Addrs {
@@ -488,7 +490,9 @@ mod tests {
             };
             assert_eq!(new, vec![want; setup.workers.len()], "{name}");
             for other in ["swarm", "w1-w2", "admission-and-authorization"] {
-                let before = (crate::scenarios::find(other).unwrap().build)(5, Variant::Reference);
+                let before = crate::scenarios::find(other)
+                    .unwrap()
+                    .build(5, Variant::Reference);
                 addrs(before.build_nodes(5, &machines));
                 assert!(KEPT_RECEIVERS.with_borrow(|k| !k.is_empty()));
                 assert_eq!(

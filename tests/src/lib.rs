@@ -9,7 +9,7 @@ use leasesim_sim::{EventKind, TraceEvent};
 /// Runs one seed of a named scenario.
 pub fn run(scenario: &str, seed: u64, variant: Variant) -> RunResult {
     let def = scenarios::find(scenario).expect("a known scenario");
-    run_setup(&(def.build)(seed, variant), seed)
+    run_setup(&def.build(seed, variant), seed)
 }
 
 /// Every journal note of a node, in order, with the true time.
@@ -48,7 +48,7 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
     let mut err = Vec::new();
     let mut argv = vec!["leasesim".to_string()];
     argv.extend(args.iter().map(|s| s.to_string()));
-    let code = leasesim_cli::run_cli(argv, &mut out, &mut err, &leasesim::Machines::stock());
+    let code = leasesim_cli::run_cli(argv, &mut out, &mut err, &leasesim::Builder::stock());
     (
         code,
         String::from_utf8(out).expect("utf-8 output"),

@@ -385,7 +385,7 @@ proptest::proptest! {
             drift_ppm,
             stop_margin_ns: margin_ms * MS,
         };
-        let mut setup = (leasesim::scenarios::find("w1-w2").unwrap().build)(1, leasesim_protocol::Variant::Reference);
+        let mut setup = leasesim::scenarios::find("w1-w2").unwrap().build(1, leasesim_protocol::Variant::Reference);
         for c in &mut setup.classes {
             c.lease_ns = i.lease_ns;
         }

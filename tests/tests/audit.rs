@@ -183,7 +183,7 @@ fn judgeable(r: &RunResult) -> Vec<(Invariant, String, String)> {
 /// holder's own records) are among the simulation's. Returns a mismatch, if any.
 fn sound(name: &str, seed: u64, variant: Variant) -> Result<usize, String> {
     let def = scenarios::find(name).expect("a scenario");
-    let r = run_setup(&(def.build)(seed, variant), seed);
+    let r = run_setup(&def.build(seed, variant), seed);
     let (j, a) = audited(&r, &Options::default());
     let got = facts(&j, &a);
     let (quiescent, got): (Vec<_>, Vec<_>) = got
@@ -251,13 +251,13 @@ fn the_audit_is_sound_over_the_matrix_failing_seeds() {
                 if found == FAILING_PER_CELL {
                     break;
                 }
-                let r = run_setup(&(def.build)(seed, v), seed);
+                let r = run_setup(&def.build(seed, v), seed);
                 if r.findings.is_empty() {
                     continue;
                 }
                 found += 1;
                 *failing.entry(v.name()).or_default() += 1;
-                compared += sound(def.name, seed, v).unwrap_or_else(|e| panic!("{e}"));
+                compared += sound(&def.name, seed, v).unwrap_or_else(|e| panic!("{e}"));
             }
         }
     }
@@ -277,7 +277,7 @@ fn the_audit_is_sound_over_the_matrix_failing_seeds() {
 fn the_audit_is_sound_over_reference_seeds() {
     for def in scenarios::ALL {
         for seed in 0..REFERENCE_SEEDS {
-            let n = sound(def.name, seed, Variant::Reference).unwrap_or_else(|e| panic!("{e}"));
+            let n = sound(&def.name, seed, Variant::Reference).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(n, 0, "{} seed {seed}: the reference fails", def.name);
         }
     }

@@ -131,12 +131,12 @@ impl WorkerMachine for FromArrival {
 /// Runs `setup` with every worker measuring its deadline from the arrival, judged as any run:
 /// the reference worker wrapped, plugged in as a user's machine.
 fn run_from_arrival(setup: &Setup, seed: u64) -> RunResult {
-    let from_arrival = Machines::reference().with_worker("from-arrival", |spec| {
+    let from_arrival = Machines::new("from-arrival").with_worker("from-arrival", |spec| {
         let inner = Box::new(Worker::new(
             spec.config.clone(),
             Variant::Reference.switches(),
         ));
-        Box::new(FromArrival::new(inner)) as Box<dyn WorkerMachine>
+        FromArrival::new(inner)
     });
     leasesim::run(setup, seed, &from_arrival)
 }
@@ -146,7 +146,7 @@ fn a_deadline_measured_from_the_reply_s_arrival_is_caught_where_it_is_stated() {
     let def = scenarios::find("late-grant-reply").expect("the scenario exists");
     let mut caught = Vec::new();
     for seed in 0..100 {
-        let setup = (def.build)(seed, Variant::Reference);
+        let setup = def.build(seed, Variant::Reference);
         let reference = leasesim::run_setup(&setup, seed);
         assert!(
             reference.findings.is_empty(),

@@ -12,7 +12,9 @@ use leasesim_tests::cli;
 const SEEDS: std::ops::Range<u64> = 0..8;
 
 fn setup(name: &str, seed: u64, v: Variant) -> leasesim::setup::Setup {
-    (scenarios::find(name).expect("known scenario").build)(seed, v)
+    scenarios::find(name)
+        .expect("known scenario")
+        .build(seed, v)
 }
 
 /// The scenarios the shell engine of this build can express; the madsim build expresses all five.
@@ -51,7 +53,13 @@ fn the_engines_agree_on_the_five_scenarios() {
             ),
             (Variant::NoJeopardy, &["late-tool-answer"][..]),
         ] {
-            let a = engines::agree(shell, s, &Machines::variant(variant), SEEDS).expect("runs");
+            let a = engines::agree(
+                shell,
+                scenarios::find(s).unwrap(),
+                &Machines::variant(variant),
+                SEEDS,
+            )
+            .expect("runs");
             assert_eq!(a.disagreement, None, "{s} {}: {a:?}", variant.name());
             let expect = caught_in.contains(&s);
             assert_eq!(
@@ -271,7 +279,13 @@ fn a_re_sent_tool_request_does_not_stall_the_worker() {
 #[test]
 fn the_swarm_agrees_on_both_engines() {
     // Random plans of every fault kind the engine can express; on madsim every seed runs.
-    let a = engines::agree(Engine::shell(), "swarm", &Machines::reference(), 0..150).expect("runs");
+    let a = engines::agree(
+        Engine::shell(),
+        scenarios::find("swarm").unwrap(),
+        &Machines::reference(),
+        0..150,
+    )
+    .expect("runs");
     assert_eq!(a.disagreement, None, "{a:?}");
     assert!(a.sim.seeds >= 40, "enough seeds compared: {}", a.sim.seeds);
     assert!(a.other.problems.is_empty(), "{:?}", a.other.problems);

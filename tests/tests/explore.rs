@@ -8,7 +8,7 @@ use leasesim::explore::{self, ExploreConfig, Explored, Kind, Progress, Silent};
 use leasesim::machines::{Machines, WorkerSpec};
 use leasesim::sweep::Shard;
 use leasesim::{run, scenarios, Invariant, Variant};
-use leasesim_protocol::{Worker, WorkerMachine};
+use leasesim_protocol::Worker;
 use leasesim_sim::End;
 use leasesim_tests::TempDir;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +25,7 @@ fn cli(args: &[&str]) -> (i32, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let mut argv = vec!["leasesim".to_string()];
     argv.extend(args.iter().map(|s| s.to_string()));
-    let code = leasesim_cli::run_cli(argv, &mut out, &mut err, &Machines::stock());
+    let code = leasesim_cli::run_cli(argv, &mut out, &mut err, &leasesim::Builder::stock());
     (
         code,
         String::from_utf8(out).unwrap(),
@@ -252,12 +252,9 @@ fn an_interrupted_exploration_claims_nothing() {
 #[test]
 fn a_users_machines_explore_through_the_library() {
     // A user's worker: the reference with V6's switch (it keeps acting without a lease).
-    let mine = Machines::reference()
+    let mine = Machines::new("eager-worker")
         .with_worker("eager-worker", |s: &WorkerSpec<'_>| {
-            Box::new(Worker::new(
-                s.config.clone(),
-                Variant::NoJeopardy.switches(),
-            )) as Box<dyn WorkerMachine>
+            Worker::new(s.config.clone(), Variant::NoJeopardy.switches())
         })
         .known_bad();
     let x = explore_with(&ExploreConfig {

@@ -55,7 +55,7 @@ fn every_scenario_variant_and_seed_keeps_its_trace() {
     for def in leasesim::scenarios::ALL {
         for &variant in Variant::ALL {
             for seed in 0..GOLDEN_SEEDS {
-                let r = run(def.name, seed, variant);
+                let r = run(&def.name, seed, variant);
                 let mut invariants: Vec<&str> =
                     r.findings.iter().map(|f| f.invariant.name()).collect();
                 invariants.sort_unstable();
@@ -115,8 +115,8 @@ fn the_walks_shortcuts_change_no_judgement() {
     for def in leasesim::scenarios::ALL {
         for &variant in Variant::ALL {
             for seed in 0..GOLDEN_SEEDS {
-                let fast = run(def.name, seed, variant);
-                let full = leasesim::checkers::without_shortcuts(|| run(def.name, seed, variant));
+                let fast = run(&def.name, seed, variant);
+                let full = leasesim::checkers::without_shortcuts(|| run(&def.name, seed, variant));
                 assert_eq!(fast.trace_hash(), full.trace_hash());
                 let what = |r: &leasesim::RunResult| {
                     format!("{:?}\n{:?}\n{:?}", r.findings, r.hazards, r.skipped)

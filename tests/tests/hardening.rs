@@ -303,7 +303,7 @@ fn self_contradicting_replay_files_are_refused_with_the_field_named() {
             Box::new(|d| d["variant"] = "unconditional-commit".into()),
         ),
         (
-            "\"setup.scenario\"",
+            "scenario 'nope', which this program does not have",
             Box::new(|d| {
                 d["scenario"] = "nope".into();
                 d["setup"]["scenario"] = "nope".into();

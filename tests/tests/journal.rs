@@ -284,7 +284,7 @@ fn every_scenario_and_variant_journals_every_event_as_json() {
     for def in scenarios::ALL {
         for &variant in Variant::ALL {
             for seed in 0..2 {
-                let r = run(def.name, seed, variant);
+                let r = run(&def.name, seed, variant);
                 let lines = journal(&r);
                 let notes = r
                     .trace

@@ -88,7 +88,7 @@ fn unsafe_timing_is_refused_by_validation_with_the_formula_v12() {
     // The reference configuration of every scenario passes validation.
     for def in leasesim::scenarios::ALL {
         for seed in 0..50 {
-            (def.build)(seed, Variant::Reference)
+            def.build(seed, Variant::Reference)
                 .validate_timing()
                 .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", def.name));
         }

@@ -17,7 +17,9 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn valid_bytes() -> Vec<u8> {
-    let setup = (scenarios::find("w1-w2").unwrap().build)(1, Variant::UnconditionalCommit);
+    let setup = scenarios::find("w1-w2")
+        .unwrap()
+        .build(1, Variant::UnconditionalCommit);
     let r = run_setup(&setup, 1);
     Replay::record(&setup, 1, false, &r)
         .encode()
@@ -79,9 +81,9 @@ fn shrinking_every_caught_variant_leaves_at_most_three_faults_and_the_same_invar
     ] {
         let def = scenarios::find(scenario).unwrap();
         let seed = (0..200)
-            .find(|s| !run_setup(&(def.build)(*s, variant), *s).findings.is_empty())
+            .find(|s| !run_setup(&def.build(*s, variant), *s).findings.is_empty())
             .unwrap();
-        let setup = (def.build)(seed, variant);
+        let setup = def.build(seed, variant);
         let r = run_setup(&setup, seed);
         let first = r.findings[0].invariant;
         let shrunk = shrink::shrink(&Replay::record(&setup, seed, false, &r)).unwrap();
@@ -235,7 +237,9 @@ fn a_version_1_file_loads_reproduces_its_run_and_is_written_back_unchanged() {
     let bytes = std::fs::read_to_string(&path).unwrap();
     assert_eq!(replay.encode().unwrap(), bytes);
     // Today's run writes the same file.
-    let setup = (scenarios::find("w1-w2").unwrap().build)(1, Variant::UnconditionalCommit);
+    let setup = scenarios::find("w1-w2")
+        .unwrap()
+        .build(1, Variant::UnconditionalCommit);
     let again = Replay::record(&setup, 1, false, &run_setup(&setup, 1));
     assert_eq!(again.encode().unwrap(), bytes);
 }

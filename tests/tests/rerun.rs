@@ -10,7 +10,7 @@ use leasesim::{scenarios, Variant};
 #[test]
 fn one_seed_or_one_saved_run_is_rerun_from_the_environment() {
     let v2 = Machines::variant(Variant::UnconditionalCommit);
-    let careless = Machines::reference()
+    let careless = Machines::new("careless-coordinator")
         .with_coordinator("careless-coordinator", move |s| v2.coordinator(s))
         .known_bad();
     let config = SweepConfig::new(

@@ -43,7 +43,7 @@ fn list_shows_every_named_story_and_the_swarm() {
     assert!(scenarios::find("swarm").is_some());
     let (_, out, _) = cli(&["list"]);
     for s in scenarios::ALL {
-        assert!(out.contains(s.name));
+        assert!(out.contains(&*s.name));
         assert!(!s.story.is_empty());
     }
     for f in [
@@ -85,7 +85,7 @@ fn the_swarm_catches_both_variants() {
 fn a_run_stays_within_its_limits_and_ends_by_itself() {
     for def in scenarios::ALL {
         for seed in 0..20 {
-            let r = run(def.name, seed, Variant::Reference);
+            let r = run(&def.name, seed, Variant::Reference);
             assert_eq!(
                 r.verdict(),
                 Verdict::Held,

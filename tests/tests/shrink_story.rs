@@ -12,7 +12,7 @@ fn shrinking_keeps_the_first_finding_of_every_known_bad_variant() {
         let m = Machines::variant(v);
         for s in ALL {
             for seed in 0..3 {
-                let setup = (s.build)(seed, m.setup_variant());
+                let setup = s.build(seed, m.setup_variant());
                 let r = run(&setup, seed, &m);
                 let Some(first) = r.findings.first() else {
                     continue;

@@ -51,7 +51,7 @@ fn a_drift_fault_beyond_the_bound_is_listed_as_skipped() {
 #[test]
 fn the_same_drift_configured_from_the_start_is_skipped_the_same_way() {
     let def = scenarios::find("swarm").expect("the swarm");
-    let mut setup = (def.build)(DRIFT_SEED, Variant::Reference);
+    let mut setup = def.build(DRIFT_SEED, Variant::Reference);
     // Move the fault's rate into W3's clock configuration.
     let (node, drift_ppm) = setup
         .faults

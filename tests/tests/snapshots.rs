@@ -93,7 +93,7 @@ fn snapshot_dir() -> PathBuf {
 
 #[test]
 fn every_named_scenario_has_a_snapshot_test() {
-    let named: BTreeSet<&str> = named().map(|s| s.name).collect();
+    let named: BTreeSet<&str> = named().map(|s| &*s.name).collect();
     let tested: BTreeSet<&str> = SNAPSHOTTED.iter().copied().collect();
     assert_eq!(
         SNAPSHOTTED.len(),
@@ -155,7 +155,7 @@ fn a_latency_change_that_decides_nothing_rewrites_no_story() {
     // One microsecond more on every message: every trace changes, no story does. The old
     // snapshots (microsecond timelines) were rewritten whole by any such change.
     for def in named() {
-        let setup = (def.build)(SEED, leasesim_protocol::Variant::Reference);
+        let setup = def.build(SEED, leasesim_protocol::Variant::Reference);
         let mut slower = setup.clone();
         slower.net.latency_min_ns += 1_000;
         slower.net.latency_max_ns += 1_000;

@@ -13,15 +13,15 @@ use leasesim_tests::TempDir;
 
 /// A worker that is the reference, wrapped: a user's machine in all but its code.
 fn wrapped_reference() -> Machines {
-    Machines::reference().with_worker("wrapped-worker", |s: &WorkerSpec<'_>| {
-        Box::new(Worker::new(s.config.clone(), Variant::Reference.switches()))
+    Machines::new("wrapped-worker").with_worker("wrapped-worker", |s: &WorkerSpec<'_>| {
+        Worker::new(s.config.clone(), Variant::Reference.switches())
     })
 }
 
 /// The reference worker with V2's commit: a user's known-bad coordinator, for the tests.
 fn careless() -> Machines {
     let v2 = Machines::variant(Variant::UnconditionalCommit);
-    Machines::reference()
+    Machines::new("careless-coordinator")
         .with_coordinator("careless-coordinator", move |s| v2.coordinator(s))
         .known_bad()
 }
@@ -30,7 +30,11 @@ fn cli(args: &[&str], catalogue: &[Machines]) -> (i32, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let mut argv = vec!["my-leasesim".to_string()];
     argv.extend(args.iter().map(|s| s.to_string()));
-    let code = leasesim_cli::run_cli(argv, &mut out, &mut err, catalogue);
+    let program = catalogue
+        .iter()
+        .cloned()
+        .fold(leasesim::Builder::new(), leasesim::Builder::machines);
+    let code = leasesim_cli::run_cli(argv, &mut out, &mut err, &program);
     (
         code,
         String::from_utf8(out).unwrap(),
@@ -43,7 +47,7 @@ fn a_users_machines_run_through_every_entry_point() {
     let mine = wrapped_reference();
     assert!(!mine.is_stock());
     let def = scenarios::find("w1-w2").unwrap();
-    let setup = (def.build)(1, mine.setup_variant());
+    let setup = def.build(1, mine.setup_variant());
     // The same machines in all but name give the same run as the reference.
     assert_eq!(
         run(&setup, 1, &mine).trace_hash(),
@@ -52,7 +56,7 @@ fn a_users_machines_run_through_every_entry_point() {
     let report = SweepConfig::new(vec![def], SeedRange { start: 0, end: 30 }, mine.clone()).check();
     assert_eq!(report.runs, 30);
     // The matrix compares implementations: the careless one is caught, the wrapped one holds.
-    let m = leasesim::matrix::compare(&[mine, careless()], 20, 2);
+    let m = leasesim::matrix::compare(&[mine, careless()], scenarios::ALL, 20, 2);
     assert!(m.reference_clean && m.all_caught, "{m:?}");
     assert_eq!(m.rows[1].variant, "careless-coordinator");
     assert!(m.rows[1]
@@ -207,18 +211,16 @@ impl CoordinatorMachine for Confused {
 #[test]
 fn a_machine_that_breaks_its_hosts_rules_ends_the_run_not_the_process() {
     let def = scenarios::find("w1-w2").unwrap();
-    let setup = (def.build)(1, Variant::Reference);
+    let setup = def.build(1, Variant::Reference);
     for (how, expect) in [
         (0u8, "receiver 99, which does not exist"),
         (1, "node 9999, which does not exist"),
         (2, "panicked: a user's bug"),
         (3, "more than 4096 outputs"),
     ] {
-        let rogue = Machines::reference().with_worker("rogue", move |_| {
-            Box::new(Rogue {
-                how,
-                out: Vec::new(),
-            }) as Box<dyn WorkerMachine>
+        let rogue = Machines::new("rogue").with_worker("rogue", move |_| Rogue {
+            how,
+            out: Vec::new(),
         });
         let r = run(&setup, 1, &rogue);
         assert_eq!(r.end, End::ProcessFault, "{how}");
@@ -230,9 +232,7 @@ fn a_machine_that_breaks_its_hosts_rules_ends_the_run_not_the_process() {
         assert!(fault.contains("worker 'rogue'"), "{fault}");
         assert!(fault.contains(expect), "{how}: {fault}");
     }
-    let confused = Machines::reference().with_coordinator("confused", |_| {
-        Box::new(Confused) as Box<dyn CoordinatorMachine>
-    });
+    let confused = Machines::new("confused").with_coordinator("confused", |_| Confused);
     // The coordinator speaks first only when asked: a claim makes it answer wrongly.
     let r = run(&setup, 1, &confused);
     assert_eq!(r.end, End::ProcessFault);
@@ -241,7 +241,7 @@ fn a_machine_that_breaks_its_hosts_rules_ends_the_run_not_the_process() {
         .unwrap()
         .contains("coord (coordinator 'confused') addressed Coordinator"));
     // A receiver factory that panics is reported too.
-    let broken = Machines::reference().with_receiver("broken", |_| -> Box<dyn ReceiverMachine> {
+    let broken = Machines::new("broken").with_receiver("broken", |_| -> Box<dyn ReceiverMachine> {
         panic!("cannot build")
     });
     let r = run(&setup, 1, &broken);

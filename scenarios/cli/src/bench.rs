@@ -21,19 +21,23 @@ pub(super) struct BenchArgs {
     pub format: Format,
 }
 
-pub(super) fn bench_cmd(out: &mut dyn Write, a: &BenchArgs) -> Result<i32, UsageError> {
+pub(super) fn bench_cmd(
+    out: &mut dyn Write,
+    a: &BenchArgs,
+    scen: &[leasesim::ScenarioDef],
+) -> Result<i32, UsageError> {
     let v = &a.machines;
-    let def = scenario(&a.scenario)?;
+    let def = scenario(scen, &a.scenario)?;
     if a.seeds == 0 || a.shell_seeds == 0 {
         return Err(UsageError(
             "--seeds and --shell-seeds must be at least 1: a benchmark of no seeds measures nothing"
                 .into(),
         ));
     }
-    refuse_unsafe_timing(&[def], 0, v, a.allow_unsafe_timing)?;
+    refuse_unsafe_timing(std::slice::from_ref(&def), 0, v, a.allow_unsafe_timing)?;
     let threads = pool::threads(a.jobs, a.seeds.max(a.shell_seeds))?;
     if let Some(child) = &a.child {
-        return measure_here(out, a, v, threads, child);
+        return measure_here(out, a, &def, v, threads, child);
     }
     if a.scaling {
         return scaling_table(out, a, threads);
@@ -65,6 +69,7 @@ fn child_args(a: &BenchArgs, threads: usize, what: &str) -> Vec<String> {
 fn measure_here(
     out: &mut dyn Write,
     a: &BenchArgs,
+    def: &leasesim::ScenarioDef,
     v: &Machines,
     threads: usize,
     child: &str,
@@ -85,8 +90,8 @@ fn measure_here(
         } else {
             a.shell_seeds
         };
-        let f = crate::bench_engines::measure(engine, &a.scenario, v, seeds, threads)
-            .map_err(UsageError)?;
+        let f =
+            crate::bench_engines::measure(engine, def, v, seeds, threads).map_err(UsageError)?;
         json!(f)
     };
     io(writeln!(out, "{doc}"))?;
@@ -293,15 +298,26 @@ fn engines_table(
     Ok(code)
 }
 
+/// What `agree` compares.
+pub(super) struct AgreeArgs {
+    pub names: Vec<String>,
+    pub seeds: SeedRange,
+    /// `--variant`, each once, comma-separated ones split (the default set when empty).
+    pub variants: Vec<String>,
+    pub allow_unsafe_timing: bool,
+    pub format: Format,
+}
+
 pub(super) fn agree_cmd(
     out: &mut dyn Write,
-    names: &[String],
-    seeds: SeedRange,
-    variants: Option<&str>,
-    allow_unsafe_timing: bool,
-    format: Format,
+    a: &AgreeArgs,
     cat: &[Machines],
+    scen: &[leasesim::ScenarioDef],
 ) -> Result<i32, UsageError> {
+    let (names, seeds, allow_unsafe_timing, format) =
+        (&a.names, a.seeds, a.allow_unsafe_timing, a.format);
+    let joined = a.variants.join(",");
+    let variants = (!a.variants.is_empty()).then_some(joined.as_str());
     let other = Engine::shell();
     let names: Vec<String> = if names.is_empty() {
         engines::AGREE_SCENARIOS
@@ -311,23 +327,22 @@ pub(super) fn agree_cmd(
     } else {
         names.to_vec()
     };
-    let defs = scenario_list(&names)?;
+    let defs = scenario_list(scen, &names)?;
     let vs = agree_variants(variants, &defs, seeds, allow_unsafe_timing, cat)?;
     let range = seeds.start..seeds.end;
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
-    for n in &names {
-        let def = scenario(n)?;
+    for def in &defs {
         let unsupported = range.clone().find_map(|seed| {
             other
-                .supports(&(def.build)(seed, leasesim::Variant::Reference))
+                .supports(&def.build(seed, leasesim::Variant::Reference))
                 .err()
         });
         if let (Some(why), true) = (
             &unsupported,
             range.clone().all(|seed| {
                 other
-                    .supports(&(def.build)(seed, leasesim::Variant::Reference))
+                    .supports(&def.build(seed, leasesim::Variant::Reference))
                     .is_err()
             }),
         ) {
@@ -335,7 +350,7 @@ pub(super) fn agree_cmd(
             continue;
         }
         for v in &vs {
-            rows.push(engines::agree(other, n, v, range.clone()).map_err(UsageError)?);
+            rows.push(engines::agree(other, def, v, range.clone()).map_err(UsageError)?);
         }
     }
     if rows.is_empty() {
@@ -362,7 +377,7 @@ pub(super) fn agree_cmd(
 /// the bypass was given.
 fn agree_variants(
     variants: Option<&str>,
-    defs: &[&'static leasesim::scenarios::ScenarioDef],
+    defs: &[leasesim::scenarios::ScenarioDef],
     seeds: SeedRange,
     allow_unsafe_timing: bool,
     cat: &[Machines],

@@ -43,15 +43,13 @@ pub struct EngineFigures {
 #[allow(clippy::disallowed_methods)] // benchmark timing, outside the simulated world
 pub fn measure(
     engine: Engine,
-    scenario: &str,
+    def: &leasesim::ScenarioDef,
     machines: &Machines,
     seeds: u64,
     jobs: usize,
 ) -> Result<EngineFigures, String> {
     let variant = machines.setup_variant();
-    let def = leasesim::scenarios::find(scenario)
-        .ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
-    engine.supports(&(def.build)(0, variant))?;
+    engine.supports(&def.build(0, variant))?;
     if engine == Engine::Sim {
         // The simulator is measured through the library's sweep, the code path of the product.
         let config = SweepConfig {
@@ -59,7 +57,7 @@ pub fn measure(
             // The command validated the timing before it started this process.
             allow_unsafe_timing: true,
             ..SweepConfig::new(
-                vec![def],
+                vec![def.clone()],
                 SeedRange {
                     start: 0,
                     end: seeds,
@@ -72,7 +70,7 @@ pub fn measure(
         let seconds = started.elapsed().as_secs_f64();
         return Ok(figures(
             engine,
-            scenario,
+            &def.name,
             machines,
             (seeds, report.threads, seconds),
             report.trace_events,
@@ -85,7 +83,7 @@ pub fn measure(
     let per_thread: Vec<Result<(u64, u64), String>> = pool::run(jobs, |_| {
         let (mut events, mut not_held) = (0u64, 0u64);
         while let Some((seed, _)) = work.take() {
-            match engines::run(engine, &(def.build)(seed, variant), seed, machines) {
+            match engines::run(engine, &def.build(seed, variant), seed, machines) {
                 Ok(run) => {
                     events += run.result.trace.len() as u64;
                     not_held += u64::from(run.result.verdict() != Verdict::Held);
@@ -108,7 +106,7 @@ pub fn measure(
     }
     Ok(figures(
         engine,
-        scenario,
+        &def.name,
         machines,
         (seeds, jobs.max(1), seconds),
         events,

@@ -60,7 +60,7 @@ fn measure(
     let started = std::time::Instant::now();
     let refused: Vec<String> = pool::run(jobs, |_| {
         while let Some((seed, _)) = work.take() {
-            let setup = (def.build)(seed, machines.setup_variant());
+            let setup = def.build(seed, machines.setup_variant());
             if let Err(why) = machines.expressible(&setup) {
                 never.store(true, Ordering::Relaxed);
                 return Some(format!("{scenario} seed {seed} is not expressible: {why}"));

@@ -39,14 +39,14 @@ pub fn write_counterexamples(
     let mut written = 0;
     for (row, machines) in m.rows.iter().zip(catalogue) {
         let (Some(scenario), Some(seed), true) = (
-            row.best_scenario,
+            row.best_scenario.as_deref(),
             row.first_failing_seed,
             machines.is_known_bad(),
         ) else {
             continue;
         };
         let def = scenarios::find(scenario).ok_or("unknown scenario")?;
-        let setup = (def.build)(seed, machines.setup_variant());
+        let setup = def.build(seed, machines.setup_variant());
         let r = run(&setup, seed, machines);
         let unsafe_timing = machines.setup_variant().switches().unsafe_timing;
         let stem = leasesim_reports::matrix::file_stem(&row.variant);
@@ -84,7 +84,7 @@ pub fn write_examples(dir: &Path, threads: usize) -> Result<Vec<PathBuf>, String
     let mut written = Vec::new();
     for variant in [Variant::Reference, Variant::UnconditionalCommit] {
         let def = scenarios::find("w1-w2").ok_or("no w1-w2")?;
-        let setup = (def.build)(1, variant);
+        let setup = def.build(1, variant);
         let r = run_setup(&setup, 1);
         let subtitle = leasesim::run::reproduce_command("w1-w2", 1, variant);
         let (html, md) = render(&r, &title(&setup, 1), &subtitle);

@@ -58,8 +58,9 @@ pub(super) fn explore_cmd(
     out: &mut dyn Write,
     err: &mut dyn Write,
     a: &ExploreArgs,
+    scen: &[leasesim::ScenarioDef],
 ) -> Result<i32, UsageError> {
-    let def = super::scenario(&a.scenario)?;
+    let def = super::scenario(scen, &a.scenario)?;
     let kinds = match &a.kinds {
         Some(k) => Kind::parse_list(k)?,
         None => Kind::ALL.to_vec(),
@@ -84,7 +85,7 @@ pub(super) fn explore_cmd(
         budget: a.budget,
         stop_at_first_violation: a.first,
         allow_unsafe_timing: a.allow_unsafe_timing,
-        ..ExploreConfig::new(def, a.seed, a.machines.clone(), a.faults)
+        ..ExploreConfig::new(def.clone(), a.seed, a.machines.clone(), a.faults)
     };
     // Bad input is refused before anything is written.
     leasesim::pool::threads(a.jobs, 1)?;
@@ -120,7 +121,7 @@ pub(super) fn explore_cmd(
             x.space.total()
         ))?;
     }
-    let saved = save(&dir, &x, &a.machines, def.name);
+    let saved = save(&dir, &x, &a.machines, &def.name);
     if saved.is_empty() {
         dir.remove_if_unused();
     }
@@ -163,7 +164,7 @@ fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> Vec<
             x.seed
         );
         let path = dir.path.join(format!("{stem}.json"));
-        let rerun = super::run::rerun_command(machines, &path);
+        let rerun = super::run::rerun_command(machines, scenario, &path);
         let mut s = Saved {
             invariant,
             shrunk: None,
@@ -343,7 +344,7 @@ fn text(
                 io(writeln!(
                     out,
                     "  replay: {}",
-                    super::run::rerun_command(machines, p)
+                    super::run::rerun_command(machines, &x.space.base.scenario, p)
                 ))?;
             }
             if let Some(h) = &s.html {

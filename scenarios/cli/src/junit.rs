@@ -28,7 +28,7 @@ pub(super) fn junit(r: &Results) -> String {
         let mut failed = false;
         if let Some(f) = o.failures.first() {
             failed = true;
-            let reproduce = reproduce_command_for(m, d.name, f.seed);
+            let reproduce = reproduce_command_for(m, &d.name, f.seed);
             let mut text = format!(
                 "{} of {} seeds failed (seeds run: {})\n",
                 o.failing,
@@ -41,7 +41,7 @@ pub(super) fn junit(r: &Results) -> String {
                     "seed {}: {}\n  reproduce: {}",
                     f.seed,
                     f.first,
-                    reproduce_command_for(m, d.name, f.seed)
+                    reproduce_command_for(m, &d.name, f.seed)
                 );
                 if let Some(path) = r.replay(i, f.seed) {
                     let _ = writeln!(text, "  replay: {path}");
@@ -152,7 +152,7 @@ pub(super) fn junit(r: &Results) -> String {
             cases,
             "\n    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\">{}{}",
             esc(&format!("leasesim.{}", m.name())),
-            esc(d.name),
+            esc(&d.name),
             o.busy.as_secs_f64(),
             body,
             if body.is_empty() {
@@ -226,7 +226,7 @@ pub(super) fn matrix_junit(mx: &Matrix, cat: &[Machines]) -> String {
                         format!(
                             "seed {seed}: {}; reproduce: {}",
                             c.invariants.join(", "),
-                            reproduce_command_for(m, c.scenario, seed)
+                            reproduce_command_for(m, &c.scenario, seed)
                         ),
                         c.invariants.join(","),
                     ),
@@ -251,7 +251,7 @@ pub(super) fn matrix_junit(mx: &Matrix, cat: &[Machines]) -> String {
                     Some(seed) => format!(
                         "caught at seed {seed} by {}; reproduce: {}",
                         c.invariants.join(", "),
-                        reproduce_command_for(m, c.scenario, seed)
+                        reproduce_command_for(m, &c.scenario, seed)
                     ),
                     None => format!("not caught here in {} seeds", c.seeds_run),
                 };
@@ -260,7 +260,7 @@ pub(super) fn matrix_junit(mx: &Matrix, cat: &[Machines]) -> String {
             let _ = write!(
                 cases,
                 "\n      <testcase classname=\"{class}\" name=\"{}\">{}{}",
-                esc(c.scenario),
+                esc(&c.scenario),
                 body,
                 if body.is_empty() {
                     "</testcase>"

@@ -328,10 +328,16 @@ enum Command {
         /// `N` for seeds 0..N, or `A..B`.
         #[arg(long, default_value = "20", allow_hyphen_values = true, value_parser = SeedRange::parse)]
         seeds: SeedRange,
-        /// Variants, comma-separated (default: reference, unconditional-commit,
-        /// receiver-ignores-fence, no-jeopardy).
-        #[arg(long)]
-        variants: Option<String>,
+        /// The machines to compare, as every command names them: `--variant NAME`, repeated or
+        /// comma-separated (`--variants` is the same). Default: reference, unconditional-commit,
+        /// receiver-ignores-fence, no-jeopardy (a user's program: all its machine sets).
+        #[arg(
+            long = "variant",
+            visible_alias = "variants",
+            value_name = "NAME",
+            value_delimiter = ','
+        )]
+        variants: Vec<String>,
         /// Runs configurations that break the P6 timing rule instead of refusing them.
         #[arg(long)]
         allow_unsafe_timing: bool,
@@ -543,9 +549,9 @@ fn io<T>(r: std::io::Result<T>) -> Result<T, UsageError> {
     r.map_err(|e| UsageError(format!("cannot write output: {e}")))
 }
 
-fn scenario(name: &str) -> Result<&'static ScenarioDef, UsageError> {
-    scenarios::find(name).ok_or_else(|| {
-        let known: Vec<&str> = scenarios::ALL.iter().map(|s| s.name).collect();
+fn scenario(catalogue: &[ScenarioDef], name: &str) -> Result<ScenarioDef, UsageError> {
+    scenarios::find_in(catalogue, name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = catalogue.iter().map(|s| &*s.name).collect();
         UsageError(format!(
             "unknown scenario '{name}' (known: {})",
             known.join(", ")
@@ -553,14 +559,17 @@ fn scenario(name: &str) -> Result<&'static ScenarioDef, UsageError> {
     })
 }
 
-/// The named scenarios, each once (all of them when none is named).
-fn scenario_list(names: &[String]) -> Result<Vec<&'static ScenarioDef>, UsageError> {
+/// The named scenarios, each once (all of the program's when none is named).
+fn scenario_list(
+    catalogue: &[ScenarioDef],
+    names: &[String],
+) -> Result<Vec<ScenarioDef>, UsageError> {
     if names.is_empty() {
-        return Ok(scenarios::ALL.iter().collect());
+        return Ok(catalogue.to_vec());
     }
-    let mut defs: Vec<&'static ScenarioDef> = Vec::with_capacity(names.len());
+    let mut defs: Vec<ScenarioDef> = Vec::with_capacity(names.len());
     for n in names {
-        let d = scenario(n)?;
+        let d = scenario(catalogue, n)?;
         if defs.iter().any(|x| x.name == d.name) {
             return Err(UsageError(format!(
                 "scenario '{n}' is named twice; each scenario runs once"
@@ -625,7 +634,7 @@ fn machines(catalogue: &[Machines], name: &str) -> Result<Machines, UsageError> 
 /// Refuses a variant whose configuration breaks P6 unless the bypass was given: validation is
 /// what `run` and `sweep` do first, and every command that runs a variant does it the same way.
 fn refuse_unsafe_timing(
-    defs: &[&'static ScenarioDef],
+    defs: &[ScenarioDef],
     seed: u64,
     m: &Machines,
     allow: bool,
@@ -634,7 +643,7 @@ fn refuse_unsafe_timing(
         return Ok(());
     }
     for d in defs {
-        (d.build)(seed, m.setup_variant())
+        d.build(seed, m.setup_variant())
             .validate_timing()
             .map_err(|e| {
                 UsageError(format!(
@@ -699,21 +708,23 @@ impl<W: Write> Write for QuietPipe<W> {
     }
 }
 
-/// The whole `leasesim` command line for a program's machines: what the `leasesim` binary runs
-/// with `Machines::stock()`, and what a user's own binary runs with theirs, in three lines:
+/// The whole `leasesim` command line for a program's machines and scenarios: what the
+/// `leasesim` binary runs with `Machines::stock()` and the stock scenarios, and what a user's
+/// own binary runs with theirs, in three lines:
 ///
 /// ```no_run
 /// fn main() -> std::process::ExitCode {
-///     leasesim_cli::main_with(vec![leasesim::Machines::reference()])
+///     leasesim_cli::main_with(leasesim::Builder::new().machines(leasesim::Machines::reference()))
 /// }
 /// ```
 ///
 /// Every command is there (`run`, `sweep`, `replay`, `shrink`, `report`, `matrix`, `agree`...),
-/// `--variant` choosing among `catalogue` by name (the first is the default), and replay files
-/// recording the machines they were made with. It reads the process's arguments, answers
+/// `--variant` choosing among the builder's machine sets by name (the first is the default),
+/// scenarios among its scenarios (a user's own included), and replay files recording the
+/// machines and the scenario they were made with: a program that lacks either refuses the file. It reads the process's arguments, answers
 /// signals (Ctrl-C stops a sweep and keeps what it found), and never locks the output streams
 /// for the run (the progress bar draws on standard error from the sweep's threads).
-pub fn main_with(catalogue: Vec<Machines>) -> std::process::ExitCode {
+pub fn main_with(program: leasesim::Builder) -> std::process::ExitCode {
     interrupt::install();
     let mut out = QuietPipe {
         inner: std::io::stdout(),
@@ -723,7 +734,7 @@ pub fn main_with(catalogue: Vec<Machines>) -> std::process::ExitCode {
         inner: std::io::stderr(),
         closed: false,
     };
-    let code = run_cli(std::env::args().collect(), &mut out, &mut err, &catalogue);
+    let code = run_cli(std::env::args().collect(), &mut out, &mut err, &program);
     let _ = out.flush();
     // A command that a signal stopped ends with 128 + the signal, whatever it returned (a
     // statement cut short by the server's stop is not the user's error).
@@ -776,18 +787,27 @@ pub fn number_options() -> Vec<(Vec<String>, String)> {
     out
 }
 
-/// Runs the command line with `args` (including the program name) for `catalogue`, writing to
-/// `out` and `err`; returns the exit code. Tests drive the CLI in-process through it.
+/// Runs the command line with `args` (including the program name) for `program`'s machines and
+/// scenarios, writing to `out` and `err`; returns the exit code. Tests drive the CLI in-process
+/// through it.
 pub fn run_cli(
     args: Vec<String>,
     out: &mut dyn Write,
     err: &mut dyn Write,
-    catalogue: &[Machines],
+    program: &leasesim::Builder,
 ) -> i32 {
-    if catalogue.is_empty() {
-        let _ = writeln!(err, "error: this program was built with no machines to run");
+    if let Err(e) = program.validate() {
+        let _ = writeln!(err, "error: this program's builder is inconsistent: {e}");
         return 2;
     }
+    // Headers and hints name the program that runs (a user's binary is not `leasesim`).
+    let program_name = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_stem())
+        .map_or_else(
+            || "leasesim".to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -805,19 +825,27 @@ pub fn run_cli(
                         .collect();
                     let _ = writeln!(
                         err,
-                        "error: a command is required: {} (see leasesim --help)",
+                        "error: a command is required: {} (see {program_name} --help)",
                         commands.join(", ")
                     );
                     2
                 }
                 _ => {
-                    let _ = writeln!(err, "{} (see leasesim --help)", one_line(&e));
+                    let _ = writeln!(err, "{} (see {program_name} --help)", one_line(&e));
                     2
                 }
             };
         }
     };
-    match dispatch(cli.command, out, err, catalogue) {
+    let catalogue = program.machine_sets();
+    match dispatch(
+        cli.command,
+        out,
+        err,
+        &catalogue,
+        program.scenario_defs(),
+        &program_name,
+    ) {
         Ok(code) => code,
         Err(UsageError(msg)) => {
             let _ = writeln!(err, "error: {msg}");
@@ -831,9 +859,11 @@ fn dispatch(
     out: &mut dyn Write,
     err: &mut dyn Write,
     cat: &[Machines],
+    scen: &[ScenarioDef],
+    program: &str,
 ) -> Result<i32, UsageError> {
     match command {
-        Command::List { format } => list::list(out, format, cat),
+        Command::List { format } => list::list(out, format, cat, scen),
         Command::Audit {
             files,
             clock_uncertainty,
@@ -873,7 +903,9 @@ fn dispatch(
                 allow_unsafe_timing,
                 engine: run::engine_arg(&engine)?,
                 format,
+                program: program.to_string(),
             },
+            scen,
         ),
         Command::Replay {
             file,
@@ -887,6 +919,7 @@ fn dispatch(
             out,
             &file,
             &with_sql(cat, &sql)?,
+            scen,
             &run::RunOpts {
                 outputs: Outputs {
                     trace,
@@ -899,6 +932,7 @@ fn dispatch(
                 allow_unsafe_timing: false,
                 engine: leasesim_shell::engines::Engine::Sim,
                 format,
+                program: program.to_string(),
             },
         ),
         Command::Shrink {
@@ -906,13 +940,13 @@ fn dispatch(
             out: dest,
             format,
             sql,
-        } => run::shrink_cmd(out, &file, dest, format, &with_sql(cat, &sql)?),
+        } => run::shrink_cmd(out, &file, dest, format, &with_sql(cat, &sql)?, scen),
         Command::Report {
             file,
             html,
             markdown,
             sql,
-        } => run::report_cmd(out, &file, html, markdown, &with_sql(cat, &sql)?),
+        } => run::report_cmd(out, &file, html, markdown, &with_sql(cat, &sql)?, scen),
         Command::Sweep {
             scenarios: names,
             seeds,
@@ -953,6 +987,7 @@ fn dispatch(
                     allow_skipped,
                     format,
                 },
+                scen,
             )
         }
         Command::Merge {
@@ -974,6 +1009,7 @@ fn dispatch(
             dir.as_deref(),
             format,
             &with_sql(cat, &sql)?,
+            scen,
         ),
         Command::Matrix {
             seeds,
@@ -1021,6 +1057,7 @@ fn dispatch(
                     subject,
                 },
                 cat,
+                scen,
             )
         }
         Command::Explore {
@@ -1057,6 +1094,7 @@ fn dispatch(
                     allow_unsafe_timing,
                     format,
                 },
+                scen,
             )
         }
         Command::Sql {
@@ -1107,7 +1145,9 @@ fn dispatch(
                     "bench with a SQL coordinator compares it with the in-memory reference: --variant, --scaling and --instructions do not apply".into(),
                 ));
             }
-            let def = self::scenario(&scenario)?;
+            // Measured against the in-memory reference by name in a child process: leasesim's
+            // own scenarios only.
+            let def = self::scenario(scenarios::ALL, &scenario)?;
             if seeds == 0 {
                 return Err(UsageError("--seeds must be at least 1".into()));
             }
@@ -1115,8 +1155,8 @@ fn dispatch(
             let jobs = jobs.or_else(|| Some(2 * leasesim::pool::cores()));
             let threads = leasesim::pool::threads(jobs, seeds)?;
             match child {
-                Some(what) => bench_sql::measure_here(out, &what, def.name, seeds, threads, &sql),
-                None => bench_sql::table(out, def.name, seeds, threads, &sql, format),
+                Some(what) => bench_sql::measure_here(out, &what, &def.name, seeds, threads, &sql),
+                None => bench_sql::table(out, &def.name, seeds, threads, &sql, format),
             }
         }
         Command::Bench {
@@ -1128,13 +1168,20 @@ fn dispatch(
             format,
             ..
         } => {
-            let def = self::scenario(&scenario)?;
+            // Counted under valgrind in a child process that finds the scenario by name:
+            // leasesim's own scenarios only.
+            let def = self::scenario(scenarios::ALL, &scenario)?;
             let machines = pick(cat, v.as_deref())?;
-            refuse_unsafe_timing(&[def], 0, &machines, allow_unsafe_timing)?;
+            refuse_unsafe_timing(
+                std::slice::from_ref(&def),
+                0,
+                &machines,
+                allow_unsafe_timing,
+            )?;
             bench_instructions::instructions(
                 out,
                 &bench_instructions::InstructionArgs {
-                    scenario: def.name,
+                    scenario: &def.name,
                     machines: machines.name(),
                     allow_unsafe_timing,
                     seeds: instruction_seeds,
@@ -1167,6 +1214,7 @@ fn dispatch(
                 child,
                 format,
             },
+            scen,
         ),
         Command::Agree {
             scenarios: names,
@@ -1176,12 +1224,15 @@ fn dispatch(
             format,
         } => bench::agree_cmd(
             out,
-            &names,
-            seeds,
-            variants.as_deref(),
-            allow_unsafe_timing,
-            format,
+            &bench::AgreeArgs {
+                names,
+                seeds,
+                variants,
+                allow_unsafe_timing,
+                format,
+            },
             cat,
+            scen,
         ),
     }
 }

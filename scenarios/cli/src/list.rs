@@ -5,7 +5,6 @@ use super::{args, io, Format, UsageError};
 use leasesim::advise;
 use leasesim::hazard::Hazard;
 use leasesim::plan::FAULT_KINDS;
-use leasesim::scenarios;
 use leasesim::Machines;
 use leasesim_protocol::{Invariant, Variant};
 use serde_json::json;
@@ -16,6 +15,7 @@ pub(super) fn list(
     out: &mut dyn Write,
     format: Format,
     cat: &[Machines],
+    scen: &[leasesim::ScenarioDef],
 ) -> Result<i32, UsageError> {
     let spec = |m: &Machines| {
         Variant::from_name(m.name())
@@ -24,7 +24,7 @@ pub(super) fn list(
     };
     if format == Format::Json {
         let v = json!({
-            "scenarios": scenarios::ALL.iter().map(|s| json!({"name": s.name, "story": s.story})).collect::<Vec<_>>(),
+            "scenarios": scen.iter().map(|s| json!({"name": s.name, "story": s.story})).collect::<Vec<_>>(),
             "variants": cat.iter().map(|m| json!({"name": m.name(), "spec": spec(m), "summary": describe(m), "known_bad": m.is_known_bad()})).collect::<Vec<_>>(),
             "invariants": Invariant::ALL.iter().map(|i| json!({"name": i.name(), "spec": i.spec_id(), "summary": i.summary()})).collect::<Vec<_>>(),
             "faults": FAULT_KINDS.iter().map(|(n, id, summary)| json!({"name": n, "spec": id, "summary": summary})).collect::<Vec<_>>(),
@@ -34,7 +34,7 @@ pub(super) fn list(
         return Ok(0);
     }
     io(writeln!(out, "scenarios:"))?;
-    for s in scenarios::ALL {
+    for s in scen {
         io(writeln!(out, "  {:<26} {}", s.name, s.story))?;
         let declared: Vec<&str> = s.hazards.iter().map(|h| h.name()).collect();
         io(writeln!(

@@ -40,8 +40,9 @@ pub(super) fn result_json(
     cells: &[(u64, Cell)],
     whole: Option<&Matrix>,
     elapsed: f64,
+    scen: &[leasesim::ScenarioDef],
 ) -> Value {
-    let n = leasesim::scenarios::ALL.len() as u64;
+    let n = scen.len() as u64;
     let mut doc = match whole.map(serde_json::to_value) {
         Some(Ok(Value::Object(m))) => Value::Object(m),
         _ => json!({}),
@@ -142,13 +143,14 @@ pub(super) fn matrix_cmd(
     out: &mut dyn Write,
     a: &MatrixArgs,
     cat: &[Machines],
+    scen: &[leasesim::ScenarioDef],
 ) -> Result<i32, UsageError> {
     if a.seeds == 0 {
         return Err(UsageError("--seeds must be at least 1".into()));
     }
     let (shard, source) = super::shard_from(a.shard)?;
-    let held = matrix::shard_cells(cat, shard);
-    let partial = held.end - held.start < (cat.len() * leasesim::scenarios::ALL.len()) as u64;
+    let held = matrix::shard_cells(cat, scen, shard);
+    let partial = held.end - held.start < (cat.len() * scen.len()) as u64;
     if partial && (a.reports.junit.is_some() || a.reports.summary.is_some()) {
         return Err(UsageError(
             "--junit and --summary need the whole matrix (a variant is caught in any scenario): give them to `leasesim merge` of the shards' --json results".into(),
@@ -157,12 +159,12 @@ pub(super) fn matrix_cmd(
     let threads = pool::threads(a.jobs, (held.end - held.start).max(1))?;
     a.reports.check(&[])?;
     let shard = shard.zip(source.as_deref());
-    let n = leasesim::scenarios::ALL.len() as u64;
+    let n = scen.len() as u64;
     let name = |i: u64| {
         format!(
             "{} x {}",
             cat[(i / n) as usize].name(),
-            leasesim::scenarios::ALL[(i % n) as usize].name
+            scen[(i % n) as usize].name
         )
     };
     let announce = |out: &mut dyn Write| -> Result<(), UsageError> {
@@ -194,9 +196,9 @@ pub(super) fn matrix_cmd(
         }
         #[allow(clippy::disallowed_methods)] // the matrix's own duration, never the simulated world
         let started = std::time::Instant::now();
-        let cells = matrix::cells(cat, a.seeds, threads, shard.map(|(s, _)| s));
+        let cells = matrix::cells(cat, scen, a.seeds, threads, shard.map(|(s, _)| s));
         let elapsed = started.elapsed().as_secs_f64();
-        let doc = result_json(cat, a.seeds, shard, &cells, None, elapsed);
+        let doc = result_json(cat, a.seeds, shard, &cells, None, elapsed, scen);
         write_reports(&a.reports, &doc, None)?;
         let mut held_failed = false;
         if a.format == Format::Json {
@@ -232,14 +234,14 @@ pub(super) fn matrix_cmd(
     }
     #[allow(clippy::disallowed_methods)] // the matrix's own duration, never the simulated world
     let started = std::time::Instant::now();
-    let cells = matrix::cells(cat, a.seeds, threads, None);
+    let cells = matrix::cells(cat, scen, a.seeds, threads, None);
     let elapsed = started.elapsed().as_secs_f64();
-    let mut m = matrix::assemble(cat, a.seeds, cells.clone()).map_err(UsageError)?;
+    let mut m = matrix::assemble(cat, scen, a.seeds, cells.clone()).map_err(UsageError)?;
     if let Some((subject, command)) = &a.subject {
         m.subject = subject.clone();
         m.command = command.clone();
     }
-    let doc = result_json(cat, a.seeds, shard, &cells, Some(&m), elapsed);
+    let doc = result_json(cat, a.seeds, shard, &cells, Some(&m), elapsed, scen);
     let to = WholeOutputs {
         dir: Some(&dir.path),
         reports: &a.reports,

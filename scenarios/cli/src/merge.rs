@@ -19,7 +19,6 @@ use check::{MatrixShard, SweepShard};
 use doc::{bad, CellDoc, Doc, MatrixDoc, ScenarioDoc, Seconds, Span, SweepDoc};
 use leasesim::hazard::Hazard;
 use leasesim::matrix::{self, Cell};
-use leasesim::scenarios;
 use leasesim::sweep::{
     describe_ranges, BudgetOutcome, Failure, ScenarioOutcome, SeedRange, Shard, SweepConfig,
     SweepReport, FAILURES_KEPT, REASONS_KEPT,
@@ -90,7 +89,11 @@ enum Files {
 
 /// Reads and checks every file; a sweep's result among a matrix's (or the other way) is
 /// refused.
-fn read_all(paths: &[PathBuf], cat: &[Machines]) -> Result<Files, UsageError> {
+fn read_all(
+    paths: &[PathBuf],
+    cat: &[Machines],
+    scen: &[leasesim::ScenarioDef],
+) -> Result<Files, UsageError> {
     let (mut sweeps, mut matrices) = (Vec::new(), Vec::new());
     for p in paths {
         let (name, doc) = doc::read(p)?;
@@ -108,8 +111,8 @@ fn read_all(paths: &[PathBuf], cat: &[Machines]) -> Result<Files, UsageError> {
             ));
         }
         match doc {
-            Doc::Sweep(d) => sweeps.push(check::sweep(name, d, cat)?),
-            Doc::Matrix(d) => matrices.push(check::matrix(name, d, cat)?),
+            Doc::Sweep(d) => sweeps.push(check::sweep(name, d, cat, scen)?),
+            Doc::Matrix(d) => matrices.push(check::matrix(name, d, cat, scen)?),
         }
     }
     if !matrices.is_empty() {
@@ -130,15 +133,16 @@ pub(super) fn merge_cmd(
     dir: Option<&Path>,
     format: Format,
     cat: &[Machines],
+    scen: &[leasesim::ScenarioDef],
 ) -> Result<i32, UsageError> {
     let inputs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     reports.check(&inputs)?;
-    match read_all(paths, cat)? {
-        Files::Matrix(files) => merge_matrix(out, files, reports, dir, format),
+    match read_all(paths, cat, scen)? {
+        Files::Matrix(files) => merge_matrix(out, files, reports, dir, format, scen),
         Files::Sweep(_) if dir.is_some() => Err(UsageError(
             "--out is for the shards of a matrix; a sweep's merge writes --json, --junit and --summary".into(),
         )),
-        Files::Sweep(files) => merge_sweep(out, files, reports, format),
+        Files::Sweep(files) => merge_sweep(out, files, reports, format, scen),
     }
 }
 
@@ -167,6 +171,7 @@ fn merge_sweep(
     files: Vec<SweepShard>,
     reports: &ReportFiles,
     format: Format,
+    scen: &[leasesim::ScenarioDef],
 ) -> Result<i32, UsageError> {
     same_sweep(&files)?;
     let first = &files[0];
@@ -187,7 +192,7 @@ fn merge_sweep(
     for f in files {
         sum.file(f, count)?;
     }
-    let results = sum.results(base, count, random);
+    let results = sum.results(base, count, random, scen);
     if format == Format::Json {
         io(writeln!(out, "{:#}", results.json()))?;
     } else {
@@ -383,7 +388,13 @@ impl Sum {
     }
 
     /// The merged result, with what keeps it from being the whole sweep.
-    fn results(mut self, base: SweepConfig, count: u64, random: Option<u64>) -> Results {
+    fn results(
+        mut self,
+        base: SweepConfig,
+        count: u64,
+        random: Option<u64>,
+        scen: &[leasesim::ScenarioDef],
+    ) -> Results {
         let seeds = base.seeds;
         let missing: Vec<String> = (1..=count)
             .filter(|k| !self.taken.contains_key(k))
@@ -437,6 +448,7 @@ impl Sum {
             Vec::new()
         };
         Results {
+            program_scenarios: (scen.len(), scen.iter().all(leasesim::ScenarioDef::is_stock)),
             defs: base.scenarios.clone(),
             config: base,
             report,
@@ -476,12 +488,12 @@ fn matrix_identity(doc: &MatrixDoc) -> [(&'static str, Value); 4] {
 }
 
 /// One cell of a matrix result, checked: its scenario is its column's.
-fn matrix_cell(c: CellDoc) -> (u64, Cell) {
-    let n = scenarios::ALL.len() as u64;
+fn matrix_cell(c: CellDoc, scen: &[leasesim::ScenarioDef]) -> (u64, Cell) {
+    let n = scen.len() as u64;
     (
         c.index,
         Cell {
-            scenario: scenarios::ALL[(c.index % n) as usize].name,
+            scenario: scen[(c.index % n) as usize].name.to_string(),
             seeds_run: c.seeds_run,
             first_failing_seed: c.first_failing_seed,
             failing: c.failing,
@@ -503,6 +515,7 @@ fn merge_matrix(
     reports: &ReportFiles,
     dir: Option<&Path>,
     format: Format,
+    scen: &[leasesim::ScenarioDef],
 ) -> Result<i32, UsageError> {
     let first = &files[0];
     let want = matrix_identity(&first.doc);
@@ -541,7 +554,12 @@ fn merge_matrix(
         }
         taken.insert(index, f.name.clone());
         let doc = *f.doc;
-        let mine: Vec<(u64, Cell)> = doc.cells.0.into_iter().map(matrix_cell).collect();
+        let mine: Vec<(u64, Cell)> = doc
+            .cells
+            .0
+            .into_iter()
+            .map(|c| matrix_cell(c, scen))
+            .collect();
         elapsed = elapsed.max(doc.elapsed_s.0);
         merged_files.push(json!({
             "file": f.name,
@@ -561,12 +579,19 @@ fn merge_matrix(
         ));
     }
     let whole = if problems.is_empty() {
-        Some(matrix::assemble(&machines, seeds, cells.clone()).map_err(UsageError)?)
+        Some(matrix::assemble(&machines, scen, seeds, cells.clone()).map_err(UsageError)?)
     } else {
         None
     };
-    let mut doc =
-        super::matrix::result_json(&machines, seeds, None, &cells, whole.as_ref(), elapsed);
+    let mut doc = super::matrix::result_json(
+        &machines,
+        seeds,
+        None,
+        &cells,
+        whole.as_ref(),
+        elapsed,
+        scen,
+    );
     doc["merged"] = json!({"files": merged_files, "problems": problems});
     let Some(m) = whole else {
         // No table from part of a matrix: say what is missing.
@@ -584,7 +609,7 @@ fn merge_matrix(
                 out,
                 "matrix: {} of {} cells merged from {} file(s); verdict INCOMPLETE",
                 cells.len(),
-                machines.len() * scenarios::ALL.len(),
+                machines.len() * scen.len(),
                 given
             ))?;
         }

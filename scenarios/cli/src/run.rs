@@ -9,7 +9,7 @@ use crate::journal;
 use crate::story;
 use leasesim::replay::{self, RecordedMachines, Replay, RunFile, TRACE_FORMAT, TRACE_VERSION};
 use leasesim::run::{check_same, program_prefix, reproduce_command_for, RunResult, Verdict};
-use leasesim::scenarios;
+use leasesim::scenarios::{self, ScenarioDef};
 use leasesim::setup::Setup;
 use leasesim::shrink;
 use leasesim::Machines;
@@ -29,6 +29,8 @@ pub(super) struct RunOpts {
     pub allow_unsafe_timing: bool,
     pub engine: Engine,
     pub format: RunFormat,
+    /// The program's name, for headers (`leasesim`, or a user's binary).
+    pub program: String,
 }
 
 pub(super) fn engine_arg(name: &str) -> Result<Engine, UsageError> {
@@ -62,9 +64,10 @@ pub(super) fn run_cmd(
     seed: u64,
     m: &Machines,
     opts: &RunOpts,
+    scen: &[ScenarioDef],
 ) -> Result<i32, UsageError> {
-    let def = scenario(name)?;
-    let setup = (def.build)(seed, m.setup_variant());
+    let def = scenario(scen, name)?;
+    let setup = def.build(seed, m.setup_variant());
     m.expressible(&setup).map_err(|e| {
         UsageError(format!(
             "{name} seed {seed} is not expressible on {}: {e}",
@@ -81,7 +84,8 @@ pub(super) fn run_cmd(
         .command_line()
         .map_or_else(|| format!("--variant {}", m.name()), str::to_string);
     let header = format!(
-        "leasesim run {name} --seed {seed} {selector} ({})",
+        "{} run {name} --seed {seed} {selector} ({})",
+        opts.program,
         describe(m)
     );
     let (code, _) = present(
@@ -100,13 +104,15 @@ pub(super) fn replay_cmd(
     out: &mut dyn Write,
     file: &Path,
     cat: &[Machines],
+    scen: &[ScenarioDef],
     opts: &RunOpts,
 ) -> Result<i32, UsageError> {
     let replay = Replay::load(file).map_err(UsageError)?;
-    let m = resolve(replay.machines.as_ref(), &replay.setup, file, cat)?;
+    let m = resolve(replay.machines.as_ref(), &replay.setup, file, cat, scen)?;
     check_outputs(&opts.outputs.named(), &[file])?;
     let header = format!(
-        "leasesim replay {}: {} seed {} variant {} (recorded by leasesim {})",
+        "{} replay {}: {} seed {} variant {} (recorded by leasesim {})",
+        opts.program,
         file.display(),
         replay.setup.scenario,
         replay.seed,
@@ -117,6 +123,7 @@ pub(super) fn replay_cmd(
         allow_unsafe_timing: replay.allow_unsafe_timing,
         outputs: opts.outputs.clone(),
         journal_dir: opts.journal_dir.clone(),
+        program: opts.program.clone(),
         ..*opts
     };
     let (code, r) = present(
@@ -124,7 +131,7 @@ pub(super) fn replay_cmd(
         &header,
         &replay.setup,
         replay.seed,
-        &replay_reproduce(&replay, file, &m),
+        &replay_reproduce(&replay, file, &m, scen),
         &opts,
         &m,
     )?;
@@ -157,8 +164,18 @@ fn resolve(
     setup: &Setup,
     file: &Path,
     cat: &[Machines],
+    scen: &[ScenarioDef],
 ) -> Result<Machines, UsageError> {
-    let m = replay::machines_in(recorded, setup, cat).map_err(|e| {
+    if scenarios::find_in(scen, &setup.scenario).is_none() {
+        let known: Vec<&str> = scen.iter().map(|s| &*s.name).collect();
+        return Err(UsageError(format!(
+            "{}: recorded with scenario '{}', which this program does not have (it has: {})",
+            file.display(),
+            setup.scenario,
+            known.join(", ")
+        )));
+    }
+    let m = replay::machines_in(recorded, setup, cat, Some(file)).map_err(|e| {
         match recorded.and_then(|r| sql::recorded_sql(&r.coordinator)) {
             Some(name) => sql::replay_needs(
                 file,
@@ -179,24 +196,29 @@ fn resolve(
     Ok(m)
 }
 
-/// Whether `setup` is exactly what its scenario builds for `seed`.
-fn pristine(setup: &Setup, seed: u64) -> bool {
-    scenarios::find(&setup.scenario).is_some_and(|d| (d.build)(seed, setup.variant) == *setup)
+/// Whether `setup` is exactly what its scenario (one of `scen`) builds for `seed`.
+fn pristine(setup: &Setup, seed: u64, scen: &[ScenarioDef]) -> bool {
+    scenarios::find_in(scen, &setup.scenario)
+        .is_some_and(|d| d.build(seed, setup.variant) == *setup)
 }
 
 /// The command that reproduces a replay: the plain `run` when the replay is exactly what the
 /// scenario builds for that seed, `replay <file>` otherwise (a shrunk plan, an edited one).
-fn replay_reproduce(replay: &Replay, file: &Path, m: &Machines) -> String {
-    if pristine(&replay.setup, replay.seed) {
+fn replay_reproduce(replay: &Replay, file: &Path, m: &Machines, scen: &[ScenarioDef]) -> String {
+    if pristine(&replay.setup, replay.seed, scen) {
         reproduce_command_for(m, &replay.setup.scenario, replay.seed)
     } else {
-        rerun_command(m, file)
+        rerun_command(m, &replay.setup.scenario, file)
     }
 }
 
 /// The command that replays `file` with this program's machines `m`.
-pub(super) fn rerun_command(m: &Machines, file: &Path) -> String {
-    let prefix = if m.is_stock() || m.command_line().is_some() {
+pub(super) fn rerun_command(m: &Machines, scenario: &str, file: &Path) -> String {
+    // leasesim's own binary has its own machines (and a SQL file's) and scenarios, and no
+    // others.
+    let prefix = if (m.is_stock() || m.command_line().is_some())
+        && leasesim::scenarios::find(scenario).is_some()
+    {
         "cargo run --release --".to_string()
     } else {
         program_prefix()
@@ -213,10 +235,15 @@ pub(super) fn describe(m: &Machines) -> String {
         Some(v) => v.summary().to_string(),
         None => {
             let p = m.parts();
-            format!(
+            let parts = format!(
                 "coordinator {}, worker {}, receiver {}",
                 p.coordinator, p.worker, p.receiver
-            )
+            );
+            // The bug a user's known-bad set carries, as `known_bad_as` says it.
+            match m.bug() {
+                Some(bug) => format!("{bug} ({parts})"),
+                None => parts,
+            }
         }
     }
 }
@@ -227,6 +254,7 @@ pub(super) fn report_cmd(
     html: Option<PathBuf>,
     markdown: Option<PathBuf>,
     cat: &[Machines],
+    scen: &[ScenarioDef],
 ) -> Result<i32, UsageError> {
     if html.is_none() && markdown.is_none() {
         return Err(UsageError(
@@ -257,12 +285,12 @@ pub(super) fn report_cmd(
             machines,
         } => (setup, seed, trace_hash, false, machines),
     };
-    let m = resolve(recorded.as_ref(), &setup, file, cat)?;
+    let m = resolve(recorded.as_ref(), &setup, file, cat, scen)?;
     let r = leasesim::run::run(&setup, seed, &m);
-    let reproduce = if pristine(&setup, seed) {
+    let reproduce = if pristine(&setup, seed, scen) {
         reproduce_command_for(&m, &setup.scenario, seed)
     } else if is_replay {
-        rerun_command(&m, file)
+        rerun_command(&m, &setup.scenario, file)
     } else {
         format!(
             "cargo run --release -- report {} --html <file>",
@@ -446,7 +474,7 @@ fn write_outputs(
             "verdict": r.verdict(),
             "findings": findings_json(r),
             "trace_hash": format!("{:016x}", r.trace_hash()),
-            "machines": RecordedMachines::of(m, &rerun_command(m, path)).map(|rec| rec.to_json()),
+            "machines": RecordedMachines::of(m, &rerun_command(m, &setup.scenario, path)).map(|rec| rec.to_json()),
             "events": r.trace,
         });
         write_json(path, &doc)?;
@@ -481,7 +509,7 @@ fn write_outputs(
             opts.allow_unsafe_timing,
             r,
             m,
-            &rerun_command(m, path),
+            &rerun_command(m, &setup.scenario, path),
         )
         .save(path)
         .map_err(UsageError)?;
@@ -584,6 +612,7 @@ pub(super) fn shrink_cmd(
     dest: Option<PathBuf>,
     format: Format,
     cat: &[Machines],
+    scen: &[ScenarioDef],
 ) -> Result<i32, UsageError> {
     let replay = Replay::load(file).map_err(UsageError)?;
     // A Ctrl-C ends the shrinking after the candidate run under way; the smallest failing plan
@@ -591,7 +620,7 @@ pub(super) fn shrink_cmd(
     // before the replay's recorded machines are resolved, which can start a SQL server; one
     // started from `--coordinator` starts before this command runs, outside the section.
     let graceful = super::interrupt::Graceful::enter();
-    let m = resolve(replay.machines.as_ref(), &replay.setup, file, cat)?;
+    let m = resolve(replay.machines.as_ref(), &replay.setup, file, cat, scen)?;
     let dest = dest.unwrap_or_else(|| shrunk_path(file));
     check_outputs(&[("--out", &dest)], &[file])?;
     #[allow(clippy::disallowed_methods)] // the shrinker's own duration, never the simulated world
@@ -601,7 +630,7 @@ pub(super) fn shrink_cmd(
     let elapsed = started.elapsed().as_secs_f64();
     let mut shrunk = shrunk;
     if let Some(rec) = &mut shrunk.replay.machines {
-        rec.rerun = rerun_command(&m, &dest);
+        rec.rerun = rerun_command(&m, &shrunk.replay.setup.scenario, &dest);
     }
     shrunk.replay.save(&dest).map_err(UsageError)?;
     let verdict = shrunk
@@ -662,7 +691,7 @@ pub(super) fn shrink_cmd(
         out,
         "written to {}; see it with: {}",
         dest.display(),
-        rerun_command(&m, &dest)
+        rerun_command(&m, &shrunk.replay.setup.scenario, &dest)
     ))?;
     Ok(code)
 }

@@ -74,7 +74,7 @@ pub(super) fn markdown(r: &Results) -> String {
         s.push_str("### Failures\n\n| scenario | failing seeds | first | invariants | reproduce |\n|---|---|---|---|---|\n");
         for &i in &failing {
             let o = &report.scenarios[i];
-            let d = r.defs[i];
+            let d = &r.defs[i];
             if let Some(f) = o.failures.first() {
                 let _ = writeln!(
                     s,
@@ -85,14 +85,14 @@ pub(super) fn markdown(r: &Results) -> String {
                     f.seed,
                     cell(&f.first),
                     cell(&f.invariants.join(", ")),
-                    reproduce_command_for(m, d.name, f.seed)
+                    reproduce_command_for(m, &d.name, f.seed)
                 );
             }
         }
         s.push_str("\n<details><summary>The first failing seeds of each scenario</summary>\n\n");
         for &i in &failing {
             let o = &report.scenarios[i];
-            let d = r.defs[i];
+            let d = &r.defs[i];
             for f in o.failures.iter().take(PRINT_FAILURES_MAX) {
                 let _ = writeln!(
                     s,
@@ -100,7 +100,7 @@ pub(super) fn markdown(r: &Results) -> String {
                     d.name,
                     f.seed,
                     cell(&f.first),
-                    reproduce_command_for(m, d.name, f.seed),
+                    reproduce_command_for(m, &d.name, f.seed),
                     r.replay(i, f.seed)
                         .map_or(String::new(), |p| format!(" (replay `{}`)", cell(p)))
                 );

@@ -189,7 +189,7 @@ impl ListFile {
 
 /// What the command line watches while the library sweeps: the progress bar and the list file.
 struct Watch<'a> {
-    defs: &'a [&'static ScenarioDef],
+    defs: &'a [ScenarioDef],
     machines: &'a Machines,
     bar: Option<indicatif::ProgressBar>,
     list: Mutex<ListFile>,
@@ -202,7 +202,7 @@ impl sweep::Observer for Watch<'_> {
         }
         let mut text = String::new();
         for f in failures {
-            let name = self.defs[f.scenario].name;
+            let name = &self.defs[f.scenario].name;
             text.push_str(&format!(
                 "{name} seed {} variant {}: {}\n  {}\n",
                 f.seed,
@@ -225,7 +225,7 @@ pub(super) struct Saved {
     /// Where each was written, by (scenario, seed).
     pub paths: BTreeMap<(usize, u64), String>,
     /// The first failure shrunk: its file, seconds, faults before and after, the invariant.
-    pub shrunk: Option<(PathBuf, f64, usize, usize, String)>,
+    pub shrunk: Option<(PathBuf, f64, usize, usize, String, String)>,
     /// What could not be saved.
     pub errors: Vec<String>,
 }
@@ -280,8 +280,9 @@ pub(super) fn sweep_cmd(
     out: &mut dyn Write,
     err: &mut dyn Write,
     a: &SweepArgs,
+    scen: &[ScenarioDef],
 ) -> Result<i32, UsageError> {
-    let defs = scenario_list(&a.names)?;
+    let defs = scenario_list(scen, &a.names)?;
     let m = &a.machines;
     if a.budget == Some(Duration::ZERO) {
         return Err(UsageError(
@@ -390,6 +391,7 @@ pub(super) fn sweep_cmd(
         Vec::new()
     };
     let results = Results {
+        program_scenarios: (scen.len(), scen.iter().all(ScenarioDef::is_stock)),
         defs,
         config,
         report,
@@ -436,7 +438,7 @@ fn printed(report: &SweepReport) -> impl Iterator<Item = &Failure> {
 /// already holds every failing seed.
 fn save_failures(
     dir: &OutDir,
-    defs: &[&'static ScenarioDef],
+    defs: &[ScenarioDef],
     m: &Machines,
     report: &SweepReport,
     shrink_first: bool,
@@ -450,8 +452,8 @@ fn save_failures(
         if shrink_first && stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
-        let d = defs[f.scenario];
-        let setup = (d.build)(f.seed, m.setup_variant());
+        let d = &defs[f.scenario];
+        let setup = d.build(f.seed, m.setup_variant());
         let r = run(&setup, f.seed, m);
         let path = dir.path.join(format!(
             "{}-{}-seed{}.json",
@@ -459,7 +461,14 @@ fn save_failures(
             file_stem(m.name()),
             f.seed
         ));
-        let replay = Replay::record_on(&setup, f.seed, true, &r, m, &rerun_command(m, &path));
+        let replay = Replay::record_on(
+            &setup,
+            f.seed,
+            true,
+            &r,
+            m,
+            &rerun_command(m, &d.name, &path),
+        );
         match replay.save(&path) {
             Ok(()) => {
                 saved.replays += 1;
@@ -485,7 +494,7 @@ fn save_failures(
             let elapsed = started.elapsed().as_secs_f64();
             let dest = shrunk_path(&path);
             if let Some(rec) = &mut s.replay.machines {
-                rec.rerun = rerun_command(m, &dest);
+                rec.rerun = rerun_command(m, &s.replay.setup.scenario, &dest);
             }
             match s.replay.save(&dest) {
                 Ok(()) => {
@@ -495,6 +504,7 @@ fn save_failures(
                         s.faults_before,
                         s.replay.setup.faults.len(),
                         s.invariant.label(),
+                        s.replay.setup.scenario.clone(),
                     ))
                 }
                 Err(e) => saved.errors.push(e),
@@ -573,7 +583,10 @@ pub(super) struct Merged {
 /// A sweep's results as every report shows them (text, JSON, JUnit, Markdown): one sweep's, or
 /// its shards' merged.
 pub(super) struct Results {
-    pub defs: Vec<&'static ScenarioDef>,
+    pub defs: Vec<ScenarioDef>,
+    /// How many scenarios the program has (a sweep of all of them names none), and whether
+    /// they are all leasesim's own (leasesim's binary can then repeat it).
+    pub program_scenarios: (usize, bool),
     /// The space (its seeds), the machines, the shard and the budget.
     pub config: SweepConfig,
     pub report: SweepReport,
@@ -595,9 +608,9 @@ pub(super) struct Results {
 
 /// Scenarios grouped by the seed ranges they share, in order: `[(0..100, [w1-w2, swarm])]`.
 pub(super) fn groups<'a>(
-    defs: &[&'static ScenarioDef],
+    defs: &[ScenarioDef],
     ranges: impl Iterator<Item = &'a [Range<u64>]>,
-) -> Vec<(Range<u64>, Vec<&'static str>)> {
+) -> Vec<(Range<u64>, Vec<String>)> {
     let ranges: Vec<&[Range<u64>]> = ranges.collect();
     // A shard or a budget runs one range per scenario, all alike give or take a seed at either
     // end (and the shards of a budgeted merge one such range each): said as the seeds every
@@ -619,12 +632,12 @@ pub(super) fn groups<'a>(
             }
         }
     }
-    let mut out: Vec<(Range<u64>, Vec<&'static str>)> = Vec::new();
+    let mut out: Vec<(Range<u64>, Vec<String>)> = Vec::new();
     for (d, rs) in defs.iter().zip(&split) {
         for r in rs.iter().filter(|r| !r.is_empty()) {
             match out.iter_mut().find(|(g, _)| g == r) {
-                Some((_, names)) => names.push(d.name),
-                None => out.push((r.clone(), vec![d.name])),
+                Some((_, names)) => names.push(d.name.to_string()),
+                None => out.push((r.clone(), vec![d.name.to_string()])),
             }
         }
     }
@@ -634,7 +647,7 @@ pub(super) fn groups<'a>(
 
 /// `0..100 of every scenario; 100..101 of w1-w2, retries` (`none` when empty), for a sweep of
 /// `every` scenarios.
-pub(super) fn describe_groups(groups: &[(Range<u64>, Vec<&'static str>)], every: usize) -> String {
+pub(super) fn describe_groups(groups: &[(Range<u64>, Vec<String>)], every: usize) -> String {
     if groups.is_empty() {
         return "none".into();
     }
@@ -686,7 +699,7 @@ impl Results {
             .flat_map(|(i, o)| {
                 o.never_judged(&leasesim::check::allowed(
                     &self.config.allow_skipped,
-                    self.defs[i],
+                    &self.defs[i],
                 ))
                 .into_iter()
                 .map(move |(j, causes)| (i, j, causes))
@@ -753,7 +766,7 @@ impl Results {
 
     /// The command that starts this program's sweep.
     fn program(&self) -> String {
-        if self.config.machines.is_stock() {
+        if self.config.machines.is_stock() && self.program_scenarios.1 {
             "cargo run --release --".into()
         } else {
             program_prefix()
@@ -766,7 +779,7 @@ impl Results {
         let m = &self.config.machines;
         // A group's scenarios go unnamed only when they are every scenario the program has:
         // a command without names sweeps them all.
-        let every = leasesim::scenarios::ALL.len();
+        let every = self.program_scenarios.0;
         let ran = groups(
             &self.defs,
             self.report.scenarios.iter().map(|o| o.ran.as_slice()),
@@ -865,7 +878,7 @@ impl Results {
                     "failures_listed": o.failures.len(),
                     "failures": o.failures.iter().map(|f| failure_json(
                         f,
-                        reproduce_command_for(m, d.name, f.seed),
+                        reproduce_command_for(m, &d.name, f.seed),
                         self.replay(i, f.seed),
                     )).collect::<Vec<_>>(),
                 })
@@ -886,7 +899,7 @@ impl Results {
             "repeat": self.repeat(),
             "failure_list": self.listed.as_ref().map(|p| p.display().to_string()),
             "replays_saved": self.saved.replays,
-            "shrunk": self.saved.shrunk.as_ref().map(|(path, secs, before, after, inv)| json!({
+            "shrunk": self.saved.shrunk.as_ref().map(|(path, secs, before, after, inv, _)| json!({
                 "replay": path.display().to_string(),
                 "elapsed_s": secs,
                 "faults_before": before,
@@ -938,7 +951,7 @@ impl Results {
                 io(writeln!(
                     out,
                     "    reproduce: {}",
-                    reproduce_command_for(m, d.name, f.seed)
+                    reproduce_command_for(m, &d.name, f.seed)
                 ))?;
             }
             let more = o.failing.saturating_sub(PRINT_FAILURES_MAX as u64);
@@ -963,11 +976,11 @@ impl Results {
                 self.saved.replays
             ))?;
         }
-        if let Some((path, secs, before, after, inv)) = &self.saved.shrunk {
+        if let Some((path, secs, before, after, inv, scenario)) = &self.saved.shrunk {
             io(writeln!(
                 out,
                 "first failure shrunk in {secs:.3}s: {before} fault(s) -> {after}, {inv} still fails; see it with: {}",
-                rerun_command(m, path)
+                rerun_command(m, scenario, path)
             ))?;
         }
         for (i, o) in r.scenarios.iter().enumerate() {
@@ -1200,9 +1213,9 @@ mod tests {
 
     #[test]
     fn seeds_that_ran_are_grouped_by_what_every_scenario_ran() {
-        let defs: Vec<&'static ScenarioDef> = ["w1-w2", "retries", "swarm"]
+        let defs: Vec<ScenarioDef> = ["w1-w2", "retries", "swarm"]
             .iter()
-            .map(|n| scenarios::find(n).unwrap())
+            .map(|n| scenarios::find(n).unwrap().clone())
             .collect();
         // Per scenario, its ranges as (start, end).
         let say = |ranges: [&[(u64, u64)]; 3]| {

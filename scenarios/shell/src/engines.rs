@@ -277,14 +277,13 @@ fn outcome_of(
 /// schedules, so a single seed may go either way; what must agree is the outcome over the seeds.
 pub fn agree(
     other: Engine,
-    scenario: &str,
+    def: &leasesim::ScenarioDef,
     machines: &Machines,
     seeds: std::ops::Range<u64>,
 ) -> Result<Agreement, String> {
-    let def = leasesim::scenarios::find(scenario)
-        .ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
+    let scenario: &str = &def.name;
     let variant = machines.setup_variant();
-    let setup_of = |seed: u64| (def.build)(seed, variant);
+    let setup_of = |seed: u64| def.build(seed, variant);
     let (sim, sv) = outcome_of(Engine::Sim, &setup_of, machines, seeds.clone())?;
     let (oth, ov) = outcome_of(other, &setup_of, machines, seeds.clone())?;
     let same = sv.iter().zip(&ov).filter(|(a, b)| a == b).count() as u64;

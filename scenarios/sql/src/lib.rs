@@ -9,19 +9,18 @@
 //! shrinking, reports) is leasesim's as usual.
 //!
 //! ```no_run
-//! use leasesim::{scenarios, sweep, Quiet, SeedRange, SweepConfig};
+//! use leasesim::{scenarios, Builder};
 //! use leasesim_sql::{Database, SqlQueue};
-//! use std::sync::atomic::AtomicBool;
 //!
 //! // A throwaway server of the machine's own PostgreSQL (or `Database::at(url)`).
 //! let db = Database::throwaway().unwrap();
 //! let queue = SqlQueue::open_path("my-queue.sql".as_ref(), &db).unwrap();
-//! let config = SweepConfig::new(
-//!     vec![scenarios::find("w1-w2").unwrap()],
-//!     SeedRange { start: 0, end: 100 },
-//!     queue.machines(),
-//! );
-//! let report = sweep(&config, &AtomicBool::new(false), &Quiet);
+//! let report = Builder::new()
+//!     .machines(queue.machines())
+//!     .scenarios([scenarios::find("w1-w2").unwrap().clone()])
+//!     .seeds(0..100)
+//!     .sweep()
+//!     .unwrap();
 //! assert_eq!(report.failing(), 0);
 //! ```
 
@@ -41,7 +40,7 @@ use crate::server::Server;
 use crate::time::parse_us;
 use leasesim::machines::Machines;
 use leasesim::{FaultKind, Setup};
-use leasesim_protocol::{CoordinatorMachine, Nanos, OperatorAction, Step};
+use leasesim_protocol::{Nanos, OperatorAction, Step};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -306,14 +305,9 @@ impl SqlQueue {
             .iter()
             .map(|s| (s.name.clone(), s.text.trim().to_string()))
             .collect();
-        let machines = Machines::reference()
+        let machines = Machines::new(&self.part_name())
             .with_coordinator(&self.part_name(), move |spec| {
-                Box::new(SqlCoordinator::new(
-                    q.clone(),
-                    spec.classes,
-                    spec.jobs,
-                    spec.seed,
-                )) as Box<dyn CoordinatorMachine>
+                SqlCoordinator::new(q.clone(), spec.classes, spec.jobs, spec.seed)
             })
             .with_scope(move |setup| scope.expressible(setup))
             .with_statements(texts);

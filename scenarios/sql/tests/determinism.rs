@@ -20,7 +20,7 @@ fn queue(db: &Database, file: &str) -> Arc<SqlQueue> {
 fn hash(queue: &Arc<SqlQueue>, scenario: &str, seed: u64) -> (u64, Verdict, usize) {
     let machines = queue.machines();
     let def = scenarios::find(scenario).expect("a scenario");
-    let setup = (def.build)(seed, machines.setup_variant());
+    let setup = def.build(seed, machines.setup_variant());
     let r = run(&setup, seed, &machines);
     assert!(r.machine_fault.is_none(), "{:?}", r.machine_fault);
     let statements = r

@@ -90,11 +90,7 @@ fn the_articles_claim_and_a_locking_claim_hold_under_every_isolation_level() {
     let def = scenarios::find("coordinator-outage").unwrap();
     let waits: usize = (0..60)
         .map(|seed| {
-            let r = run(
-                &(def.build)(seed, machines.setup_variant()),
-                seed,
-                &machines,
-            );
+            let r = run(&def.build(seed, machines.setup_variant()), seed, &machines);
             r.trace
                 .iter()
                 .filter(|e| {
@@ -295,11 +291,7 @@ fn a_seed_gives_the_same_trace_twice_on_a_fresh_database() {
             let machines = q.machines();
             let def = scenarios::find(scenario).unwrap();
             for seed in 0..12 {
-                let r = run(
-                    &(def.build)(seed, machines.setup_variant()),
-                    seed,
-                    &machines,
-                );
+                let r = run(&def.build(seed, machines.setup_variant()), seed, &machines);
                 out.push((r.trace_hash(), r.verdict()));
             }
         }

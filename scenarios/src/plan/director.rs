@@ -1051,7 +1051,7 @@ mod tests {
         for def in ALL {
             for seed in 0..4 {
                 let variant = Variant::ALL[seed as usize % Variant::ALL.len()];
-                let setup = (def.build)(seed, variant);
+                let setup = def.build(seed, variant);
                 let r = crate::run(&setup, seed, &crate::Machines::variant(variant));
                 // A run catches a panic as a machine's fault.
                 assert_eq!(r.machine_fault, None, "{} seed {seed}", def.name);
@@ -1066,7 +1066,7 @@ mod tests {
         use crate::scenarios::ALL;
         use leasesim_protocol::Variant;
         let plan = |def: &crate::scenarios::ScenarioDef, seed: u64| {
-            (def.build)(seed, Variant::Reference).faults.clone()
+            def.build(seed, Variant::Reference).faults.clone()
         };
         for (k, def) in ALL.iter().enumerate() {
             for (p, prev) in ALL.iter().enumerate() {

@@ -577,8 +577,9 @@ mod tests {
 
     #[test]
     fn a_trigger_the_kind_has_no_use_for_is_refused() {
-        let base =
-            (scenarios::find("w1-w2").unwrap().build)(1, leasesim_protocol::Variant::Reference);
+        let base = scenarios::find("w1-w2")
+            .unwrap()
+            .build(1, leasesim_protocol::Variant::Reference);
         let check = |f: Fault| {
             let mut s = base.clone();
             s.faults.push(f);

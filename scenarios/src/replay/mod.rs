@@ -16,10 +16,10 @@
 mod json;
 mod v1;
 
+use crate::check::REPLAY_VAR;
 use crate::machines::Machines;
 use crate::plan::Fault;
 use crate::run::{run, run_setup, RunResult, Verdict};
-use crate::scenarios;
 use crate::setup::Setup;
 pub use json::read_bounded;
 use json::{parse_json, too_large};
@@ -62,7 +62,7 @@ pub fn fault_line(fault: &Fault) -> String {
 
 /// Reads a run's setup out of a document's `setup` field and checks it as a replay's: numbers in
 /// range, the structure sound, the top-level `scenario` and `variant` the same as the setup's,
-/// the scenario one leasesim knows, the timing valid (P6) unless the file says it was bypassed.
+/// the scenario named, the timing valid (P6) unless the file says it was bypassed.
 fn setup_of(doc: &serde_json::Value, what: &str) -> Result<Setup, String> {
     let value = doc
         .get("setup")
@@ -78,11 +78,10 @@ fn setup_of(doc: &serde_json::Value, what: &str) -> Result<Setup, String> {
     setup
         .check()
         .map_err(|e| format!("inconsistent {what}: \"setup\": {e}"))?;
-    if scenarios::find(&setup.scenario).is_none() {
-        return Err(format!(
-            "inconsistent {what}: \"setup.scenario\" is \"{}\", which leasesim does not know (see leasesim list)",
-            setup.scenario
-        ));
+    // The scenario is a name: a program that lacks it refuses the file when it runs it
+    // (a user's own scenarios are only in the user's program).
+    if setup.scenario.is_empty() {
+        return Err(format!("inconsistent {what}: \"setup.scenario\" is empty"));
     }
     for (field, own) in [
         ("scenario", setup.scenario.as_str()),
@@ -167,20 +166,45 @@ pub struct RecordedMachines {
 /// The machines a saved run must run on, from a catalogue: leasesim's own for its setup's
 /// variant, or the recorded user's machines if the catalogue has them. The error says who can
 /// rerun it: a file of a user's machines never runs silently on the reference.
+///
+/// `file` is the file as the user named it: the rerun command shown names it, not the path it
+/// was recorded at (the file may have moved since).
 pub fn machines_in(
     recorded: Option<&RecordedMachines>,
     setup: &Setup,
     catalogue: &[Machines],
+    file: Option<&Path>,
 ) -> Result<Machines, String> {
     match recorded {
         None => Ok(Machines::variant(setup.variant)),
         Some(rec) => catalogue.iter().find(|m| rec.are(m)).cloned().ok_or_else(|| {
+            let rerun = file.map_or_else(|| rec.rerun.clone(), |f| rerun_naming(&rec.rerun, f));
             format!(
-                "it was recorded with the machines '{}' (coordinator {}, worker {}, receiver {}), which this program does not have; rerun it with: {}",
-                rec.name, rec.coordinator, rec.worker, rec.receiver, rec.rerun
+                "it was recorded with the machines '{}' (coordinator {}, worker {}, receiver {}), which this program does not have; rerun it with: {rerun}",
+                rec.name, rec.coordinator, rec.worker, rec.receiver
             )
         }),
     }
+}
+
+/// A recorded rerun command (`<program> replay <recorded path> [--coordinator ...]`, or
+/// `LEASESIM_REPLAY=<recorded path> cargo test ...`) naming `file` instead of the recorded
+/// path.
+pub fn rerun_naming(rerun: &str, file: &Path) -> String {
+    let f = file.display();
+    if let Some(rest) = rerun.strip_prefix(&format!("{REPLAY_VAR}=")) {
+        if let Some((_, tail)) = rest.split_once(' ') {
+            return format!("{REPLAY_VAR}={f} {tail}");
+        }
+    }
+    if let Some((head, tail)) = rerun.split_once(" replay ") {
+        // What follows the recorded path: the arguments that select the machines, if any.
+        let args = tail
+            .split_once(" --")
+            .map_or_else(String::new, |(_, a)| format!(" --{a}"));
+        return format!("{head} replay {f}{args}");
+    }
+    rerun.to_string()
 }
 
 impl RecordedMachines {
@@ -300,7 +324,7 @@ impl Replay {
 
     /// The machines this file must run on, from a catalogue (see [`machines_in`]).
     pub fn machines_in(&self, catalogue: &[Machines]) -> Result<Machines, String> {
-        machines_in(self.machines.as_ref(), &self.setup, catalogue)
+        machines_in(self.machines.as_ref(), &self.setup, catalogue, None)
     }
 
     /// Runs it on `machines`, which must be the ones it was recorded with.

@@ -9,14 +9,14 @@
 //! its job fails for that reason without a retry.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::{ClockSpec, ReceiverSetup, Setup};
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{ClassId, MsgKind, OpId, Plan, Step, Variant};
 
 /// The `admission-and-authorization` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "admission-and-authorization",
     story: "a class that runs one job at a time defers the rest (admission), a cut holder's \
             heartbeat is refused (lease), and a receiver's policy refuses a valid holder's \

@@ -14,7 +14,7 @@
 //! worker jumps, and how far.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
@@ -31,7 +31,7 @@ const JUMP_STEP: u8 = 1;
 const HOUR_NS: u64 = 3_600 * SECOND_NS;
 
 /// The `clock-jump` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "clock-jump",
     story: "wall clocks of the coordinator, workers and receiver step by hours both ways \
             (leases do not move); one worker's monotonic clock jumps forward mid-lease: early \

@@ -17,14 +17,14 @@
 //! margin G (in half the runs nearly zero, so that only the drift allowance protects the grant).
 
 use super::story::{Story, DRIFT_BOUND_PPM};
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant, MILLI_NS, SECOND_NS};
 
 /// The `clock-skew-fast-worker` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "clock-skew-fast-worker",
     story: "workers' clocks at +/-500 ppm (the drift bound) with offsets of hours; W1's rate \
             swings across the bound, then it is cut from the coordinator mid-plan and W2 takes \

@@ -13,7 +13,7 @@
 //! it lasts, and whether and how much the coordinator is slow before or after it.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
@@ -27,7 +27,7 @@ const UPDATE_CASE: OpId = OpId(2);
 const WRITE: OpId = OpId(3);
 
 /// The `coordinator-outage` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "coordinator-outage",
     story: "the coordinator is cut off and/or slow for a seed-chosen time while two jobs run; \
             holders go quiet in jeopardy, then either are renewed or lose the lease and the job \

@@ -10,14 +10,14 @@
 //! acknowledgement moves nobody's deadline. Every job ends (I7).
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgAction, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant, MILLI_NS};
 
 /// The `duplicate-delivery` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "duplicate-delivery",
     story: "the network and the plan duplicate effects, claims, commits and heartbeat acks for \
             several jobs; repeated keys are answered from the store, repeated claims and \

@@ -13,7 +13,7 @@
 //! the pause overshoots the lease.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
@@ -23,7 +23,7 @@ use leasesim_protocol::{MsgKind, OpId, Step, Variant, MILLI_NS};
 const WRITE: OpId = OpId(3);
 
 /// The `gc-pause-after-check` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "gc-pause-after-check",
     story: "W1 checks its lease and is paused (GC) as it sends its write, past its lease; W2 \
             takes over with token 2 and writes; W1's held write with fence 1 is fenced off and \

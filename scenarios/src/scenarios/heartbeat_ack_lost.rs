@@ -13,7 +13,7 @@
 //! ending inside the window).
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
@@ -29,7 +29,7 @@ const LOOKUP_STEP: u8 = 0;
 const LONG_STEP: u8 = 2;
 
 /// The `heartbeat-ack-lost` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "heartbeat-ack-lost",
     story: "W1's heartbeat acks are dropped past its deadline while the coordinator keeps \
             renewing; W1 waits in jeopardy with its tool answer in hand, leaves it at the next \

@@ -5,14 +5,14 @@
 //! job under their own lease.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{JobId, MsgKind, OpId, OperatorAction, Step, Variant, SECOND_NS};
 
 /// The `human-handoff` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "human-handoff",
     story: "an operator hands W1's job to a human (new epoch, reason and actor journaled); W1 \
             learns at its next heartbeat and goes quiet; the human resolves the job",

@@ -19,7 +19,7 @@
 //! overtaking happen, how late the replies are, when the cut comes and how long it lasts.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
@@ -35,7 +35,7 @@ const FIRST_STEP: u8 = 0;
 const LONG_STEP: u8 = 2;
 
 /// The `late-grant-reply` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "late-grant-reply",
     story: "W1's grant comes back late or twice, a renewal reply waits behind a pause or is \
             overtaken, then every renewal reply comes back past its stop margin and W1 is cut \

@@ -12,7 +12,7 @@
 //! after it finished) and how long the cut outlasts the answer.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
@@ -26,7 +26,7 @@ const UPDATE_CASE: OpId = OpId(2);
 const TOOL_STEP: u8 = 1;
 
 /// The `late-tool-answer` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "late-tool-answer",
     story: "W1 is cut from the coordinator while its tool runs; the tool's success reaches it \
             only after W2 took over; in jeopardy W1 starts no further effect and learns the \

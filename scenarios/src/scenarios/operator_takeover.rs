@@ -16,7 +16,7 @@
 //! receiver fences it off; W1's heartbeat or commit that follows is refused.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
@@ -25,7 +25,7 @@ use leasesim_protocol::{
 };
 
 /// The `operator-takeover` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "operator-takeover",
     story: "an operator cancels or revokes W2's job, then hands slow W1's job to W2 (higher \
             epoch); W1 learns at its next heartbeat and anything it still sends is refused",

@@ -10,14 +10,14 @@
 //! within its bound (I7).
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, ToolFaultKind, Variant, SECOND_NS};
 
 /// The `renewal-cap` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "renewal-cap",
     story: "W1's tool call never returns and its stage deadline is hours away; heartbeats keep \
             the lease alive until the class's renewal cap fails the job (P7), journaled; W2 \

@@ -15,14 +15,14 @@
 //! while a message is in flight).
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Token, Variant, MILLI_NS};
 
 /// The `reordered-commit` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "reordered-commit",
     story: "W1's first commit is delayed past its retry, which is accepted; the late original \
             gets the first answer again, not a second decision (variant: held past the lease, \

@@ -13,14 +13,14 @@
 //! completes the job; nothing of the first incarnation is applied or published.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Token, Variant, MILLI_NS};
 
 /// The `restart-same-name` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "restart-same-name",
     story: "W1 crashes mid-job and restarts under the same name; its first life's heartbeat, \
             effect and commit (token 1) arrive after W1' claimed token 2 and are refused",

@@ -10,14 +10,14 @@
 //! (`tool_status_queried`) instead of guessing, and goes on with the answer the tool kept.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, ToolFaultKind, Variant, MILLI_NS, SECOND_NS};
 
 /// The `retries` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "retries",
     story: "a transient tool failure is retried after a backoff, a validation error fails its \
             job at once, and a lost answer is recovered by asking the tool for the call's status",

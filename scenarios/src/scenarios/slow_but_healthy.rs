@@ -11,13 +11,13 @@
 //! job ends well within its liveness bound.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, Variant};
 
 /// The `slow-but-healthy` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "slow-but-healthy",
     story: "W1 holds a job through a ten-minute tool call with steady heartbeats while W2 polls \
             all the time; no fault, so W2 must never take it over",

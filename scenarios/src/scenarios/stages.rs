@@ -11,14 +11,14 @@
 //! (`human_review_requested`), failed for that reason rather than guessed.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgPattern, Trigger};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{MsgKind, OpId, Step, Variant};
 
 /// The `stages-and-checkpoints` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "stages-and-checkpoints",
     story: "W1 persists stage 1, sends stage 2's effect and crashes; W2 resumes from the \
             checkpoint, asks the receiver whether the effect took place and skips it (or, with a \

@@ -292,9 +292,9 @@ mod tests {
                 let seed = (k * ALL.len() + p) as u64;
                 let variant = Variant::ALL[seed as usize % Variant::ALL.len()];
                 drop(Spare::take());
-                let new = (def.build)(seed, variant);
-                (prev.build)(seed ^ 0x5a5a, Variant::Reference).recycle();
-                let reused = (def.build)(seed, variant);
+                let new = def.build(seed, variant);
+                prev.build(seed ^ 0x5a5a, Variant::Reference).recycle();
+                let reused = def.build(seed, variant);
                 assert_eq!(new, reused, "{} after {}, seed {seed}", def.name, prev.name);
                 assert_eq!(format!("{new:?}"), format!("{reused:?}"));
             }
@@ -306,17 +306,17 @@ mod tests {
     fn a_recycled_setup_leaves_its_storage_to_the_next_story() {
         drop(Spare::take());
         let w1_w2 = crate::scenarios::find("w1-w2").unwrap();
-        let first = (w1_w2.build)(1, Variant::Reference);
+        let first = w1_w2.build(1, Variant::Reference);
         let places = (
             first.workers.as_ptr(),
             first.workers[1].config.plans.as_ptr(),
         );
         first.recycle();
-        let next = (w1_w2.build)(2, Variant::Reference);
+        let next = w1_w2.build(2, Variant::Reference);
         assert_eq!(
             places,
             (next.workers.as_ptr(), next.workers[1].config.plans.as_ptr())
         );
-        assert_eq!(next, (w1_w2.build)(2, Variant::Reference));
+        assert_eq!(next, w1_w2.build(2, Variant::Reference));
     }
 }

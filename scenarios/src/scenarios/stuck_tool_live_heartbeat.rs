@@ -12,14 +12,14 @@
 //! liveness bound.
 
 use super::story::Story;
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind};
 use crate::setup::Setup;
 use leasesim_checkers::Hazard;
 use leasesim_protocol::{OpId, Step, ToolFaultKind, Variant};
 
 /// The `stuck-tool-live-heartbeat` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "stuck-tool-live-heartbeat",
     story: "the tool hangs on every call while heartbeats keep the lease alive; the stage \
             deadline ends each attempt and the job fails after its attempt limit",

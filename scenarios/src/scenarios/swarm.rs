@@ -9,7 +9,7 @@
 //! the stage deadline, the commit retries and the attempt limit (I7).
 
 use super::story::{ms, DRIFT_BOUND_PPM, OPS, RENEWAL_CAP_NS};
-use super::ScenarioDef;
+use super::Stock;
 use crate::plan::{Fault, FaultKind, MsgAction, MsgPattern, Trigger};
 use crate::setup::{copy_plans, ClockSpec, ReceiverSetup, Setup, Spare, TimingPolicy, WorkerSetup};
 use crate::world::ToolSetup;
@@ -22,7 +22,7 @@ use leasesim_protocol::{
 use leasesim_sim::{Limits, NetConfig, NodeId, Prng, Stream};
 
 /// The `swarm` scenario.
-pub const DEF: ScenarioDef = ScenarioDef {
+pub const DEF: Stock = Stock {
     name: "swarm",
     story: "the seed picks everything: 1-8 workers, 1-50 jobs, classes, receivers with and \
             without fences, and a random plan of every fault kind; then the faults heal and \

@@ -18,7 +18,8 @@
 //! - [`receiver`]: [`Payments`], which captures once per idempotency key, fences per invoice
 //!   and answers "did this payment happen?".
 //! - [`machines`]: my machines as leasesim takes them ([`leasesim::Machines`]), and the
-//!   catalogue my own command line, `payments-leasesim` (`src/bin/`), runs.
+//!   program my own command line, `payments-leasesim` (`src/bin/`), runs: those sets on
+//!   leasesim's scenarios and one of my own.
 //!
 //! ## Plugging a machine in
 //!
@@ -57,13 +58,15 @@
 //! implementations, and, through `payments-leasesim`, every command of the CLI.
 //!
 //! ```
-//! use leasesim::{run, scenarios, Verdict};
+//! use leasesim::{Builder, Verdict};
 //! use leasesim_example::{machines, Bug};
 //!
-//! let mine = machines::all_mine(Bug::None);
-//! let setup = (scenarios::find("w1-w2").unwrap().build)(7, mine.setup_variant());
+//! let mine = Builder::new().machines(machines::all_mine(Bug::None));
 //! // My worker, coordinator and receiver through the W1/W2 story, seed 7.
-//! assert_eq!(run(&setup, 7, &mine).verdict(), Verdict::Held);
+//! assert_eq!(mine.run("w1-w2", 7).unwrap().verdict(), Verdict::Held);
+//! // And through my own scenario, the same story on my hosts' fast clocks.
+//! let mine = mine.scenario(machines::fast_clocks());
+//! assert_eq!(mine.run("w1-w2-fast-clocks", 7).unwrap().verdict(), Verdict::Held);
 //! ```
 //!
 //! ## The bug, and how leasesim shows it

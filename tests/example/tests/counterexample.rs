@@ -41,7 +41,7 @@ fn leasesim_s_own_binary_refuses_it_and_names_the_program_that_can() {
         ],
         &mut out,
         &mut err,
-        &leasesim::Machines::stock(),
+        &leasesim::Builder::stock(),
     );
     let err = String::from_utf8_lossy(&err);
     assert_eq!(code, 2);

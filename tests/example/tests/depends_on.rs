@@ -24,7 +24,7 @@ fn the_fault_a_finding_needs_is_told_from_one_that_changes_nothing() {
         .filter(|f| f.faults > 0 && f.invariants.contains(&"quiescent-holder"))
         .min_by_key(|f| f.rank())
         .expect("the late-reply bug caught with a fault");
-    let mut setup = (ALL[f.scenario].build)(f.seed, m.setup_variant());
+    let mut setup = ALL[f.scenario].build(f.seed, m.setup_variant());
     let before = setup.faults.len();
     let r = run(&setup, f.seed, &m);
     // Beside the plan: a step of the coordinator's wall clock at the start, which the protocol

@@ -4,20 +4,20 @@
 use leasesim::scenarios::ALL;
 use leasesim::{run, Invariant, Machines, ScenarioDef};
 use leasesim_example::{machines, Bug, Worker};
-use leasesim_protocol::{Event, WorkerMachine};
+use leasesim_protocol::Event;
 
 mod common;
 
 fn silent(bug: Bug) -> Machines {
-    Machines::reference().with_worker("payments-worker-silent", move |spec| {
+    Machines::new("payments-worker-silent").with_worker("payments-worker-silent", move |spec| {
         let worker = Worker::new(spec.config.clone(), bug);
         let hidden = |e: &Event| matches!(e, Event::EffectStarted { .. });
-        Box::new(common::Hiding { worker, hidden }) as Box<dyn WorkerMachine>
+        common::Hiding { worker, hidden }
     })
 }
 
 fn breaks_i5(m: &Machines, scenario: &ScenarioDef, seed: u64) -> Option<String> {
-    let setup = (scenario.build)(seed, m.setup_variant());
+    let setup = scenario.build(seed, m.setup_variant());
     let r = run(&setup, seed, m);
     r.findings
         .iter()

@@ -3,13 +3,12 @@
 //! its named scenarios with the reference coordinator and receiver.
 
 use leasesim::scenarios::ALL;
-use leasesim::{run, SeedRange, SweepConfig, Verdict};
+use leasesim::{SeedRange, SweepConfig, Verdict};
 use leasesim_example::{machines, Bug, Worker};
 use leasesim_protocol::{
     ClassId, Event, JobId, Msg, Nanos, OpId, Output, Plan, Step, Token, ToolAnswer, WorkerConfig,
     WorkerMachine, WorkerName, MILLI_NS, SECOND_NS,
 };
-use std::sync::atomic::AtomicBool;
 
 const L: Nanos = 30 * SECOND_NS;
 const H: Nanos = 10 * SECOND_NS;
@@ -153,15 +152,11 @@ fn the_buggy_worker_states_a_deadline_past_the_grant() {
 
 /// Every scenario, 2,000 seeds each, with the buggy worker: where leasesim catches it.
 fn caught(m: leasesim::Machines) -> leasesim::SweepReport {
-    let config = SweepConfig::new(
-        ALL.iter().collect(),
-        SeedRange {
-            start: 0,
-            end: 2_000,
-        },
-        m,
-    );
-    leasesim::sweep(&config, &AtomicBool::new(false), &leasesim::Quiet)
+    leasesim::Builder::new()
+        .machines(m)
+        .seeds(0..2_000)
+        .sweep()
+        .expect("a consistent builder")
 }
 
 #[test]
@@ -178,7 +173,7 @@ fn leasesim_catches_the_buggy_worker_and_says_how_to_rerun_it() {
         !failures.is_empty(),
         "no scenario caught the late-reply bug in 2,000 seeds"
     );
-    let fixed = machines::my_worker(Bug::None);
+    let fixed = leasesim::Builder::new().machines(machines::my_worker(Bug::None));
     for f in &failures {
         // Named by the invariant it breaks: a holder acting or believing outside the grant.
         assert!(
@@ -189,8 +184,8 @@ fn leasesim_catches_the_buggy_worker_and_says_how_to_rerun_it() {
             f.invariants
         );
         // And it is the bug, nothing else: the same seed holds with the fix.
-        let setup = (ALL[f.scenario].build)(f.seed, fixed.setup_variant());
-        assert_eq!(run(&setup, f.seed, &fixed).verdict(), Verdict::Held);
+        let r = fixed.run(&ALL[f.scenario].name, f.seed).expect("runs");
+        assert_eq!(r.verdict(), Verdict::Held);
     }
     // As a test would see it: the seed, the invariant, the saved replay and the command.
     let first = failures[0];

@@ -4,31 +4,25 @@
 //! clock made the holder do shows as a hazard.
 
 use leasesim::scenarios::find;
-use leasesim::{sweep, Hazard, Quiet, ScenarioDef, SeedRange, Setup, SweepConfig, Variant};
+use leasesim::{sweep, Hazard, Quiet, ScenarioDef, SeedRange, SweepConfig};
 use leasesim_example::{machines, Bug};
 use std::sync::atomic::AtomicBool;
 
 /// w1-w2 with every worker's clock 20% slow, where the protocol assumes 0.1% at most: a
 /// deadline it reads off that clock ends later in true time than the coordinator's grant.
-fn slow_clocks(seed: u64, variant: Variant) -> Setup {
-    let mut s = (find("w1-w2").expect("w1-w2").build)(seed, variant);
-    for w in &mut s.workers {
-        w.clock.drift_ppm = -200_000;
-    }
-    s
+fn slow_clocks() -> ScenarioDef {
+    find("w1-w2")
+        .expect("w1-w2")
+        .with_setup("slow-clocks", |s, _seed, _variant| {
+            for w in &mut s.workers {
+                w.clock.drift_ppm = -200_000;
+            }
+        })
 }
-
-static SLOW_CLOCKS: ScenarioDef = ScenarioDef {
-    name: "slow-clocks",
-    story: "w1-w2 with every worker clock 20% slow, far past its drift bound",
-    hazards: &[],
-    unjudged: &[],
-    build: slow_clocks,
-};
 
 fn config() -> SweepConfig {
     SweepConfig::new(
-        vec![&SLOW_CLOCKS],
+        vec![slow_clocks()],
         SeedRange { start: 0, end: 40 },
         machines::my_worker(Bug::None),
     )

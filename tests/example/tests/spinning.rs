@@ -39,11 +39,11 @@ impl WorkerMachine for Spinning {
 
 #[test]
 fn a_worker_woken_in_the_past_forever_is_a_machine_error_that_names_it() {
-    let m = Machines::reference().with_worker("spinning-worker", |spec| {
-        Box::new(Spinning(Worker::new(spec.config.clone(), Bug::None))) as Box<dyn WorkerMachine>
+    let m = Machines::new("spinning-worker").with_worker("spinning-worker", |spec| {
+        Spinning(Worker::new(spec.config.clone(), Bug::None))
     });
     let s = find("w1-w2").expect("w1-w2");
-    let setup = (s.build)(1, m.setup_variant());
+    let setup = s.build(1, m.setup_variant());
     let r = run(&setup, 1, &m);
     let fault = r.machine_fault.as_deref().unwrap_or_else(|| {
         panic!(

@@ -51,7 +51,7 @@ impl CoordinatorMachine for Rebalancing {
 }
 
 fn coordinator(rebalancing: bool) -> Machines {
-    Machines::reference().with_coordinator("in-memory-lease-table", move |spec| {
+    Machines::new("in-memory-lease-table").with_coordinator("in-memory-lease-table", move |spec| {
         let inner = Coordinator::new(spec.classes.to_vec(), spec.jobs);
         if rebalancing {
             Box::new(Rebalancing {
@@ -70,7 +70,7 @@ fn a_lease_taken_back_without_an_operator_is_a_takeover_without_a_reason() {
     let mut caught = 0;
     for s in ALL {
         for seed in 0..10 {
-            let setup = (s.build)(seed, bad.setup_variant());
+            let setup = s.build(seed, bad.setup_variant());
             let r = run(&setup, seed, &bad);
             let i8 = r
                 .findings
@@ -81,7 +81,7 @@ fn a_lease_taken_back_without_an_operator_is_a_takeover_without_a_reason() {
                 caught += 1;
             }
             // My coordinator without the rebalancer holds on the same seed, operators and all.
-            let setup = (s.build)(seed, good.setup_variant());
+            let setup = s.build(seed, good.setup_variant());
             let r = run(&setup, seed, &good);
             assert!(
                 r.findings.is_empty(),

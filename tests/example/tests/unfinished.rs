@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 /// w1-w2 with one fault: the first commit's acceptance is held until an operator acts, which
 /// in this story no operator ever does (the worker's resent commit is answered).
 fn held_forever(seed: u64, variant: Variant) -> Setup {
-    let mut s = (find("w1-w2").expect("w1-w2").build)(seed, variant);
+    let mut s = find("w1-w2").expect("w1-w2").build(seed, variant);
     s.faults = vec![leasesim::Fault::new(
         Trigger::at(0),
         FaultKind::Message {
@@ -35,13 +35,13 @@ fn held_forever(seed: u64, variant: Variant) -> Setup {
     s
 }
 
-static HELD_FOREVER: ScenarioDef = ScenarioDef {
-    name: "held-forever",
-    story: "a commit's acceptance held until an operator acts; none does",
-    hazards: &[],
-    unjudged: &[],
-    build: held_forever,
-};
+fn held_forever_def() -> ScenarioDef {
+    ScenarioDef::new(
+        "held-forever",
+        "a commit's acceptance held until an operator acts; none does",
+        held_forever,
+    )
+}
 
 #[test]
 fn a_hold_never_released_is_unfinished_with_its_reason_everywhere() {
@@ -63,7 +63,7 @@ fn a_hold_never_released_is_unfinished_with_its_reason_everywhere() {
         "the hold is named: {why}"
     );
     // A sweep counts it failing, and its first line says why.
-    let config = SweepConfig::new(vec![&HELD_FOREVER], SeedRange { start: 0, end: 3 }, m);
+    let config = SweepConfig::new(vec![held_forever_def()], SeedRange { start: 0, end: 3 }, m);
     let report = sweep(&config, &AtomicBool::new(false), &Quiet);
     let o = &report.scenarios[0];
     assert_eq!((o.failing, o.unfinished), (3, 3));

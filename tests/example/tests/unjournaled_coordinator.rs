@@ -36,17 +36,15 @@ impl CoordinatorMachine for Unjournaled {
 
 #[test]
 fn a_coordinator_without_a_journal_is_judged_by_what_it_sends() {
-    let m = Machines::reference().with_coordinator("in-memory-lease-table-unjournaled", |spec| {
-        Box::new(Unjournaled(Coordinator::new(
-            spec.classes.to_vec(),
-            spec.jobs,
-        ))) as Box<dyn CoordinatorMachine>
-    });
+    let m = Machines::new("in-memory-lease-table-unjournaled")
+        .with_coordinator("in-memory-lease-table-unjournaled", |spec| {
+            Unjournaled(Coordinator::new(spec.classes.to_vec(), spec.jobs))
+        });
     let mut runs = 0;
     let mut unjournaled_refusals = 0;
     for s in ALL {
         for seed in 0..40 {
-            let setup = (s.build)(seed, m.setup_variant());
+            let setup = s.build(seed, m.setup_variant());
             let r = run(&setup, seed, &m);
             for f in &r.findings {
                 let asked_of_a_journal = f.invariant == Invariant::NothingLost

@@ -5,18 +5,20 @@
 use leasesim::scenarios::ALL;
 use leasesim::{Machines, SeedRange, SweepConfig};
 use leasesim_example::{Bug, Worker};
-use leasesim_protocol::WorkerMachine;
 
 mod common;
 
 fn unjournaled() -> Machines {
-    Machines::reference().with_worker("payments-worker-unjournaled", |spec| {
-        let worker = Worker::new(spec.config.clone(), Bug::None);
-        Box::new(common::Hiding {
-            worker,
-            hidden: |_| true,
-        }) as Box<dyn WorkerMachine>
-    })
+    Machines::new("payments-worker-unjournaled").with_worker(
+        "payments-worker-unjournaled",
+        |spec| {
+            let worker = Worker::new(spec.config.clone(), Bug::None);
+            common::Hiding {
+                worker,
+                hidden: |_| true,
+            }
+        },
+    )
 }
 
 fn sweep(m: Machines) -> SweepConfig {

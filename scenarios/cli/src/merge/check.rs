@@ -23,7 +23,7 @@ use std::ops::Range;
 pub(super) struct SweepShard {
     pub name: String,
     pub doc: Box<SweepDoc>,
-    pub defs: Vec<&'static ScenarioDef>,
+    pub defs: Vec<ScenarioDef>,
     pub machines: Machines,
     /// Per scenario, the seeds its shard holds, as this program cuts the sweep.
     pub share: Vec<Range<u64>>,
@@ -51,14 +51,15 @@ pub(super) fn sweep(
     name: String,
     doc: Box<SweepDoc>,
     cat: &[Machines],
+    scen: &[ScenarioDef],
 ) -> Result<SweepShard, UsageError> {
     let file = name.as_str();
     let names: Vec<String> = doc.scenarios.0.iter().map(|s| s.name.clone()).collect();
     if names.is_empty() {
         return Err(bad(file, "scenarios: a sweep of no scenarios"));
     }
-    let defs =
-        scenario_list(&names).map_err(|UsageError(e)| bad(file, format!("scenarios: {e}")))?;
+    let defs = scenario_list(scen, &names)
+        .map_err(|UsageError(e)| bad(file, format!("scenarios: {e}")))?;
     let m = machines(cat, &doc.variant).map_err(|UsageError(e)| {
         bad(
             file,
@@ -657,6 +658,7 @@ pub(super) fn matrix(
     name: String,
     doc: Box<MatrixDoc>,
     cat: &[Machines],
+    scen: &[ScenarioDef],
 ) -> Result<MatrixShard, UsageError> {
     let file = name.as_str();
     let mut rows: Vec<Machines> = Vec::with_capacity(doc.catalogue.len().min(cat.len()));
@@ -693,7 +695,7 @@ pub(super) fn matrix(
         rows.push(m);
     }
     let shard = doc.shard.map(|ShardAt(s)| s);
-    let held = matrix::shard_cells(&rows, shard);
+    let held = matrix::shard_cells(&rows, scen, shard);
     let cells = &doc.cells.0;
     if !cells.iter().map(|c| c.index).eq(held.clone()) {
         let which = shard.map_or("the whole matrix".into(), |s| {
@@ -708,7 +710,7 @@ pub(super) fn matrix(
         ));
     }
     for (i, c) in cells.iter().enumerate() {
-        cell(file, i, c, &rows, doc.seeds)?;
+        cell(file, i, c, &rows, doc.seeds, scen)?;
     }
     Ok(MatrixShard {
         name,
@@ -725,12 +727,13 @@ fn cell(
     c: &CellDoc,
     rows: &[Machines],
     seeds: u64,
+    scen: &[ScenarioDef],
 ) -> Result<(), UsageError> {
     let err = |field: &str, why: String| Err(bad(file, format!("cells[{i}].{field}: {why}")));
-    let n = scenarios::ALL.len() as u64;
+    let n = scen.len() as u64;
     // The index is one the shard holds, so its row and column exist.
     let m = &rows[(c.index / n) as usize];
-    let column = scenarios::ALL[(c.index % n) as usize].name;
+    let column = &scen[(c.index % n) as usize].name;
     if c.variant != m.name() {
         return err(
             "variant",
@@ -742,13 +745,13 @@ fn cell(
             ),
         );
     }
-    if scenarios::find(&c.scenario).is_none() {
+    if scenarios::find_in(scen, &c.scenario).is_none() {
         return err(
             "scenario",
             format!("unknown scenario '{}' in a cell", c.scenario),
         );
     }
-    if c.scenario != column {
+    if c.scenario != **column {
         return err(
             "scenario",
             format!(

@@ -6,5 +6,5 @@
 //! ```
 
 fn main() -> std::process::ExitCode {
-    leasesim_cli::main_with(leasesim_example::machines::catalogue())
+    leasesim_cli::main_with(leasesim_example::machines::program())
 }
