@@ -130,9 +130,16 @@ impl ScenarioDef {
         self
     }
 
+    /// The same scenario told by another one-line story (what `list` shows).
+    pub fn with_story(mut self, story: impl Into<Cow<'static, str>>) -> ScenarioDef {
+        self.story = story.into();
+        self
+    }
+
     /// This scenario, renamed `name`, with `change` applied to every setup it builds (given the
     /// seed and the variant): a stock scenario with a longer lease, another receiver, one fault
-    /// more. Its story, hazards and unjudged judgements are this one's.
+    /// more. Its story (until [`ScenarioDef::with_story`]), hazards and unjudged judgements are
+    /// this one's.
     pub fn with_setup(
         &self,
         name: impl Into<Cow<'static, str>>,

@@ -51,6 +51,7 @@ pub fn fast_clocks() -> ScenarioDef {
                 w.clock.drift_ppm = 400;
             }
         })
+        .with_story("w1-w2 on hosts whose clocks run 400 ppm fast, within the assumed drift bound")
 }
 
 fn name(base: &str, bug: Bug) -> &'static str {

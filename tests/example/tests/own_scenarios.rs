@@ -189,6 +189,10 @@ fn my_command_line_runs_my_scenario_saves_it_by_name_and_only_my_binary_replays_
     assert_eq!(code, 0);
     assert!(out.contains("w1-w2-fast-clocks"), "{out}");
     assert!(
+        out.contains("clocks run 400 ppm fast"),
+        "its own story: {out}"
+    );
+    assert!(
         out.contains("a deadline measured from the reply's arrival"),
         "{out}"
     );
