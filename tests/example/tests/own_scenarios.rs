@@ -339,3 +339,59 @@ fn the_repeat_command_of_a_sweep_with_my_scenario_is_my_programs() {
     );
     assert!(out.contains(" sweep w1-w2 --seeds 0..2"), "{out}");
 }
+
+#[test]
+fn the_shards_of_a_sweep_and_a_matrix_with_my_scenario_merge_into_the_whole() {
+    let dir = fresh_dir("merge");
+    let program = machines::program();
+    let mut sweeps = Vec::new();
+    let mut matrices = Vec::new();
+    for k in 1..=2 {
+        let json = dir.join(format!("sweep-{k}.json"));
+        let shard = format!("{k}/2");
+        let (code, out, err) = my_cli(
+            &program,
+            &[
+                "sweep",
+                "--seeds",
+                "3",
+                "--shard",
+                &shard,
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code, 0, "{out}{err}");
+        sweeps.push(json.to_str().unwrap().to_string());
+        let json = dir.join(format!("matrix-{k}.json"));
+        let (code, out, err) = my_cli(
+            &program,
+            &[
+                "matrix",
+                "--seeds",
+                "3",
+                "--shard",
+                &shard,
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        assert!(code <= 1, "{out}{err}");
+        matrices.push(json.to_str().unwrap().to_string());
+    }
+    // 21 scenarios: the stock ones and mine.
+    let mut args = vec!["merge"];
+    args.extend(sweeps.iter().map(String::as_str));
+    let (code, out, err) = my_cli(&program, &args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("21 scenario(s) x 3 seeds"), "{out}");
+    let mut args = vec!["merge", "--out"];
+    let tables = dir.join("tables");
+    args.push(tables.to_str().unwrap());
+    args.extend(matrices.iter().map(String::as_str));
+    let (code, out, err) = my_cli(&program, &args);
+    assert!(code <= 1, "{out}{err}");
+    let md = std::fs::read_to_string(tables.join("matrix.md")).expect("the merged matrix");
+    assert!(md.contains("w1-w2-fast-clocks"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -39,6 +39,9 @@ const INVARIANTS: usize = Invariant::ALL.len();
 const ANY: usize = usize::MAX;
 /// Kinds of skipped judgement (judgement x cause) a scenario's result may list.
 const SKIP_KINDS: usize = 64;
+/// Scenarios a sweep's result may list: a program's own beside the stock ones (each must be
+/// one of the merging program's, which merge checks by name).
+const SCENARIOS_MAX: usize = 4096;
 
 pub(super) fn bad(file: &str, why: impl fmt::Display) -> UsageError {
     UsageError(format!("{file}: {why}"))
@@ -420,7 +423,7 @@ pub(super) struct SweepDoc {
     pub interrupted: bool,
     pub coverage_judged: bool,
     pub merged: Option<MergedDoc>,
-    pub scenarios: List<ScenarioDoc, { leasesim::scenarios::ALL.len() }>,
+    pub scenarios: List<ScenarioDoc, SCENARIOS_MAX>,
     pub runs: u64,
     pub share_runs: u64,
     pub failing: u64,
