@@ -45,7 +45,7 @@ pub fn allowed(allowed: &[String], d: &crate::scenarios::ScenarioDef) -> Vec<Str
 }
 
 /// The environment variable naming a replay file to rerun instead of the sweep.
-pub const REPLAY_VAR: &str = "LEASESIM_REPLAY";
+pub use crate::replay::REPLAY_VAR;
 /// The environment variable naming one seed (`<scenario>:<seed>` or `<seed>`) to run.
 pub const SEED_VAR: &str = "LEASESIM_SEED";
 /// Sweeps of at least this many seeds per scenario must reach every hazard it declares (for

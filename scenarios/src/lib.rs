@@ -104,6 +104,7 @@ pub mod shrink;
 #[cfg(feature = "proptest")]
 pub mod strategy;
 pub mod sweep;
+pub mod verdict;
 pub mod world;
 
 pub use leasesim_checkers as checkers;

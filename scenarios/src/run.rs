@@ -8,7 +8,6 @@ use crate::world::Node;
 use leasesim_checkers::{self as oracle, Skipped, World};
 use leasesim_protocol::{Event, Finding, Msg};
 use leasesim_sim::{stable_hash, Buffers, Clock, End, Sim, TraceEvent, WORLD};
-use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -62,54 +61,7 @@ pub fn recycle(r: RunResult) {
     BUFFERS.with_borrow_mut(|b| b.give_trace(r.trace));
 }
 
-/// The judgement of one run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
-    /// Every invariant held and the run ended by itself.
-    Held,
-    /// At least one invariant was violated.
-    Violated,
-    /// The run hit a limit (event budget, horizon, queue bound) before it ended: a runaway; or
-    /// the engine stopped it because its own check failed.
-    Unfinished {
-        /// Which limit.
-        end: End,
-    },
-    /// The configuration was refused before it ran: a scenario drew one that breaks P6. A
-    /// scenario that does is broken (every named one keeps its draws inside the bound).
-    Invalid {
-        /// Why, in one line.
-        reason: String,
-    },
-}
-
-impl Verdict {
-    /// The process exit code: 0 held, 1 anything else.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Verdict::Held => 0,
-            Verdict::Violated | Verdict::Unfinished { .. } | Verdict::Invalid { .. } => 1,
-        }
-    }
-
-    /// The verdict as the timeline's last line says it: `HELD`, `VIOLATED`, or
-    /// `UNFINISHED (<limit> limit reached)`.
-    pub fn word(&self) -> String {
-        match self {
-            Verdict::Held => "HELD".into(),
-            Verdict::Violated => "VIOLATED".into(),
-            Verdict::Unfinished {
-                end: End::TimeReversed,
-            } => "ENGINE ERROR (time ran backwards)".into(),
-            Verdict::Unfinished {
-                end: End::ProcessFault,
-            } => "MACHINE ERROR (a machine broke a rule of its host)".into(),
-            Verdict::Unfinished { end } => format!("UNFINISHED ({end:?} limit reached)"),
-            Verdict::Invalid { reason } => format!("INVALID CONFIGURATION ({reason})"),
-        }
-    }
-}
+pub use crate::verdict::Verdict;
 
 /// Everything a run produced.
 #[derive(Clone, Debug)]
@@ -373,7 +325,7 @@ impl Still {
                 .faults
                 .iter()
                 .filter(|f| f.release().is_some())
-                .map(crate::shrink::describe)
+                .map(crate::replay::v1::fault_line)
                 .collect();
             parts.push(format!(
                 "{} message(s) the plan held were never released: the hold's release never came ({})",

@@ -278,3 +278,228 @@ fn the_library_builds_machines_only_through_machines() {
         }
     }
 }
+
+/// A module's path in its crate (`["merge", "doc"]`) from its file under `src`: `lib.rs` and
+/// `main.rs` are the root, `x/mod.rs` is `x`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src");
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod"))
+        || parts.len() == 1 && matches!(parts[0].as_str(), "lib" | "main")
+    {
+        parts.pop();
+    }
+    if rel.starts_with("bin") {
+        // A binary of the package is a crate of its own: named apart from the library.
+        parts.insert(0, "<bin>".into());
+    }
+    parts
+}
+
+/// The first segments of every path a source names from `crate::`, `super::` or `self::`
+/// (`super::super::x::y`, `crate::{a, b::c}`), as (anchor, segments after it), outside its
+/// test module.
+fn paths_named(text: &str) -> Vec<(String, Vec<String>)> {
+    let code = text
+        .find("#[cfg(test)]\nmod tests")
+        .map_or(text, |i| &text[..i]);
+    let code: String = code
+        .lines()
+        .map(|l| match l.trim_start().starts_with("//") {
+            true => "",
+            false => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let bytes: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = (i == 0 || !ident(bytes[i - 1]))
+            && ["crate::", "super::", "self::"]
+                .iter()
+                .any(|a| bytes[i..].starts_with(&a.chars().collect::<Vec<_>>()));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        // Read `a::b::c` or `a::{x, y::z}` (one level of braces), the anchors included.
+        let mut segs = Vec::new();
+        let mut j = i;
+        loop {
+            let s = j;
+            while j < bytes.len() && ident(bytes[j]) {
+                j += 1;
+            }
+            segs.push(bytes[s..j].iter().collect::<String>());
+            if bytes[j..].starts_with(&[':', ':']) {
+                j += 2;
+                if j < bytes.len() && bytes[j] == '{' {
+                    let end = (j..bytes.len()).find(|&k| bytes[k] == '}').unwrap_or(j);
+                    let inner: String = bytes[j + 1..end].iter().collect();
+                    for item in inner.split(',') {
+                        let first: String = item.trim().chars().take_while(|&c| ident(c)).collect();
+                        let mut p = segs.clone();
+                        if !first.is_empty() && first != "self" {
+                            p.push(first);
+                        }
+                        out.push(p);
+                    }
+                    j = end;
+                    break;
+                }
+                continue;
+            }
+            out.push(segs.clone());
+            break;
+        }
+        i = j.max(i + 1);
+    }
+    out.into_iter()
+        .map(|mut p| {
+            let anchor = p.remove(0);
+            (anchor, p)
+        })
+        .collect()
+}
+
+/// A loop of imports between the modules of one crate, if any: the modules in order.
+fn module_cycle(src: &Path) -> Option<Vec<String>> {
+    let files = sources(src);
+    let modules: Vec<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    let index = |m: &[String]| modules.iter().position(|x| x == m);
+    let mut edges: Vec<std::collections::BTreeSet<usize>> = vec![Default::default(); files.len()];
+    for (a, file) in files.iter().enumerate() {
+        let here = &modules[a];
+        // Where `super::` starts: a `mod.rs` or a root is the module itself, any other file
+        // is one level down.
+        let is_dir_module = file.ends_with("mod.rs") || here.is_empty();
+        let text = std::fs::read_to_string(file).expect("a readable source");
+        for (anchor, segs) in paths_named(&text) {
+            let mut base: Vec<String> = match anchor.as_str() {
+                "crate" => here
+                    .first()
+                    .filter(|h| *h == "<bin>")
+                    .map_or(Vec::new(), |_| vec!["<bin>".into()]),
+                _ => here.clone(),
+            };
+            let mut rest = segs.as_slice();
+            if anchor == "super" {
+                if !is_dir_module || !base.is_empty() {
+                    base.pop();
+                }
+                while rest.first().is_some_and(|s| s == "super") {
+                    base.pop();
+                    rest = &rest[1..];
+                }
+            }
+            // The deepest module the path reaches.
+            let mut target = base.clone();
+            for s in rest {
+                let mut next = target.clone();
+                next.push(s.clone());
+                if index(&next).is_some() {
+                    target = next;
+                } else {
+                    break;
+                }
+            }
+            if target.is_empty() || target == ["<bin>"] || target == *here {
+                continue;
+            }
+            if let Some(b) = index(&target) {
+                edges[a].insert(b);
+            }
+        }
+    }
+    // Roots are where modules are declared and the crate's face: an arrow to one is not a
+    // dependency on a module.
+    let roots: Vec<usize> = (0..files.len())
+        .filter(|&i| modules[i].is_empty() || modules[i] == ["<bin>"])
+        .collect();
+    for e in &mut edges {
+        for r in &roots {
+            e.remove(r);
+        }
+    }
+    // Depth-first search for a back edge (bounded by the number of modules).
+    fn visit(
+        n: usize,
+        edges: &[std::collections::BTreeSet<usize>],
+        state: &mut [u8],
+        stack: &mut Vec<usize>,
+    ) -> Option<Vec<usize>> {
+        state[n] = 1;
+        stack.push(n);
+        for &m in &edges[n] {
+            if state[m] == 1 {
+                let at = stack.iter().position(|&x| x == m).expect("on the stack");
+                return Some(stack[at..].to_vec());
+            }
+            if state[m] == 0 {
+                if let Some(c) = visit(m, edges, state, stack) {
+                    return Some(c);
+                }
+            }
+        }
+        stack.pop();
+        state[n] = 2;
+        None
+    }
+    let mut state = vec![0u8; files.len()];
+    for n in 0..files.len() {
+        if state[n] == 0 {
+            if let Some(c) = visit(n, &edges, &mut state, &mut Vec::new()) {
+                return Some(
+                    c.into_iter()
+                        .map(|i| files[i].strip_prefix(src).unwrap().display().to_string())
+                        .collect(),
+                );
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_two_modules_of_a_crate_import_each_other() {
+    let root = root();
+    for (folder, _) in CRATES {
+        let src = root.join(folder).join("src");
+        if let Some(cycle) = module_cycle(&src) {
+            panic!(
+                "{folder}: the modules {} import each other in a loop",
+                cycle.join(" -> ")
+            );
+        }
+    }
+}
+
+#[test]
+fn the_cycle_check_finds_a_loop() {
+    // Two modules that name each other, and a third that only names one of them.
+    let dir = leasesim_tests::TempDir::new("cycle");
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\nmod c;\n").unwrap();
+    std::fs::write(src.join("a/mod.rs"), "mod inner;\nuse crate::b::thing;\n").unwrap();
+    std::fs::write(src.join("a/inner.rs"), "use super::super::c::X;\n").unwrap();
+    std::fs::write(src.join("b.rs"), "pub fn thing() { super::c::y(); }\n").unwrap();
+    std::fs::write(src.join("c.rs"), "use crate::{b, a::inner};\n").unwrap();
+    let cycle = module_cycle(&src).expect("b -> c -> b");
+    assert!(
+        cycle.contains(&"b.rs".to_string()) && cycle.contains(&"c.rs".to_string()),
+        "{cycle:?}"
+    );
+    // Broken: c names only the inner module, which names c: still a loop through a/inner.
+    std::fs::write(src.join("c.rs"), "use crate::a::inner::Z;\n").unwrap();
+    let cycle = module_cycle(&src).expect("inner -> c -> inner");
+    assert!(cycle.contains(&"a/inner.rs".to_string()), "{cycle:?}");
+    // Gone: c names nothing.
+    std::fs::write(src.join("c.rs"), "pub fn y() {}\n").unwrap();
+    assert_eq!(module_cycle(&src), None);
+}

@@ -241,7 +241,7 @@ pub const JOURNAL_ONLY: &[Hazard] = &[
 pub(crate) fn of_message(cx: &Cx<'_>, e: &Ev, msg: &Msg) -> Option<Hazard> {
     use leasesim_protocol::EffectOutcome;
     let journaled =
-        |pred: &dyn Fn(&Event) -> bool| crate::wire::journaled_here(cx.run.trace, cx.i, pred);
+        |pred: &dyn Fn(&Event) -> bool| crate::handler::journaled_here(cx.run.trace, cx.i, pred);
     let (hazard, note): (Hazard, &dyn Fn(&Event) -> bool) = match *msg {
         Msg::HeartbeatRejected { .. } => (Hazard::HeartbeatRefused, &|n| {
             matches!(

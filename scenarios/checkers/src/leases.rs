@@ -167,7 +167,7 @@ pub(crate) fn revoked(
     // A reason: the operator's request this handler answers (F8), or the lease's end by the
     // coordinator's own clock. Anything else is the coordinator taking a live lease back by
     // itself, whatever its journal calls it.
-    let asked = crate::wire::delivered_here(cx.run.trace, cx.i).is_some_and(|(from, msg)| {
+    let asked = crate::handler::delivered_here(cx.run.trace, cx.i).is_some_and(|(from, msg)| {
         matches!(msg, Msg::Operator { job: j, .. } if j == job)
             && matches!(cx.role(from), Some(Role::Operator))
     });

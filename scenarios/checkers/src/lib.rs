@@ -29,6 +29,7 @@ pub mod commit;
 pub mod effects;
 mod faults;
 mod groups;
+mod handler;
 pub mod hazard;
 pub mod history;
 pub mod holder;

@@ -4,7 +4,7 @@
 //! answer (before anything else reaches it), and never journals a loss of a lease whose result
 //! the coordinator had accepted.
 
-use crate::wire::journaled_here;
+use crate::handler::journaled_here;
 use crate::{Cx, Ev, Judgement};
 use leasesim_protocol::sorted::SortedMap;
 use leasesim_protocol::{Event, IdemKey, Invariant, JobId, Msg, Token};

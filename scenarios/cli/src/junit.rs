@@ -7,7 +7,7 @@
 //! that Jenkins, GitLab and the GitHub reporters read; every text is escaped. The matrix has
 //! its own layout ([`matrix_junit`]).
 
-use super::sweep::{Results, PRINT_FAILURES_MAX};
+use super::results::{Results, PRINT_FAILURES_MAX};
 use leasesim::matrix::Matrix;
 use leasesim::run::reproduce_command_for;
 use leasesim::sweep::describe_ranges;

@@ -13,7 +13,8 @@ mod check;
 mod doc;
 
 use super::args::OutDir;
-use super::sweep::{Merged, ReportFiles, Results, Saved};
+use super::results::{Merged, Results, Saved};
+use super::sweep::ReportFiles;
 use super::{io, Format, UsageError, COVERAGE_MIN_SEEDS};
 use check::{MatrixShard, SweepShard};
 use doc::{bad, CellDoc, Doc, MatrixDoc, ScenarioDoc, Seconds, Span, SweepDoc};

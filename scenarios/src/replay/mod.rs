@@ -14,9 +14,8 @@
 //! error with one line of explanation.
 
 mod json;
-mod v1;
+pub(crate) mod v1;
 
-use crate::check::REPLAY_VAR;
 use crate::machines::Machines;
 use crate::plan::Fault;
 use crate::run::{run, run_setup, RunResult, Verdict};
@@ -51,14 +50,7 @@ pub fn fault_json(fault: &Fault) -> serde_json::Value {
         .unwrap_or_else(|| format!("{fault:?}").into())
 }
 
-/// One fault as files hold it, on one line with its fields in the file's order (its debug form
-/// if no file could hold it).
-pub fn fault_line(fault: &Fault) -> String {
-    v1::Fault::try_from(fault)
-        .ok()
-        .and_then(|f| serde_json::to_string(&f).ok())
-        .unwrap_or_else(|| format!("{fault:?}"))
-}
+pub use v1::fault_line;
 
 /// Reads a run's setup out of a document's `setup` field and checks it as a replay's: numbers in
 /// range, the structure sound, the top-level `scenario` and `variant` the same as the setup's,
@@ -186,6 +178,10 @@ pub fn machines_in(
         }),
     }
 }
+
+/// The environment variable naming a replay file a test reruns instead of its sweep
+/// ([`crate::check`]).
+pub const REPLAY_VAR: &str = "LEASESIM_REPLAY";
 
 /// A recorded rerun command (`<program> replay <recorded path> [--coordinator ...]`, or
 /// `LEASESIM_REPLAY=<recorded path> cargo test ...`) naming `file` instead of the recorded

@@ -9,7 +9,7 @@
 //! leave a field out. Change nothing here but to fix a bug in reading; a new shape is a new
 //! version beside this one.
 
-use crate::run;
+use crate::verdict as run;
 use crate::{plan, setup, world};
 use leasesim_protocol as protocol;
 use leasesim_sim as sim;
@@ -1112,6 +1112,15 @@ impl From<Fault> for plan::Fault {
             ),
         }
     }
+}
+
+/// One fault as files hold it, on one line with its fields in the file's order (its debug form
+/// if no file could hold it).
+pub fn fault_line(fault: &plan::Fault) -> String {
+    Fault::try_from(fault)
+        .ok()
+        .and_then(|f| serde_json::to_string(&f).ok())
+        .unwrap_or_else(|| format!("{fault:?}"))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! (`scenarios[2].failures[7].seed`). This module judges no field against another: `check` does.
 
 use super::super::matrix::{MATRIX_FORMAT, MATRIX_VERSION};
-use super::super::sweep::{RESULT_FORMAT, RESULT_VERSION};
+use super::super::results::{RESULT_FORMAT, RESULT_VERSION};
 use super::super::UsageError;
 use super::NONDETERMINISTIC_KEPT;
 use leasesim::hazard::Hazard;
