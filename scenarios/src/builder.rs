@@ -121,6 +121,12 @@ impl Builder {
         self
     }
 
+    /// The judgements allowed to be skipped everywhere ([`Builder::allow_skipped`]): `check()`
+    /// and the command line's `sweep` both allow them.
+    pub fn allowed_skips(&self) -> &[String] {
+        &self.allow_skipped
+    }
+
     /// The machine sets, in the order given (leasesim's reference alone when none was).
     pub fn machine_sets(&self) -> Vec<Machines> {
         if self.machines.is_empty() {
@@ -170,6 +176,17 @@ impl Builder {
             ));
         }
         for (i, s) in self.scenarios.iter().enumerate() {
+            let kebab = !s.name.is_empty()
+                && !s.name.starts_with('-')
+                && s.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            if !kebab {
+                return Err(format!(
+                    "scenario name {:?} is not kebab-case (lowercase letters, digits and '-'): files and commands carry it",
+                    s.name
+                ));
+            }
             if !s.is_stock() && scenarios::find(&s.name).is_some() {
                 return Err(format!(
                     "scenario '{}' of one's own takes the name of a stock scenario; name it otherwise (ScenarioDef::with_setup takes a new name)",
@@ -181,6 +198,12 @@ impl Builder {
             }
         }
         for (i, m) in self.machines.iter().enumerate() {
+            if m.name().is_empty() || m.name().chars().any(char::is_whitespace) {
+                return Err(format!(
+                    "machine set name {:?} is empty or has spaces: --variant and files carry it",
+                    m.name()
+                ));
+            }
             if self.machines[..i].iter().any(|o| o.name() == m.name()) {
                 return Err(format!(
                     "two machine sets are named '{}' (name yours with Machines::new or Machines::named)",

@@ -200,13 +200,13 @@ pub fn assemble(
     let stock = catalogue.iter().all(Machines::is_stock);
     // leasesim's own binary has every stock machine set and scenario; a program with any of
     // its own regenerates the matrix itself.
-    let program = if stock && scenarios.iter().all(ScenarioDef::is_stock) {
+    let program = if stock && crate::scenarios::is_stock_list(scenarios) {
         "cargo run --release --".to_string()
     } else {
         crate::run::program_prefix()
     };
     Ok(Matrix {
-        subject: if stock {
+        subject: if stock && catalogue.len() == Variant::ALL.len() {
             "Every known-bad variant of the SPEC (V1-V14)".into()
         } else {
             "Every set of machines of the catalogue".into()

@@ -320,13 +320,21 @@ pub(super) fn agree_cmd(
     let variants = (!a.variants.is_empty()).then_some(joined.as_str());
     let other = Engine::shell();
     let names: Vec<String> = if names.is_empty() {
+        // The default set, as far as this program has it.
         engines::AGREE_SCENARIOS
             .iter()
+            .filter(|s| scen.iter().any(|d| d.name == **s))
             .map(|s| s.to_string())
             .collect()
     } else {
         names.to_vec()
     };
+    if names.is_empty() {
+        return Err(UsageError(format!(
+            "this program has none of agree's default scenarios ({}): name the scenarios to compare",
+            engines::AGREE_SCENARIOS.join(", ")
+        )));
+    }
     let defs = scenario_list(scen, &names)?;
     let vs = agree_variants(variants, &defs, seeds, allow_unsafe_timing, cat)?;
     let range = seeds.start..seeds.end;

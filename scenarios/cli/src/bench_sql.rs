@@ -46,13 +46,12 @@ pub struct SqlFigures {
 #[allow(clippy::disallowed_methods)] // benchmark timing, outside the simulated world
 fn measure(
     coordinator: &str,
-    scenario: &str,
+    def: &leasesim::ScenarioDef,
     machines: &Machines,
     seeds: u64,
     jobs: usize,
 ) -> Result<SqlFigures, String> {
-    let def = leasesim::scenarios::find(scenario)
-        .ok_or_else(|| format!("unknown scenario {scenario:?}"))?;
+    let scenario: &str = &def.name;
     let never = AtomicBool::new(false);
     let work = pool::Chunks::new(seeds, 1, &never);
     let statements = AtomicU64::new(0);
@@ -144,7 +143,7 @@ fn children(pid: &str) -> Vec<String> {
 pub(super) fn measure_here(
     out: &mut dyn Write,
     what: &str,
-    scenario: &str,
+    scenario: &leasesim::ScenarioDef,
     seeds: u64,
     threads: usize,
     args: &SqlArgs,

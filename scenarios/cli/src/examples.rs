@@ -5,7 +5,7 @@
 use leasesim::advise;
 use leasesim::matrix::{self, Matrix};
 use leasesim::replay::Replay;
-use leasesim::run::{program_prefix, run, run_setup};
+use leasesim::run::{run, run_setup};
 use leasesim::scenarios;
 use leasesim::shrink;
 use leasesim::Machines;
@@ -32,6 +32,7 @@ pub fn write_counterexamples(
     m: &Matrix,
     dir: &Path,
     catalogue: &[Machines],
+    scen: &[leasesim::ScenarioDef],
 ) -> Result<usize, String> {
     let folder = dir.join("counterexamples");
     std::fs::create_dir_all(&folder)
@@ -45,7 +46,8 @@ pub fn write_counterexamples(
         ) else {
             continue;
         };
-        let def = scenarios::find(scenario).ok_or("unknown scenario")?;
+        let def = scenarios::find_in(scen, scenario)
+            .ok_or_else(|| format!("unknown scenario '{scenario}' in the matrix"))?;
         let setup = def.build(seed, machines.setup_variant());
         let r = run(&setup, seed, machines);
         let unsafe_timing = machines.setup_variant().switches().unsafe_timing;
@@ -54,13 +56,10 @@ pub fn write_counterexamples(
         let replay_path = base.with_extension("json");
         // Named as committed under reports/, so the page is the same wherever it is written.
         let committed = format!("reports/counterexamples/{stem}.json");
-        let rerun = match (machines.is_stock(), machines.command_line()) {
-            (true, _) => format!("cargo run --release -- replay {committed}"),
-            (false, Some(args)) => format!(
-                "cargo run --release -- replay {} {args}",
-                replay_path.display()
-            ),
-            (false, None) => format!("{} replay {}", program_prefix(), replay_path.display()),
+        let rerun = if machines.is_stock() && def.is_stock() {
+            format!("cargo run --release -- replay {committed}")
+        } else {
+            super::run::rerun_command(machines, scenario, &replay_path)
         };
         let recorded = Replay::record_on(&setup, seed, unsafe_timing, &r, machines, &rerun);
         let shrunk = shrink::shrink_on(&recorded, machines)?;
@@ -101,7 +100,7 @@ pub fn write_examples(dir: &Path, threads: usize) -> Result<Vec<PathBuf>, String
     let html_path = dir.join("matrix.html");
     write(&html_path, &matrix::html(&m))?;
     written.extend([md_path, html_path]);
-    write_counterexamples(&m, dir, &Machines::stock())?;
+    write_counterexamples(&m, dir, &Machines::stock(), scenarios::ALL)?;
     let input = advise::PlotInput {
         advise: leasesim::advise::AdviseInput {
             lease_ns: 90_000_000_000,

@@ -846,6 +846,7 @@ pub fn run_cli(
         &catalogue,
         program.scenario_defs(),
         &program_name,
+        program.allowed_skips(),
     ) {
         Ok(code) => code,
         Err(UsageError(msg)) => {
@@ -862,6 +863,7 @@ fn dispatch(
     cat: &[Machines],
     scen: &[ScenarioDef],
     program: &str,
+    program_skips: &[String],
 ) -> Result<i32, UsageError> {
     match command {
         Command::List { format } => list::list(out, format, cat, scen),
@@ -985,7 +987,8 @@ fn dispatch(
                     failures_dir,
                     allow_unsafe_timing,
                     check_determinism,
-                    allow_skipped,
+                    // The program's own allowances (`Builder::allow_skipped`), then the flag's.
+                    allow_skipped: program_skips.iter().cloned().chain(allow_skipped).collect(),
                     format,
                 },
                 scen,
@@ -1031,7 +1034,12 @@ fn dispatch(
                 let subject = (
                     "Every SQL file named (`--coordinator sql:FILE`)".to_string(),
                     format!(
-                        "cargo run --release -- matrix --seeds {seeds} {}",
+                        "{} matrix --seeds {seeds} {}",
+                        if scenarios::is_stock_list(scen) {
+                            "cargo run --release --".to_string()
+                        } else {
+                            leasesim::run::program_prefix()
+                        },
                         args.join(" ")
                     ),
                 );
@@ -1146,9 +1154,9 @@ fn dispatch(
                     "bench with a SQL coordinator compares it with the in-memory reference: --variant, --scaling and --instructions do not apply".into(),
                 ));
             }
-            // Measured against the in-memory reference by name in a child process: leasesim's
-            // own scenarios only.
-            let def = self::scenario(scenarios::ALL, &scenario)?;
+            // Each coordinator is measured in a child process of this program, which finds the
+            // scenario by name among its own.
+            let def = self::scenario(scen, &scenario)?;
             if seeds == 0 {
                 return Err(UsageError("--seeds must be at least 1".into()));
             }
@@ -1156,7 +1164,7 @@ fn dispatch(
             let jobs = jobs.or_else(|| Some(2 * leasesim::pool::cores()));
             let threads = leasesim::pool::threads(jobs, seeds)?;
             match child {
-                Some(what) => bench_sql::measure_here(out, &what, &def.name, seeds, threads, &sql),
+                Some(what) => bench_sql::measure_here(out, &what, &def, seeds, threads, &sql),
                 None => bench_sql::table(out, &def.name, seeds, threads, &sql, format),
             }
         }
@@ -1169,9 +1177,9 @@ fn dispatch(
             format,
             ..
         } => {
-            // Counted under valgrind in a child process that finds the scenario by name:
-            // leasesim's own scenarios only.
-            let def = self::scenario(scenarios::ALL, &scenario)?;
+            // Counted under valgrind in child processes of this program, which find the
+            // scenario by name among its own.
+            let def = self::scenario(scen, &scenario)?;
             let machines = pick(cat, v.as_deref())?;
             refuse_unsafe_timing(
                 std::slice::from_ref(&def),

@@ -90,6 +90,7 @@ pub(super) fn finish_whole(
     mut doc: Value,
     to: &WholeOutputs<'_>,
     cat: &[Machines],
+    scen: &[leasesim::ScenarioDef],
 ) -> Result<i32, UsageError> {
     let md = matrix::markdown(m);
     if let Some(dir) = to.dir {
@@ -99,7 +100,7 @@ pub(super) fn finish_whole(
         let html_path = dir.join("matrix.html");
         leasesim::files::write(&html_path, matrix::html(m))
             .map_err(|e| UsageError(format!("cannot write {}: {e}", html_path.display())))?;
-        examples::write_counterexamples(m, dir, cat).map_err(UsageError)?;
+        examples::write_counterexamples(m, dir, cat, scen).map_err(UsageError)?;
         doc["markdown"] = json!(path.display().to_string());
     }
     write_reports(to.reports, &doc, Some((m, cat)))?;
@@ -251,7 +252,7 @@ pub(super) fn matrix_cmd(
             dir.path.join("matrix.md").display()
         ),
     };
-    finish_whole(out, &m, doc, &to, cat)
+    finish_whole(out, &m, doc, &to, cat, scen)
 }
 
 /// A cell in a few words: `caught at seed 3: no-stale-commit (I1)`, `held over 200 seeds`.

@@ -449,7 +449,7 @@ impl Sum {
             Vec::new()
         };
         Results {
-            program_scenarios: (scen.len(), scen.iter().all(leasesim::ScenarioDef::is_stock)),
+            program_scenarios: (scen.len(), leasesim::scenarios::is_stock_list(scen)),
             defs: base.scenarios.clone(),
             config: base,
             report,
@@ -635,5 +635,5 @@ fn merge_matrix(
             }
         ),
     };
-    super::matrix::finish_whole(out, &m, doc, &to, &machines)
+    super::matrix::finish_whole(out, &m, doc, &to, &machines, scen)
 }

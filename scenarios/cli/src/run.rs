@@ -166,15 +166,6 @@ fn resolve(
     cat: &[Machines],
     scen: &[ScenarioDef],
 ) -> Result<Machines, UsageError> {
-    if scenarios::find_in(scen, &setup.scenario).is_none() {
-        let known: Vec<&str> = scen.iter().map(|s| &*s.name).collect();
-        return Err(UsageError(format!(
-            "{}: recorded with scenario '{}', which this program does not have (it has: {})",
-            file.display(),
-            setup.scenario,
-            known.join(", ")
-        )));
-    }
     let m = replay::machines_in(recorded, setup, cat, Some(file)).map_err(|e| {
         match recorded.and_then(|r| sql::recorded_sql(&r.coordinator)) {
             Some(name) => sql::replay_needs(
@@ -186,6 +177,17 @@ fn resolve(
             None => UsageError(format!("{}: {e}", file.display())),
         }
     })?;
+    // The machines first: a file of machines this program lacks names the program that has
+    // them, scenario and all.
+    if scenarios::find_in(scen, &setup.scenario).is_none() {
+        let known: Vec<&str> = scen.iter().map(|s| &*s.name).collect();
+        return Err(UsageError(format!(
+            "{}: recorded with scenario '{}', which this program does not have (it has: {})",
+            file.display(),
+            setup.scenario,
+            known.join(", ")
+        )));
+    }
     m.expressible(setup).map_err(|e| {
         UsageError(format!(
             "{}: {} cannot express this run: {e}",

@@ -370,7 +370,7 @@ pub(super) fn sweep_cmd(
         Vec::new()
     };
     let results = Results {
-        program_scenarios: (scen.len(), scen.iter().all(ScenarioDef::is_stock)),
+        program_scenarios: (scen.len(), leasesim::scenarios::is_stock_list(scen)),
         defs,
         config,
         report,

@@ -187,6 +187,8 @@ pub const REPLAY_VAR: &str = "LEASESIM_REPLAY";
 /// `LEASESIM_REPLAY=<recorded path> cargo test ...`) naming `file` instead of the recorded
 /// path.
 pub fn rerun_naming(rerun: &str, file: &Path) -> String {
+    // Absolute: a test's rerun runs from its package's folder, not the user's.
+    let file = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
     let f = file.display();
     if let Some(rest) = rerun.strip_prefix(&format!("{REPLAY_VAR}=")) {
         if let Some((_, tail)) = rest.split_once(' ') {

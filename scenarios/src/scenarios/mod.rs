@@ -119,7 +119,22 @@ impl ScenarioDef {
     /// The same scenario declaring these hazards: a sweep of 100 seeds or more that never
     /// reaches one of them fails ([`crate::SweepReport::unreached`]).
     pub fn with_hazards(mut self, hazards: &[Hazard]) -> ScenarioDef {
-        self.hazards = Cow::Owned(hazards.to_vec());
+        let mut own: Vec<Hazard> = Vec::with_capacity(hazards.len());
+        for h in hazards {
+            if !own.contains(h) {
+                own.push(*h);
+            }
+        }
+        self.hazards = Cow::Owned(own);
+        self.changed()
+    }
+
+    /// A stock scenario changed in any way is no longer leasesim's own (its name must change
+    /// too: [`crate::Builder::validate`]).
+    fn changed(mut self) -> ScenarioDef {
+        if let Build::Stock(f) = self.build {
+            self.build = Build::Closure(Arc::new(f));
+        }
         self
     }
 
@@ -127,13 +142,13 @@ impl ScenarioDef {
     /// [`ScenarioDef::unjudged`]).
     pub fn with_unjudged(mut self, judgements: &[&'static str]) -> ScenarioDef {
         self.unjudged = Cow::Owned(judgements.to_vec());
-        self
+        self.changed()
     }
 
     /// The same scenario told by another one-line story (what `list` shows).
     pub fn with_story(mut self, story: impl Into<Cow<'static, str>>) -> ScenarioDef {
         self.story = story.into();
-        self
+        self.changed()
     }
 
     /// This scenario, renamed `name`, with `change` applied to every setup it builds (given the
@@ -246,6 +261,16 @@ pub const ALL: &[ScenarioDef] = &[
 /// Looks a scenario up by name.
 pub fn find(name: &str) -> Option<&'static ScenarioDef> {
     ALL.iter().find(|s| s.name == name)
+}
+
+/// Whether `defs` are exactly leasesim's own scenarios, in [`ALL`]'s order: what `leasesim`'s
+/// own binary has, so that a command it prints without scenario names means the same there.
+pub fn is_stock_list(defs: &[ScenarioDef]) -> bool {
+    defs.len() == ALL.len()
+        && defs
+            .iter()
+            .zip(ALL)
+            .all(|(d, s)| d.is_stock() && d.name == s.name)
 }
 
 /// Looks a scenario up by name among `catalogue` (a program's scenarios).

@@ -223,6 +223,11 @@ fn my_command_line_runs_my_scenario_saves_it_by_name_and_only_my_binary_replays_
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("'w1-w2-fast-clocks'"), "{err}");
     assert!(err.contains("does not have"), "{err}");
+    // leasesim's own binary lacks my machines too: it says which program reruns the file.
+    let (code, _, err) = my_cli(&Builder::stock(), &["replay", f]);
+    assert_eq!(code, 2);
+    assert!(err.contains("rerun it with:"), "{err}");
+    assert!(err.contains("payments-worker"), "{err}");
     // So does `shrink` and `report`.
     for cmd in [vec!["shrink", f], vec!["report", f, "--html", "x.html"]] {
         let (code, _, err) = my_cli(&without, &cmd);
@@ -394,4 +399,85 @@ fn the_shards_of_a_sweep_and_a_matrix_with_my_scenario_merge_into_the_whole() {
     let md = std::fs::read_to_string(tables.join("matrix.md")).expect("the merged matrix");
     assert!(md.contains("w1-w2-fast-clocks"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn my_matrix_keeps_a_counterexample_caught_in_my_scenario_and_says_how_to_rerun_it() {
+    let dir = fresh_dir("matrix-out");
+    let late = find("late-grant-reply")
+        .unwrap()
+        .with_setup("late-grant-reply-on-my-hosts", |_, _, _| {});
+    let program = Builder::new()
+        .machines(my_worker(Bug::None))
+        .machines(my_worker(Bug::DeadlineFromReplyArrival))
+        .scenarios([late]);
+    let out_dir = dir.join("tables");
+    let (code, out, err) = my_cli(
+        &program,
+        &["matrix", "--seeds", "2", "--out", out_dir.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let page = std::fs::read_to_string(
+        out_dir.join("counterexamples/payments-worker-late-reply-bug.html"),
+    )
+    .expect("the counterexample's page");
+    assert!(
+        page.contains("late-grant-reply-on-my-hosts"),
+        "its scenario"
+    );
+    assert!(
+        !page.contains("cargo run --release -- replay reports/"),
+        "not leasesim's own rerun command"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn my_programs_choices_hold_on_its_command_line_too() {
+    // A name a file or a command could not carry is refused.
+    let odd = ScenarioDef::new("My Scenario", "spaces", |seed, v| {
+        find("w1-w2").unwrap().build(seed, v)
+    });
+    let e = Builder::new().scenario(odd).validate().unwrap_err();
+    assert!(e.contains("not kebab-case"), "{e}");
+    // A stock scenario changed in place is no longer leasesim's, so it needs a name of its own.
+    let e = Builder::new()
+        .scenarios([find("w1-w2")
+            .unwrap()
+            .clone()
+            .with_hazards(&[Hazard::Crash])])
+        .validate()
+        .unwrap_err();
+    assert!(e.contains("takes the name of a stock scenario"), "{e}");
+    // Stock machines on every stock scenario but one: repeating the sweep needs my program
+    // (leasesim's `sweep` without names would run the swarm too).
+    let some = Builder::new()
+        .machines(Machines::reference())
+        .without("swarm");
+    let (code, out, err) = my_cli(&some, &["sweep", "--seeds", "1", "--format", "json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains(" sweep --seeds 0..1"))
+        .expect("a repeat command");
+    assert!(!line.contains("cargo run --release -- sweep"), "{line}");
+    // A judgement my program allows to be skipped is allowed by its `sweep` as by `check()`.
+    let slow = find("w1-w2")
+        .unwrap()
+        .with_setup("w1-w2-slow-clocks", |s, _, _| {
+            for w in &mut s.workers {
+                w.clock.drift_ppm = -200_000;
+            }
+        });
+    let strict = Builder::new()
+        .machines(my_worker(Bug::None))
+        .scenarios([slow]);
+    let (code, out, _) = my_cli(&strict, &["sweep", "--seeds", "100"]);
+    assert_eq!(code, 1, "never judged fails: {out}");
+    let lenient = strict
+        .allow_skipped("belief-within-grant")
+        .allow_skipped("needless-takeover");
+    let (code, out, err) = my_cli(&lenient, &["sweep", "--seeds", "100"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(lenient.check().runs, 100);
 }
