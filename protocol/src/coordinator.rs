@@ -2,7 +2,7 @@
 //! time (P3). It owns claim, conditional heartbeat and conditional commit; it never reads a
 //! client's clock, never extends a lease it cannot justify, and never applies a refused result.
 
-use crate::machine::{Outbox, KEPT_MAX};
+use crate::outbox::{Outbox, KEPT_MAX};
 use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;

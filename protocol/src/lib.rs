@@ -9,6 +9,7 @@
 pub mod coordinator;
 pub mod invariant;
 pub mod machine;
+mod outbox;
 pub mod receiver;
 pub mod sorted;
 pub mod timing;

@@ -2,7 +2,7 @@
 //! effects. It remembers the highest fence admitted per entity and refuses lower ones (P9), and
 //! answers a repeated idempotency key with the first result, applying nothing (P10).
 
-use crate::machine::{Outbox, KEPT_MAX};
+use crate::outbox::{Outbox, KEPT_MAX};
 use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;

@@ -1,7 +1,7 @@
 //! The tool: an external call whose duration and answer the scenario decides. The tool keeps
 //! no lease state and knows nothing of fences: it is the "vendor API" that may answer late.
 
-use crate::machine::{Outbox, KEPT_MAX};
+use crate::outbox::{Outbox, KEPT_MAX};
 use crate::types::*;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;

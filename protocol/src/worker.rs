@@ -7,7 +7,7 @@
 //! jeopardy (P13): it starts no effect and claims no success. "No row" means lost (P12 a).
 //! It never reads a clock: every input carries its local `now`.
 
-use crate::machine::{Outbox, KEPT_MAX};
+use crate::outbox::{Outbox, KEPT_MAX};
 use crate::timing::holder_deadline;
 use crate::types::*;
 use crate::variant::Switches;

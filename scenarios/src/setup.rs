@@ -2,16 +2,17 @@
 //! and the explicit fault plan. A run is a pure function of this and the seed. Files hold it in
 //! types of their own (`replay`), so nothing here is a file format.
 
-use crate::machines::{CoordinatorSpec, Machines, ReceiverSpec, WorkerSpec};
 use crate::plan::{Fault, FaultKind};
-use crate::world::{Addrs, Node, ToolFaultRule, ToolSetup};
-use leasesim_protocol::{timing, ClassSpec, JobSpec, Nanos, Plan, Variant, WorkerConfig};
+use leasesim_protocol::{
+    timing, ClassSpec, JobId, JobSpec, Nanos, OperatorAction, Plan, ToolAnswer, ToolFaultKind,
+    Variant, WorkerConfig,
+};
 
 fn fmt_s(ns: Nanos) -> String {
     leasesim_sim::time::secs_rounded(ns.into(), leasesim_sim::time::Round::Nearest)
 }
 pub use leasesim_checkers::{NodeInfo, Role};
-use leasesim_sim::{Clock, Limits, NetConfig, NodeId, Prng, Stream};
+use leasesim_sim::{Clock, Limits, NetConfig, NodeId};
 
 /// A clock's initial setting.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -484,112 +485,6 @@ impl Setup {
         });
         v
     }
-
-    /// Builds the simulator's nodes with their clocks, each role's machine from `machines`.
-    pub fn build_nodes(&self, seed: u64, machines: &Machines) -> Vec<(Node, Clock)> {
-        let switches = self.variant.switches();
-        let addrs = Addrs {
-            coordinator: Self::COORDINATOR,
-            tool: self.tool_node(),
-            receivers: crate::world::receivers_list(
-                (0..self.receivers.len()).map(|i| self.receiver_node(i)),
-            ),
-        };
-        // The coordinator, the workers, the receivers, the tool and the operator.
-        let mut nodes: Vec<(Node, Clock)> =
-            Vec::with_capacity(self.workers.len() + self.receivers.len() + 3);
-        nodes.push((
-            Node::Coordinator(machines.coordinator_part(&CoordinatorSpec {
-                classes: &self.classes,
-                jobs: &self.jobs,
-                // Its own stream, apart from the simulator's: a coordinator that draws (a
-                // SQL coordinator's gaps between statements) changes nothing else of the run.
-                seed: leasesim_sim::stable_hash(&("coordinator", seed)),
-            })),
-            self.coordinator_clock.clock(),
-        ));
-        // Each worker has its own addresses; the last takes these instead of a copy.
-        let mut addrs = Some(addrs);
-        let last = self.workers.len().saturating_sub(1);
-        for (index, w) in self.workers.iter().enumerate() {
-            let mut config = std::borrow::Cow::Borrowed(&w.config);
-            if switches.unsafe_timing {
-                // V12: a heartbeat period as long as the shortest lease: L <= R*H + J.
-                let config = config.to_mut();
-                config.heartbeat_ns = self
-                    .classes
-                    .iter()
-                    .map(|c| c.lease_ns)
-                    .min()
-                    .unwrap_or(config.heartbeat_ns);
-            }
-            let worker = machines.worker_part(&WorkerSpec {
-                index,
-                config: &config,
-            });
-            let addrs = match &mut addrs {
-                Some(a) if index < last => Addrs {
-                    receivers: crate::world::receivers_list(a.receivers.iter().copied()),
-                    ..*a
-                },
-                a => a.take().expect("only the last worker takes the addresses"),
-            };
-            nodes.push((Node::Worker(worker, addrs), w.clock.clock()));
-        }
-        for (index, r) in self.receivers.iter().enumerate() {
-            let receiver = machines.receiver_part(&ReceiverSpec {
-                index: index as u8,
-                supports_fence: r.supports_fence,
-                supports_status: r.supports_status,
-                refused_ops: &r.refused_ops,
-            });
-            nodes.push((Node::Receiver(receiver), r.clock.clock()));
-        }
-        let faults = self.faults.iter().filter_map(|f| match f.kind {
-            FaultKind::Tool {
-                worker,
-                step,
-                nth,
-                kind,
-                late_ns,
-            } => Some(ToolFaultRule {
-                worker,
-                step,
-                nth,
-                kind,
-                late_ns,
-            }),
-            _ => None,
-        });
-        nodes.push((
-            Node::Tool(crate::world::tool_node(
-                &self.tool,
-                Prng::new(seed, Stream::Tool),
-                faults,
-            )),
-            self.tool_clock.clock(),
-        ));
-        // By fault index; a plan without an operator's action leaves the list empty, which
-        // the operator reads the same way (no action at any index).
-        let operator = |f: &Fault| match f.kind {
-            FaultKind::Operator { job, action } => Some((job, action)),
-            _ => None,
-        };
-        let actions = if self.faults.iter().any(|f| operator(f).is_some()) {
-            self.faults.iter().map(operator).collect()
-        } else {
-            Vec::new()
-        };
-        nodes.push((
-            Node::Operator(actions, Self::COORDINATOR),
-            ClockSpec {
-                offset_ns: 0,
-                drift_ppm: 0,
-            }
-            .clock(),
-        ));
-        nodes
-    }
 }
 
 /// Appends `n` in decimal, as `{}` formats it.
@@ -627,7 +522,7 @@ pub(crate) struct Spare {
     pub jobs: Vec<JobSpec>,
     pub workers: Vec<WorkerSetup>,
     pub receivers: Vec<ReceiverSetup>,
-    pub tool_steps: Vec<crate::world::ToolStep>,
+    pub tool_steps: Vec<ToolStep>,
     pub faults: Vec<Fault>,
 }
 
@@ -716,6 +611,81 @@ pub(crate) fn copy_plans(into: &mut Vec<Plan>, plans: &[Plan]) {
     }
     let n = into.len();
     into.extend_from_slice(&plans[n..]);
+}
+
+impl Setup {
+    /// The plan's tool faults (F7), as the tool applies them.
+    pub fn tool_faults(&self) -> impl Iterator<Item = ToolFaultRule> + '_ {
+        self.faults.iter().filter_map(|f| match f.kind {
+            FaultKind::Tool {
+                worker,
+                step,
+                nth,
+                kind,
+                late_ns,
+            } => Some(ToolFaultRule {
+                worker,
+                step,
+                nth,
+                kind,
+                late_ns,
+            }),
+            _ => None,
+        })
+    }
+
+    /// The operator's actions by fault index; a plan without any leaves the list empty, which
+    /// the operator reads the same way (no action at any index).
+    pub fn operator_actions(&self) -> Vec<Option<(JobId, OperatorAction)>> {
+        let operator = |f: &Fault| match f.kind {
+            FaultKind::Operator { job, action } => Some((job, action)),
+            _ => None,
+        };
+        if self.faults.iter().any(|f| operator(f).is_some()) {
+            self.faults.iter().map(operator).collect()
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// How the tool behaves at one step of a plan: its duration range and its answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolStep {
+    /// The plan step this applies to.
+    pub step: u8,
+    /// Shortest duration.
+    pub min_ns: Nanos,
+    /// Longest duration.
+    pub max_ns: Nanos,
+    /// What the tool answers.
+    pub answer: ToolAnswer,
+}
+
+/// The tool's behaviour for a run; durations are drawn from the run's tool stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolSetup {
+    /// Per-step behaviour; a step not listed answers success after `default`.
+    pub steps: Vec<ToolStep>,
+    /// Duration range for unlisted steps.
+    pub default_min_ns: Nanos,
+    /// Duration range for unlisted steps.
+    pub default_max_ns: Nanos,
+}
+
+/// A tool fault as the tool applies it (from the plan's `Fault::Tool`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ToolFaultRule {
+    /// Caller node (any, if `None`).
+    pub worker: Option<NodeId>,
+    /// Plan step (any, if `None`).
+    pub step: Option<u8>,
+    /// Which matching call, 1-based (0: every one).
+    pub nth: u32,
+    /// What goes wrong.
+    pub kind: ToolFaultKind,
+    /// Extra duration for `Late`.
+    pub late_ns: Nanos,
 }
 
 #[cfg(test)]

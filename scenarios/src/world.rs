@@ -6,53 +6,19 @@
 //! leasesim's own machines by their type (`machines::Part`), so that its calls to them are
 //! direct; the adapter's code is the same for both kinds.
 
-use crate::machines::{on_part, CoordinatorPart, ReceiverPart, WorkerPart};
+use crate::machines::{
+    on_part, CoordinatorPart, CoordinatorSpec, Machines, ReceiverPart, ReceiverSpec, WorkerPart,
+    WorkerSpec,
+};
+use crate::setup::ClockSpec;
 pub use leasesim_protocol::machine::{CoordinatorMachine, ReceiverMachine, WorkerMachine};
 use leasesim_protocol::{
-    Event, JobId, Msg, Nanos, OperatorAction, Output, Peer, Tool, ToolAnswer, ToolCall,
-    ToolFaultKind,
+    Event, JobId, Msg, OperatorAction, Output, Peer, Tool, ToolAnswer, ToolCall, ToolFaultKind,
 };
-use leasesim_sim::{Cx, NodeId, Prng, Process};
+use leasesim_sim::{Clock, Cx, NodeId, Prng, Process, Stream};
 use std::cell::RefCell;
 
-/// How the tool behaves at one step of a plan: its duration range and its answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolStep {
-    /// The plan step this applies to.
-    pub step: u8,
-    /// Shortest duration.
-    pub min_ns: Nanos,
-    /// Longest duration.
-    pub max_ns: Nanos,
-    /// What the tool answers.
-    pub answer: ToolAnswer,
-}
-
-/// The tool's behaviour for a run; durations are drawn from the run's tool stream.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolSetup {
-    /// Per-step behaviour; a step not listed answers success after `default`.
-    pub steps: Vec<ToolStep>,
-    /// Duration range for unlisted steps.
-    pub default_min_ns: Nanos,
-    /// Duration range for unlisted steps.
-    pub default_max_ns: Nanos,
-}
-
-/// A tool fault as the tool applies it (from the plan's `Fault::Tool`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct ToolFaultRule {
-    /// Caller node (any, if `None`).
-    pub worker: Option<NodeId>,
-    /// Plan step (any, if `None`).
-    pub step: Option<u8>,
-    /// Which matching call, 1-based (0: every one).
-    pub nth: u32,
-    /// What goes wrong.
-    pub kind: ToolFaultKind,
-    /// Extra duration for `Late`.
-    pub late_ns: Nanos,
-}
+pub use crate::setup::{ToolFaultRule, ToolSetup, ToolStep};
 
 /// The tool node: the machine, its behaviour, its stream of durations and its faults.
 pub struct ToolNode {
@@ -423,6 +389,89 @@ impl Process for Node {
             }
             _ => {}
         }
+    }
+}
+
+/// A setup's simulator nodes: the adapter builds them, so that the setup stays data.
+impl crate::setup::Setup {
+    /// Builds the simulator's nodes with their clocks, each role's machine from `machines`.
+    pub fn build_nodes(&self, seed: u64, machines: &Machines) -> Vec<(Node, Clock)> {
+        let switches = self.variant.switches();
+        let addrs = Addrs {
+            coordinator: Self::COORDINATOR,
+            tool: self.tool_node(),
+            receivers: crate::world::receivers_list(
+                (0..self.receivers.len()).map(|i| self.receiver_node(i)),
+            ),
+        };
+        // The coordinator, the workers, the receivers, the tool and the operator.
+        let mut nodes: Vec<(Node, Clock)> =
+            Vec::with_capacity(self.workers.len() + self.receivers.len() + 3);
+        nodes.push((
+            Node::Coordinator(machines.coordinator_part(&CoordinatorSpec {
+                classes: &self.classes,
+                jobs: &self.jobs,
+                // Its own stream, apart from the simulator's: a coordinator that draws (a
+                // SQL coordinator's gaps between statements) changes nothing else of the run.
+                seed: leasesim_sim::stable_hash(&("coordinator", seed)),
+            })),
+            self.coordinator_clock.clock(),
+        ));
+        // Each worker has its own addresses; the last takes these instead of a copy.
+        let mut addrs = Some(addrs);
+        let last = self.workers.len().saturating_sub(1);
+        for (index, w) in self.workers.iter().enumerate() {
+            let mut config = std::borrow::Cow::Borrowed(&w.config);
+            if switches.unsafe_timing {
+                // V12: a heartbeat period as long as the shortest lease: L <= R*H + J.
+                let config = config.to_mut();
+                config.heartbeat_ns = self
+                    .classes
+                    .iter()
+                    .map(|c| c.lease_ns)
+                    .min()
+                    .unwrap_or(config.heartbeat_ns);
+            }
+            let worker = machines.worker_part(&WorkerSpec {
+                index,
+                config: &config,
+            });
+            let addrs = match &mut addrs {
+                Some(a) if index < last => Addrs {
+                    receivers: crate::world::receivers_list(a.receivers.iter().copied()),
+                    ..*a
+                },
+                a => a.take().expect("only the last worker takes the addresses"),
+            };
+            nodes.push((Node::Worker(worker, addrs), w.clock.clock()));
+        }
+        for (index, r) in self.receivers.iter().enumerate() {
+            let receiver = machines.receiver_part(&ReceiverSpec {
+                index: index as u8,
+                supports_fence: r.supports_fence,
+                supports_status: r.supports_status,
+                refused_ops: &r.refused_ops,
+            });
+            nodes.push((Node::Receiver(receiver), r.clock.clock()));
+        }
+        nodes.push((
+            Node::Tool(crate::world::tool_node(
+                &self.tool,
+                Prng::new(seed, Stream::Tool),
+                self.tool_faults(),
+            )),
+            self.tool_clock.clock(),
+        ));
+        let actions = self.operator_actions();
+        nodes.push((
+            Node::Operator(actions, Self::COORDINATOR),
+            ClockSpec {
+                offset_ns: 0,
+                drift_ppm: 0,
+            }
+            .clock(),
+        ));
+        nodes
     }
 }
 

@@ -367,12 +367,70 @@ fn paths_named(text: &str) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// The names the crate root (`lib.rs`) re-exports, with the module each comes from: listed
+/// (`pub use m::{A, B};`) or by a glob (`pub use m::*;`, its module's `pub` items).
+fn reexports(
+    src: &Path,
+    files: &[PathBuf],
+    modules: &[Vec<String>],
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(root) = std::fs::read_to_string(src.join("lib.rs")) else {
+        return out;
+    };
+    for line in root.lines().map(str::trim) {
+        let Some(rest) = line.strip_prefix("pub use ") else {
+            continue;
+        };
+        let rest = rest.trim_end_matches(';');
+        let Some((module, names)) = rest.split_once("::") else {
+            continue;
+        };
+        let m = vec![module.to_string()];
+        let Some(i) = modules.iter().position(|x| *x == m) else {
+            continue;
+        };
+        let names = names.trim_start_matches('{').trim_end_matches('}');
+        if names == "*" {
+            let text = std::fs::read_to_string(&files[i]).unwrap_or_default();
+            for l in text.lines().map(str::trim) {
+                for kind in [
+                    "pub struct ",
+                    "pub enum ",
+                    "pub fn ",
+                    "pub type ",
+                    "pub const ",
+                    "pub trait ",
+                    "pub static ",
+                ] {
+                    if let Some(r) = l.strip_prefix(kind) {
+                        let name: String = r
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        out.insert(name, m.clone());
+                    }
+                }
+            }
+        } else {
+            for n in names.split(',') {
+                let n = n.trim().split(" as ").last().unwrap_or("").trim();
+                if !n.is_empty() {
+                    out.insert(n.to_string(), m.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
 /// A loop of imports between the modules of one crate, if any: the modules in order.
 fn module_cycle(src: &Path) -> Option<Vec<String>> {
     let files = sources(src);
     let modules: Vec<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
     let index = |m: &[String]| modules.iter().position(|x| x == m);
     let mut edges: Vec<std::collections::BTreeSet<usize>> = vec![Default::default(); files.len()];
+    let reexported = reexports(src, &files, &modules);
     for (a, file) in files.iter().enumerate() {
         let here = &modules[a];
         // Where `super::` starts: a `mod.rs` or a root is the module itself, any other file
@@ -406,6 +464,12 @@ fn module_cycle(src: &Path) -> Option<Vec<String>> {
                     target = next;
                 } else {
                     break;
+                }
+            }
+            // A name the crate root re-exports (`crate::Coordinator`) is its module's.
+            if target.is_empty() && anchor == "crate" {
+                if let Some(m) = rest.first().and_then(|n| reexported.get(n.as_str())) {
+                    target = m.clone();
                 }
             }
             if target.is_empty() || target == ["<bin>"] || target == *here {
@@ -499,6 +563,17 @@ fn the_cycle_check_finds_a_loop() {
     std::fs::write(src.join("c.rs"), "use crate::a::inner::Z;\n").unwrap();
     let cycle = module_cycle(&src).expect("inner -> c -> inner");
     assert!(cycle.contains(&"a/inner.rs".to_string()), "{cycle:?}");
+    // Through the root's re-export: b names `crate::Y`, which the root takes from c.
+    std::fs::write(
+        src.join("lib.rs"),
+        "mod a;\nmod b;\nmod c;\npub use c::{Y};\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("b.rs"), "pub fn thing() -> crate::Y { todo() }\n").unwrap();
+    std::fs::write(src.join("c.rs"), "pub struct Y;\nuse crate::b::thing;\n").unwrap();
+    let cycle = module_cycle(&src).expect("b -> c -> b through the root");
+    assert!(cycle.contains(&"b.rs".to_string()), "{cycle:?}");
+    std::fs::write(src.join("b.rs"), "pub fn thing() {}\n").unwrap();
     // Gone: c names nothing.
     std::fs::write(src.join("c.rs"), "pub fn y() {}\n").unwrap();
     assert_eq!(module_cycle(&src), None);

@@ -59,7 +59,7 @@ pub fn write_counterexamples(
         let rerun = if machines.is_stock() && def.is_stock() {
             format!("cargo run --release -- replay {committed}")
         } else {
-            super::run::rerun_command(machines, scenario, &replay_path)
+            super::rerun::rerun_command(machines, scenario, &replay_path)
         };
         let recorded = Replay::record_on(&setup, seed, unsafe_timing, &r, machines, &rerun);
         let shrunk = shrink::shrink_on(&recorded, machines)?;

@@ -164,7 +164,7 @@ fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> Vec<
             x.seed
         );
         let path = dir.path.join(format!("{stem}.json"));
-        let rerun = super::run::rerun_command(machines, scenario, &path);
+        let rerun = super::rerun::rerun_command(machines, scenario, &path);
         let mut s = Saved {
             invariant,
             shrunk: None,
@@ -344,7 +344,7 @@ fn text(
                 io(writeln!(
                     out,
                     "  replay: {}",
-                    super::run::rerun_command(machines, &x.space.base.scenario, p)
+                    super::rerun::rerun_command(machines, &x.space.base.scenario, p)
                 ))?;
             }
             if let Some(h) = &s.html {

@@ -19,6 +19,7 @@ mod junit;
 mod list;
 mod matrix;
 mod merge;
+mod rerun;
 mod results;
 mod run;
 pub mod scaling;

@@ -1,7 +1,7 @@
 //! A sweep's results as every report shows them (text, JSON, JUnit, the job summary, merge):
 //! one sweep's, or its shards' merged. The `sweep` command makes them, the renderers read them.
 
-use super::run::rerun_command;
+use super::rerun::rerun_command;
 use super::{io, UsageError};
 use leasesim::hazard::Hazard;
 use leasesim::run::{program_prefix, reproduce_command_for};

@@ -3,12 +3,13 @@
 //! reads is bounded and checked as a replay file is.
 
 use super::args::{check_outputs, Outputs};
+use super::rerun::rerun_command;
 use super::{io, scenario, sql, Format, RunFormat, UsageError};
 use crate::examples;
 use crate::journal;
 use crate::story;
 use leasesim::replay::{self, RecordedMachines, Replay, RunFile, TRACE_FORMAT, TRACE_VERSION};
-use leasesim::run::{check_same, program_prefix, reproduce_command_for, RunResult, Verdict};
+use leasesim::run::{check_same, reproduce_command_for, RunResult, Verdict};
 use leasesim::scenarios::{self, ScenarioDef};
 use leasesim::setup::Setup;
 use leasesim::shrink;
@@ -211,23 +212,6 @@ fn replay_reproduce(replay: &Replay, file: &Path, m: &Machines, scen: &[Scenario
         reproduce_command_for(m, &replay.setup.scenario, replay.seed)
     } else {
         rerun_command(m, &replay.setup.scenario, file)
-    }
-}
-
-/// The command that replays `file` with this program's machines `m`.
-pub(super) fn rerun_command(m: &Machines, scenario: &str, file: &Path) -> String {
-    // leasesim's own binary has its own machines (and a SQL file's) and scenarios, and no
-    // others.
-    let prefix = if (m.is_stock() || m.command_line().is_some())
-        && leasesim::scenarios::find(scenario).is_some()
-    {
-        "cargo run --release --".to_string()
-    } else {
-        program_prefix()
-    };
-    match m.command_line() {
-        Some(args) => format!("{prefix} replay {} {args}", file.display()),
-        None => format!("{prefix} replay {}", file.display()),
     }
 }
 

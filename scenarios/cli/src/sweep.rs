@@ -5,8 +5,9 @@
 
 use super::args::OutDir;
 use super::interrupt::{self, Graceful, Registered};
+use super::rerun::rerun_command;
 use super::results::{describe_groups, groups, Outcome, Results, Saved, PRINT_FAILURES_MAX};
-use super::run::{rerun_command, shrunk_path};
+use super::run::shrunk_path;
 use super::{
     io, refuse_unsafe_timing, scenario_list, Format, SeedsArg, UsageError, COVERAGE_MIN_SEEDS,
 };
