@@ -200,11 +200,7 @@ pub fn assemble(
     let stock = catalogue.iter().all(Machines::is_stock);
     // leasesim's own binary has every stock machine set and scenario; a program with any of
     // its own regenerates the matrix itself.
-    let program = if stock && crate::scenarios::is_stock_list(scenarios) {
-        "cargo run --release --".to_string()
-    } else {
-        crate::run::program_prefix()
-    };
+    let program = crate::run::command_prefix(stock && crate::scenarios::is_stock_list(scenarios));
     Ok(Matrix {
         subject: if stock && catalogue.len() == Variant::ALL.len() {
             "Every known-bad variant of the SPEC (V1-V14)".into()

@@ -556,11 +556,7 @@ pub fn reproduce_command_for(machines: &Machines, scenario: &str, seed: u64) -> 
         }
     }
     if let Some(args) = machines.command_line() {
-        let prefix = if stock_scenario {
-            "cargo run --release --".to_string()
-        } else {
-            program_prefix()
-        };
+        let prefix = command_prefix(stock_scenario);
         return format!("{prefix} run {scenario} --seed {seed} {args}");
     }
     format!(
@@ -568,6 +564,17 @@ pub fn reproduce_command_for(machines: &Machines, scenario: &str, seed: u64) -> 
         program_prefix(),
         machines.name()
     )
+}
+
+/// How a printed command starts the program that can run it: leasesim's own binary
+/// (`cargo run --release --` at leasesim's root) when it has everything the command needs,
+/// this program ([`program_prefix`]) otherwise.
+pub fn command_prefix(leasesim_can: bool) -> String {
+    if leasesim_can {
+        "cargo run --release --".to_string()
+    } else {
+        program_prefix()
+    }
 }
 
 /// How this program is started again from its workspace: `cargo run --release --bin <name> --`

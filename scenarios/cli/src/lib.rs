@@ -1036,11 +1036,7 @@ fn dispatch(
                     "Every SQL file named (`--coordinator sql:FILE`)".to_string(),
                     format!(
                         "{} matrix --seeds {seeds} {}",
-                        if scenarios::is_stock_list(scen) {
-                            "cargo run --release --".to_string()
-                        } else {
-                            leasesim::run::program_prefix()
-                        },
+                        leasesim::run::command_prefix(scenarios::is_stock_list(scen)),
                         args.join(" ")
                     ),
                 );

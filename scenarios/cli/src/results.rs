@@ -4,7 +4,7 @@
 use super::rerun::rerun_command;
 use super::{io, UsageError};
 use leasesim::hazard::Hazard;
-use leasesim::run::{program_prefix, reproduce_command_for};
+use leasesim::run::{command_prefix, reproduce_command_for};
 use leasesim::scenarios::ScenarioDef;
 use leasesim::sweep::{describe_ranges, Failure, Shard, SweepConfig, SweepReport};
 use serde_json::json;
@@ -19,6 +19,21 @@ pub(super) const PRINT_FAILURES_MAX: usize = 20;
 pub(super) const RESULT_FORMAT: &str = "leasesim-sweep";
 /// The version of the result file's layout.
 pub(super) const RESULT_VERSION: u64 = 1;
+/// The first failure of a sweep, shrunk and saved.
+pub(super) struct Shrunk {
+    /// The shrunk replay file.
+    pub path: PathBuf,
+    /// Seconds the shrinking took.
+    pub seconds: f64,
+    /// Faults of the plan before and after.
+    pub faults_before: usize,
+    pub faults_after: usize,
+    /// The invariant it still breaks (its label).
+    pub invariant: String,
+    /// Its scenario, for the command that reruns it.
+    pub scenario: String,
+}
+
 /// What a sweep saved of its failures.
 #[derive(Default)]
 pub(super) struct Saved {
@@ -26,8 +41,8 @@ pub(super) struct Saved {
     pub replays: usize,
     /// Where each was written, by (scenario, seed).
     pub paths: BTreeMap<(usize, u64), String>,
-    /// The first failure shrunk: its file, seconds, faults before and after, the invariant.
-    pub shrunk: Option<(PathBuf, f64, usize, usize, String, String)>,
+    /// The first failure, shrunk.
+    pub shrunk: Option<Shrunk>,
     /// What could not be saved.
     pub errors: Vec<String>,
 }
@@ -283,11 +298,7 @@ impl Results {
 
     /// The command that starts this program's sweep.
     fn program(&self) -> String {
-        if self.config.machines.is_stock() && self.program_scenarios.1 {
-            "cargo run --release --".into()
-        } else {
-            program_prefix()
-        }
+        command_prefix(self.config.machines.is_stock() && self.program_scenarios.1)
     }
 
     /// Commands that run exactly the seeds that ran, one per group of scenarios that ran the
@@ -416,12 +427,12 @@ impl Results {
             "repeat": self.repeat(),
             "failure_list": self.listed.as_ref().map(|p| p.display().to_string()),
             "replays_saved": self.saved.replays,
-            "shrunk": self.saved.shrunk.as_ref().map(|(path, secs, before, after, inv, _)| json!({
-                "replay": path.display().to_string(),
-                "elapsed_s": secs,
-                "faults_before": before,
-                "faults_after": after,
-                "invariant": inv,
+            "shrunk": self.saved.shrunk.as_ref().map(|s| json!({
+                "replay": s.path.display().to_string(),
+                "elapsed_s": s.seconds,
+                "faults_before": s.faults_before,
+                "faults_after": s.faults_after,
+                "invariant": s.invariant,
             })),
             "determinism_checked": self.config.check_determinism,
             "nondeterministic": r.nondeterministic(),
@@ -493,11 +504,15 @@ impl Results {
                 self.saved.replays
             ))?;
         }
-        if let Some((path, secs, before, after, inv, scenario)) = &self.saved.shrunk {
+        if let Some(s) = &self.saved.shrunk {
             io(writeln!(
                 out,
-                "first failure shrunk in {secs:.3}s: {before} fault(s) -> {after}, {inv} still fails; see it with: {}",
-                rerun_command(m, scenario, path)
+                "first failure shrunk in {:.3}s: {} fault(s) -> {}, {} still fails; see it with: {}",
+                s.seconds,
+                s.faults_before,
+                s.faults_after,
+                s.invariant,
+                rerun_command(m, &s.scenario, &s.path)
             ))?;
         }
         for (i, o) in r.scenarios.iter().enumerate() {

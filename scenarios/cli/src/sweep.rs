@@ -6,7 +6,9 @@
 use super::args::OutDir;
 use super::interrupt::{self, Graceful, Registered};
 use super::rerun::rerun_command;
-use super::results::{describe_groups, groups, Outcome, Results, Saved, PRINT_FAILURES_MAX};
+use super::results::{
+    describe_groups, groups, Outcome, Results, Saved, Shrunk, PRINT_FAILURES_MAX,
+};
 use super::run::shrunk_path;
 use super::{
     io, refuse_unsafe_timing, scenario_list, Format, SeedsArg, UsageError, COVERAGE_MIN_SEEDS,
@@ -478,14 +480,14 @@ fn save_failures(
             }
             match s.replay.save(&dest) {
                 Ok(()) => {
-                    saved.shrunk = Some((
-                        dest,
-                        elapsed,
-                        s.faults_before,
-                        s.replay.setup.faults.len(),
-                        s.invariant.label(),
-                        s.replay.setup.scenario.clone(),
-                    ))
+                    saved.shrunk = Some(Shrunk {
+                        path: dest,
+                        seconds: elapsed,
+                        faults_before: s.faults_before,
+                        faults_after: s.replay.setup.faults.len(),
+                        invariant: s.invariant.label(),
+                        scenario: s.replay.setup.scenario.clone(),
+                    })
                 }
                 Err(e) => saved.errors.push(e),
             }
