@@ -82,16 +82,7 @@ impl Names<'_> {
 
     /// An idempotency key as the receiver sees it: `tool-job:{job}:{operation}`.
     pub fn key(&self, key: IdemKey) -> String {
-        let op = self
-            .ops
-            .get(key.op.0 as usize)
-            .cloned()
-            .unwrap_or_else(|| key.op.to_string());
-        if key.salt == 0 {
-            format!("tool-job:{}:{op}", key.job.0)
-        } else {
-            format!("tool-job:{}:{op}:{}", key.job.0, key.salt)
-        }
+        leasesim_checkers::journal::key_text(self.ops, key)
     }
 }
 

@@ -348,6 +348,109 @@ fn link_refused(e: io::Error) -> io::Error {
     e
 }
 
+// ---------------------------------------------------------------------------------------------
+// Output files and folders, checked before the work that fills them.
+
+/// A path made absolute without needing the file itself to exist, so two spellings of one file
+/// compare equal.
+fn absolute(path: &Path) -> PathBuf {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let parent = parent
+        .canonicalize()
+        .unwrap_or_else(|_| parent.to_path_buf());
+    match path.file_name() {
+        Some(name) => parent.join(name),
+        None => parent,
+    }
+}
+
+/// Checks that every output can be written, before the work that fills them: no two outputs
+/// (and no output and input) are the same file, no output is a directory, and each can be
+/// written ([`writable`]). Nothing is created or written at an output's path.
+pub fn check_outputs(outputs: &[(&str, &Path)], inputs: &[&Path]) -> Result<(), String> {
+    let mut seen: Vec<(&str, PathBuf)> = inputs
+        .iter()
+        .map(|p| ("the input file", absolute(p)))
+        .collect();
+    for &(flag, path) in outputs {
+        let shown = path.display();
+        let abs = absolute(path);
+        if let Some((other, _)) = seen.iter().find(|(_, p)| *p == abs) {
+            return Err(format!(
+                "{flag} {shown} is the same file as {other}; give each output its own file"
+            ));
+        }
+        seen.push((flag, abs));
+        writable(flag, path)?;
+    }
+    Ok(())
+}
+
+/// The one output appended to rather than replaced: GitHub's job summary file, which a CI
+/// runner hands to every step of a job.
+const APPENDED: &str = "--summary";
+
+/// Whether `path` can be written, checked without writing to it: not a directory, and a file can
+/// be created in its folder, where the output is written before it is renamed onto `path` (a
+/// link at `path` is replaced, never written through; see [`crate::files`]). `--summary`,
+/// appended to, must not be a link; an existing one is opened for appending, through no link,
+/// to check it.
+pub fn writable(flag: &str, path: &Path) -> Result<(), String> {
+    let shown = path.display();
+    let refuse = |why: String| format!("{flag} {shown}: cannot write there: {why}");
+    let checked = if flag == APPENDED {
+        check_appendable(path)
+    } else {
+        check_writable(path)
+    };
+    checked.map_err(|e| refuse(e.to_string()))
+}
+
+/// A folder results go to, made ready before the work: created when missing (and remembered,
+/// so an unused one is removed again) and proved writable by a probe file. The folder is the
+/// user's own path (a link to a folder is followed); the files in it are written by
+/// [`crate::files`], through no link.
+pub struct OutDir {
+    /// The folder.
+    pub path: PathBuf,
+    created: bool,
+}
+
+impl OutDir {
+    /// Prepares `path` for `flag`.
+    pub fn prepare(flag: &str, path: &Path) -> Result<OutDir, String> {
+        let shown = path.display();
+        let refuse = |why: String| format!("{flag} {shown}: cannot write there: {why}");
+        if path.exists() && !path.is_dir() {
+            return Err(refuse("it is not a directory".into()));
+        }
+        let created = !path.exists();
+        std::fs::create_dir_all(path).map_err(|e| refuse(e.to_string()))?;
+        // A probe of an unpredictable name: a link planted at a guessable one would be written
+        // through.
+        if let Err(e) = probe_folder(path) {
+            if created {
+                let _ = std::fs::remove_dir(path);
+            }
+            return Err(refuse(e.to_string()));
+        }
+        Ok(OutDir {
+            path: path.to_path_buf(),
+            created,
+        })
+    }
+
+    /// Removes the folder again if this command created it and left nothing in it.
+    pub fn remove_if_unused(&self) {
+        if self.created {
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -89,8 +89,11 @@
 pub mod advise;
 pub mod builder;
 pub mod check;
+pub mod examples;
 pub mod explore;
 pub mod files;
+pub mod interrupt;
+pub mod journal;
 pub mod machines;
 pub mod matrix;
 pub mod plan;
@@ -101,6 +104,7 @@ pub mod run;
 pub mod scenarios;
 pub mod setup;
 pub mod shrink;
+pub mod story;
 #[cfg(feature = "proptest")]
 pub mod strategy;
 pub mod sweep;
@@ -121,3 +125,12 @@ pub use run::{reproduce_command, run, run_setup, RunResult, Verdict};
 pub use scenarios::ScenarioDef;
 pub use setup::Setup;
 pub use sweep::{sweep, Failure, Observer, Quiet, SeedRange, SweepConfig, SweepReport};
+
+/// How a command prints what it found: for a terminal, or as one JSON document.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// For a terminal.
+    Text,
+    /// One JSON document.
+    Json,
+}

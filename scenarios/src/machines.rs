@@ -665,6 +665,14 @@ pub fn find<'a>(catalogue: &'a [Machines], name: &str) -> Option<&'a Machines> {
     catalogue.iter().find(|m| m.name == name)
 }
 
+/// [`find`], or the one-line error a command prints for a name the program lacks.
+pub fn named(catalogue: &[Machines], name: &str) -> Result<Machines, String> {
+    find(catalogue, name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = catalogue.iter().map(Machines::name).collect();
+        format!("unknown variant '{name}' (known: {})", known.join(", "))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -566,6 +566,19 @@ pub fn reproduce_command_for(machines: &Machines, scenario: &str, seed: u64) -> 
     )
 }
 
+/// The command that replays `file` with this program's machines `m`: leasesim's own binary
+/// when it has the machines (its own, or a SQL file's) and the scenario, the user's program
+/// otherwise.
+pub fn rerun_command(m: &crate::Machines, scenario: &str, file: &std::path::Path) -> String {
+    let prefix = command_prefix(
+        (m.is_stock() || m.command_line().is_some()) && crate::scenarios::find(scenario).is_some(),
+    );
+    match m.command_line() {
+        Some(args) => format!("{prefix} replay {} {args}", file.display()),
+        None => format!("{prefix} replay {}", file.display()),
+    }
+}
+
 /// How a printed command starts the program that can run it: leasesim's own binary
 /// (`cargo run --release --` at leasesim's root) when it has everything the command needs,
 /// this program ([`program_prefix`]) otherwise.

@@ -86,6 +86,9 @@ impl SeedRange {
     }
 }
 
+/// Sweeps of at least this many seeds per scenario must reach every hazard it declares (for
+/// machines expected to hold): a sweep that passes because nothing happened proves nothing.
+pub const COVERAGE_MIN_SEEDS: u64 = 100;
 /// Shards a sweep may be cut into at most.
 pub const SHARDS_MAX: u64 = 10_000;
 /// `K/N`: run shard K of N of the sweep (the variable a user sets anywhere).
@@ -555,6 +558,17 @@ impl SweepReport {
     /// Determinism differences over every scenario.
     pub fn nondeterministic(&self) -> u64 {
         self.scenarios.iter().map(|s| s.nondeterministic).sum()
+    }
+
+    /// Hazard coverage by the one rule that `check()`, `leasesim sweep` and `leasesim merge`
+    /// share: judged over a sweep that ran every seed of its range (not interrupted, not one
+    /// shard of several, since a shard's share may miss a hazard another shard reaches; the
+    /// merge of the shards judges it), as the declared hazards never reached
+    /// ([`SweepReport::unreached`] with [`COVERAGE_MIN_SEEDS`]). `None`: not
+    /// judged.
+    pub fn coverage(&self, config: &SweepConfig) -> Option<Vec<(usize, Hazard)>> {
+        let whole = !self.interrupted && config.shard.is_none_or(|s| s.count == 1);
+        whole.then(|| self.unreached(config, COVERAGE_MIN_SEEDS))
     }
 
     /// Declared hazards never reached by a scenario swept over at least `min_seeds` seeds (by

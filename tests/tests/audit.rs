@@ -3,12 +3,12 @@
 //! sound (every simulated run's journal, audited, gives the simulation's findings for the
 //! judgements the audit makes); bad and partial logs are reported by line and never panic.
 
+use leasesim::journal::{journal_per_node, node_file_name, write_journal_dir};
 use leasesim::run::{run_setup, RunResult};
 use leasesim::scenarios;
-use leasesim_checkers::audit::format::{self, Journal};
 use leasesim_checkers::audit::{audit, Audit, Options};
+use leasesim_checkers::journal::{self as format, Journal};
 use leasesim_checkers::Role;
-use leasesim_cli::journal::{journal_per_node, node_file_name, write_journal_dir};
 use leasesim_protocol::{Invariant, Variant};
 use leasesim_tests::{cli, run, TempDir};
 use proptest::prelude::*;

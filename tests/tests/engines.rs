@@ -377,8 +377,7 @@ fn agree_command_reports_and_exits_0_when_the_engines_agree() {
 fn bench_child_prints_figures() {
     let (code, out, err) = cli(&["bench", "--child", "sim", "--seeds", "20", "--jobs", "1"]);
     assert_eq!(code, 0, "{err}");
-    let f: leasesim_cli::bench_engines::EngineFigures =
-        serde_json::from_str(&out).expect("figures");
+    let f: leasesim_bench::EngineFigures = serde_json::from_str(&out).expect("figures");
     assert_eq!((f.engine.as_str(), f.seeds, f.not_held), ("sim", 20, 0));
     assert!(f.events > 20 && f.seeds_per_s > 0.0);
     let (code, out, err) = cli(&[
@@ -391,7 +390,6 @@ fn bench_child_prints_figures() {
         "1",
     ]);
     assert_eq!(code, 0, "{err}");
-    let f: leasesim_cli::bench_engines::EngineFigures =
-        serde_json::from_str(&out).expect("figures");
+    let f: leasesim_bench::EngineFigures = serde_json::from_str(&out).expect("figures");
     assert_eq!((f.seeds, f.not_held), (5, 0));
 }

@@ -25,7 +25,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 fn committed_example_reports_are_up_to_date() {
     let tmp = leasesim_tests::TempDir::new("examples");
     let fresh = tmp.0.clone();
-    leasesim_cli::examples::write_examples(&fresh, 2).expect("examples are written");
+    leasesim::examples::write_examples(&fresh, 2).expect("examples are written");
     let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap()

@@ -1,9 +1,9 @@
 //! The technical journal (JSON lines through `tracing`) and the per-run metrics (P18), on the
 //! first article's W1/W2 story and on a slow but healthy holder.
 
+use leasesim::journal::{metrics, write_journal, write_journal_with_payload_hashes};
 use leasesim::run::RunResult;
 use leasesim::scenarios;
-use leasesim_cli::journal::{metrics, write_journal, write_journal_with_payload_hashes};
 use leasesim_protocol::Variant;
 use leasesim_sim::EventKind;
 use leasesim_tests::run;
@@ -321,5 +321,87 @@ fn every_scenario_and_variant_journals_every_event_as_json() {
             names.contains(expected),
             "{expected} never journaled: {names:?}"
         );
+    }
+}
+
+/// The writer and the reader are one format: every journal written, as one file or one file a
+/// node, reads back without a problem, every line read, with the run's nodes, and each node's
+/// events (of the kinds the reader builds records of) in its order. (The reader numbers jobs,
+/// entities and operations in the order it meets them, so events are compared by name.)
+#[test]
+fn every_written_journal_reads_back_as_the_run_it_came_from() {
+    use leasesim::journal::journal_per_node;
+    use leasesim_checkers::journal::read;
+    use leasesim_checkers::node::Role;
+    use std::collections::BTreeSet;
+    // (where, node, events written, events read)
+    let mut compared = Vec::new();
+    let mut built = BTreeSet::new();
+    for def in scenarios::ALL {
+        for &variant in Variant::ALL {
+            for seed in 0..2 {
+                let r = run(&def.name, seed, variant);
+                let at = format!("{} {variant:?} seed {seed}", def.name);
+                let mut written = vec![Vec::new(); r.nodes.len()];
+                for e in &r.trace {
+                    if let EventKind::Note { note } = &e.kind {
+                        written[e.node as usize].push(note.name());
+                    }
+                }
+                let lines: usize = written.iter().map(Vec::len).sum();
+                let one = vec![("run.jsonl".to_string(), journal_bytes(&r))];
+                let per_node = journal_per_node(&r, &[]).expect("per-node journals");
+                for files in [one, per_node] {
+                    let j = read(&files);
+                    assert!(j.refused.is_none(), "{at}: {:?}", j.refused);
+                    assert!(j.problems.is_empty(), "{at}: {:?}", j.problems);
+                    assert!(
+                        j.unread.is_empty() && !j.left_unread,
+                        "{at}: {:?}",
+                        j.unread
+                    );
+                    assert_eq!(j.lines_read, lines, "{at}: every line is read");
+                    assert_eq!(j.nodes.len(), r.nodes.len(), "{at}");
+                    for (i, node) in r.nodes.iter().enumerate() {
+                        let k = j
+                            .nodes
+                            .iter()
+                            .position(|n| n.name == node.name)
+                            .unwrap_or_else(|| panic!("{at}: node {} not read", node.name));
+                        // A worker's drift bound is the run's configuration, not something a
+                        // node journals: it reads back as none.
+                        let mut want = node.clone();
+                        if let Role::Worker { drift_ppm_max, .. } = &mut want.role {
+                            *drift_ppm_max = 0;
+                        }
+                        assert_eq!(j.nodes[k], want, "{at}");
+                        let got: Vec<&str> = j
+                            .records
+                            .iter()
+                            .filter(|rec| rec.node == k)
+                            .map(|rec| rec.event.name())
+                            .collect();
+                        built.extend(got.iter().copied());
+                        compared.push((at.clone(), node.name.clone(), written[i].clone(), got));
+                    }
+                }
+            }
+        }
+    }
+    for (at, node, written, got) in &compared {
+        let want: Vec<&str> = written
+            .iter()
+            .copied()
+            .filter(|n| built.contains(n))
+            .collect();
+        assert_eq!(got, &want, "{at}: node {node}");
+    }
+    for kind in [
+        "lease_granted",
+        "job_claimed",
+        "commit_sent",
+        "effect_fenced",
+    ] {
+        assert!(built.contains(kind), "{kind} never read back: {built:?}");
     }
 }

@@ -1,9 +1,9 @@
 //! The visual reports (HTML timeline and Mermaid sequence diagram) built from real runs: a
 //! design reviewer must see the lease bug, and the page must stand alone.
 
+use leasesim::report::node_views;
+use leasesim::run::reproduce_command;
 use leasesim::run::{RunResult, Verdict};
-use leasesim_cli::examples::node_views;
-use leasesim_cli::reproduce_command;
 use leasesim_protocol::Variant;
 use leasesim_reports::{html, mermaid, NodeKind, NodeView, RunView};
 use leasesim_tests::run;

@@ -170,8 +170,8 @@ fn a_latency_change_that_decides_nothing_rewrites_no_story() {
             def.name
         );
         assert_eq!(
-            leasesim_cli::story::story(&setup, &a).unwrap(),
-            leasesim_cli::story::story(&slower, &b).unwrap(),
+            leasesim::story::story(&setup, &a).unwrap(),
+            leasesim::story::story(&slower, &b).unwrap(),
             "{}",
             def.name
         );

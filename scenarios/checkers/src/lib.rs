@@ -33,6 +33,7 @@ mod handler;
 pub mod hazard;
 pub mod history;
 pub mod holder;
+pub mod journal;
 pub mod leases;
 pub mod liveness;
 pub mod lost;

@@ -6,11 +6,12 @@
 //! space a shard, a budget or Ctrl-C cut.
 
 use super::args::OutDir;
-use super::interrupt::Graceful;
 use super::{io, Format, UsageError};
 use leasesim::explore::{self, ExploreConfig, Explored, Kind, Progress};
+use leasesim::interrupt::Graceful;
 use leasesim::sweep::Shard;
-use leasesim::{report, Invariant, Machines};
+use leasesim::Machines;
+use leasesim_results::explore::{json, save, Saved};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -134,99 +135,9 @@ pub(super) fn explore_cmd(
         ))?,
     }
     if x.interrupted {
-        return Ok(super::interrupt::exit_code());
+        return Ok(leasesim::interrupt::exit_code());
     }
     Ok(if x.held() { 0 } else { 1 })
-}
-
-/// What was saved for one violated invariant.
-struct Saved {
-    invariant: &'static str,
-    shrunk: Option<String>,
-    faults_before: usize,
-    faults_after: usize,
-    replay: Option<PathBuf>,
-    html: Option<PathBuf>,
-    /// Per fault of the minimal plan, what the finding owes it (a run without it each).
-    depends: Vec<String>,
-    error: Option<String>,
-}
-
-/// For each violated invariant: its first plan shrunk by the shrinker, saved as a replay file
-/// with its HTML timeline beside it.
-fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> Vec<Saved> {
-    let mut out = Vec::new();
-    for (&invariant, kept) in &x.violations {
-        let Some(v) = kept.first() else { continue };
-        let stem = format!(
-            "explore-{scenario}-{}-seed{}-{invariant}",
-            leasesim_reports::matrix::file_stem(machines.name()),
-            x.seed
-        );
-        let path = dir.path.join(format!("{stem}.json"));
-        let rerun = super::rerun::rerun_command(machines, scenario, &path);
-        let mut s = Saved {
-            invariant,
-            shrunk: None,
-            faults_before: v.faults.len(),
-            faults_after: v.faults.len(),
-            replay: None,
-            html: None,
-            depends: Vec::new(),
-            error: None,
-        };
-        let replay = match x.shrunk(invariant, machines, &rerun) {
-            Some(Ok(shrunk)) => {
-                s.faults_after = shrunk.replay.setup.faults.len();
-                s.shrunk = Some(
-                    shrunk
-                        .replay
-                        .setup
-                        .faults
-                        .iter()
-                        .map(leasesim::shrink::describe)
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                );
-                shrunk.replay
-            }
-            Some(Err(e)) => {
-                s.error = Some(e);
-                x.replay(v.plan, machines, &rerun)
-            }
-            None => continue,
-        };
-        match replay.save(&path) {
-            Ok(()) => s.replay = Some(path.clone()),
-            Err(e) => s.error = Some(e),
-        }
-        if let Ok(r) = replay.run_on(machines) {
-            let broken = Invariant::ALL.iter().find(|i| i.name() == invariant);
-            if let Some((finding, deps)) = broken.and_then(|&i| {
-                leasesim::shrink::depends_on(&replay.setup, replay.seed, machines, i)
-            }) {
-                let name = |n: leasesim_sim::NodeId| {
-                    r.nodes
-                        .get(n as usize)
-                        .map_or(format!("node {n}"), |x| x.name.clone())
-                };
-                s.depends =
-                    leasesim::shrink::describe_dependence(&replay.setup, &finding, &deps, &name);
-            }
-            let (html, _) = report::render(
-                &r,
-                &report::title(&replay.setup, replay.seed),
-                &format!("explore: {invariant}, plan {} shrunk", v.plan + 1),
-            );
-            let h = dir.path.join(format!("{stem}.html"));
-            match leasesim::files::write(&h, html) {
-                Ok(()) => s.html = Some(h),
-                Err(e) => s.error = Some(format!("cannot write {}: {e}", h.display())),
-            }
-        }
-        out.push(s);
-    }
-    out
 }
 
 fn text(
@@ -344,7 +255,7 @@ fn text(
                 io(writeln!(
                     out,
                     "  replay: {}",
-                    super::rerun::rerun_command(machines, &x.space.base.scenario, p)
+                    leasesim::run::rerun_command(machines, &x.space.base.scenario, p)
                 ))?;
             }
             if let Some(h) = &s.html {
@@ -373,53 +284,4 @@ fn text(
     }
     io(writeln!(out, "{}", x.claim()))?;
     Ok(())
-}
-
-fn json(x: &Explored, saved: &[Saved]) -> serde_json::Value {
-    let sp = &x.space;
-    serde_json::json!({
-        "scenario": sp.base.scenario,
-        "seed": x.seed,
-        "machines": x.machines,
-        "faults_max": sp.faults_max,
-        "kinds": x.kinds.iter().map(|k| k.name()).collect::<Vec<_>>(),
-        "anchors": sp.anchors.len(),
-        "message_anchors": sp.message_anchors,
-        "candidates": sp.candidates.len(),
-        "durations_ns": sp.durations,
-        "baseline": { "verdict": sp.baseline_verdict.word(), "trace_hash": format!("{:016x}", sp.baseline_hash) },
-        "space": sp.total(),
-        "shard": x.shard.map(|s| s.to_string()),
-        "share": [x.share.start, x.share.end],
-        "levels": x.levels.iter().enumerate().map(|(k, l)| serde_json::json!({
-            "faults": k, "plans": l.plans, "share": l.share, "ran": l.ran, "pruned": l.pruned,
-            "not_expressible": l.not_expressible,
-        })).collect::<Vec<_>>(),
-        "covered": x.covered(),
-        "ran": x.ran(),
-        "distinct_runs": x.distinct,
-        "exhaustive": x.exhaustive(),
-        "held": x.held(),
-        "interrupted": x.interrupted,
-        "plans_needed": x.plans_needed(),
-        "violations": x.violating.iter().map(|(inv, n)| {
-            let first = &x.violations[inv][0];
-            let s = saved.iter().find(|s| s.invariant == *inv);
-            serde_json::json!({
-                "invariant": inv,
-                "plans": n,
-                "first_plan": first.plan + 1,
-                "faults": first.labels,
-                "shrunk_faults": s.map(|s| s.faults_after),
-                "depends_on": s.map(|s| s.depends.clone()),
-                "replay": s.and_then(|s| s.replay.as_ref()).map(|p| p.display().to_string()),
-                "html": s.and_then(|s| s.html.as_ref()).map(|p| p.display().to_string()),
-            })
-        }).collect::<Vec<_>>(),
-        "unfinished": x.unfinished.0,
-        "hazards": x.hazards.iter().map(|(h, n)| (h.name().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
-        "seconds": x.seconds,
-        "threads": x.threads,
-        "claim": x.claim(),
-    })
 }

@@ -1,46 +1,29 @@
-//! The `leasesim` command line (DESIGN.md's contract): one module per command family. This is
-//! the only crate with clap, indicatif and tracing-subscriber.
+//! The `leasesim` command line: it parses, calls the library and prints, one module per
+//! command family. The only crate with clap and indicatif.
 //! Exit codes: 0 every invariant held, 1 a violation (or a runaway run), 2 bad input or usage,
 //! always with a one-line error and never a panic; 130 (or 128 + the signal) when a sweep was
 //! interrupted, after it printed and saved what it had found.
 
 mod args;
 mod audit;
-mod bench;
-pub mod bench_engines;
-mod bench_instructions;
-mod bench_sql;
-mod callgrind;
-pub mod examples;
 mod explore;
-pub mod interrupt;
-pub mod journal;
-mod junit;
 mod list;
 mod matrix;
-mod merge;
-mod rerun;
-mod results;
 mod run;
-pub mod scaling;
 mod sql;
-pub mod story;
-mod summary;
 mod sweep;
 
 use args::{whole, Outputs};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use leasesim::interrupt;
 use leasesim::scenarios::{self, ScenarioDef};
 use leasesim::sweep::{SeedRange, Shard};
 use leasesim::Machines;
 use std::io::Write;
 use std::path::PathBuf;
 
-pub use leasesim::run::reproduce_command;
-
 /// Where failing sweeps save what they found.
 pub const FAILURES_DIR: &str = "leasesim-failures";
-pub use leasesim::check::COVERAGE_MIN_SEEDS;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -545,6 +528,28 @@ impl From<String> for UsageError {
     }
 }
 
+impl From<leasesim_bench::Error> for UsageError {
+    fn from(leasesim_bench::Error(s): leasesim_bench::Error) -> UsageError {
+        UsageError(s)
+    }
+}
+
+impl From<leasesim_results::BadInput> for UsageError {
+    fn from(leasesim_results::BadInput(s): leasesim_results::BadInput) -> UsageError {
+        UsageError(s)
+    }
+}
+
+impl Format {
+    /// The library's name for it.
+    fn lib(self) -> leasesim::Format {
+        match self {
+            Format::Text => leasesim::Format::Text,
+            Format::Json => leasesim::Format::Json,
+        }
+    }
+}
+
 /// A write to the output stream. A closed pipe is not an error here: `main` makes the stream
 /// swallow it, so a command piped into `head` ends with its own exit code.
 fn io<T>(r: std::io::Result<T>) -> Result<T, UsageError> {
@@ -552,13 +557,7 @@ fn io<T>(r: std::io::Result<T>) -> Result<T, UsageError> {
 }
 
 fn scenario(catalogue: &[ScenarioDef], name: &str) -> Result<ScenarioDef, UsageError> {
-    scenarios::find_in(catalogue, name).cloned().ok_or_else(|| {
-        let known: Vec<&str> = catalogue.iter().map(|s| &*s.name).collect();
-        UsageError(format!(
-            "unknown scenario '{name}' (known: {})",
-            known.join(", ")
-        ))
-    })
+    Ok(scenarios::named(catalogue, name)?)
 }
 
 /// The named scenarios, each once (all of the program's when none is named).
@@ -566,20 +565,7 @@ fn scenario_list(
     catalogue: &[ScenarioDef],
     names: &[String],
 ) -> Result<Vec<ScenarioDef>, UsageError> {
-    if names.is_empty() {
-        return Ok(catalogue.to_vec());
-    }
-    let mut defs: Vec<ScenarioDef> = Vec::with_capacity(names.len());
-    for n in names {
-        let d = scenario(catalogue, n)?;
-        if defs.iter().any(|x| x.name == d.name) {
-            return Err(UsageError(format!(
-                "scenario '{n}' is named twice; each scenario runs once"
-            )));
-        }
-        defs.push(d);
-    }
-    Ok(defs)
+    Ok(scenarios::named_list(catalogue, names)?)
 }
 
 /// The machines a command runs: the SQL file `--coordinator sql:FILE` names, or the machines
@@ -622,39 +608,17 @@ fn pick(catalogue: &[Machines], name: Option<&str>) -> Result<Machines, UsageErr
 
 /// The machines `--variant` names, from the program's catalogue.
 fn machines(catalogue: &[Machines], name: &str) -> Result<Machines, UsageError> {
-    leasesim::machines::find(catalogue, name)
-        .cloned()
-        .ok_or_else(|| {
-            let known: Vec<&str> = catalogue.iter().map(Machines::name).collect();
-            UsageError(format!(
-                "unknown variant '{name}' (known: {})",
-                known.join(", ")
-            ))
-        })
+    Ok(leasesim::machines::named(catalogue, name)?)
 }
 
-/// Refuses a variant whose configuration breaks P6 unless the bypass was given: validation is
-/// what `run` and `sweep` do first, and every command that runs a variant does it the same way.
+/// Refuses a variant whose configuration breaks P6 unless the bypass was given.
 fn refuse_unsafe_timing(
     defs: &[ScenarioDef],
     seed: u64,
     m: &Machines,
     allow: bool,
 ) -> Result<(), UsageError> {
-    if allow {
-        return Ok(());
-    }
-    for d in defs {
-        d.build(seed, m.setup_variant())
-            .validate_timing()
-            .map_err(|e| {
-                UsageError(format!(
-                    "{}: {e}; pass --allow-unsafe-timing to run it anyway",
-                    d.name
-                ))
-            })?;
-    }
-    Ok(())
+    Ok(scenarios::refuse_unsafe_timing(defs, seed, m, allow)?)
 }
 
 /// clap's message in one line: its first paragraph (the error and, for a missing argument,
@@ -978,7 +942,7 @@ fn dispatch(
                     seeds,
                     shard,
                     budget: budget.map(std::time::Duration::from_nanos),
-                    reports: sweep::ReportFiles {
+                    reports: leasesim_results::files::ReportFiles {
                         junit,
                         summary,
                         json,
@@ -1003,19 +967,19 @@ fn dispatch(
             out: dir,
             format,
             sql,
-        } => merge::merge_cmd(
+        } => Ok(leasesim_results::merge::merge_cmd(
             out,
             &files,
-            &sweep::ReportFiles {
+            &leasesim_results::files::ReportFiles {
                 junit,
                 summary,
                 json,
             },
             dir.as_deref(),
-            format,
+            format.lib(),
             &with_sql(cat, &sql)?,
             scen,
-        ),
+        )?),
         Command::Matrix {
             seeds,
             jobs,
@@ -1054,7 +1018,7 @@ fn dispatch(
                     jobs,
                     dir,
                     shard,
-                    reports: sweep::ReportFiles {
+                    reports: leasesim_results::files::ReportFiles {
                         junit,
                         summary,
                         json,
@@ -1161,8 +1125,33 @@ fn dispatch(
             let jobs = jobs.or_else(|| Some(2 * leasesim::pool::cores()));
             let threads = leasesim::pool::threads(jobs, seeds)?;
             match child {
-                Some(what) => bench_sql::measure_here(out, &what, &def, seeds, threads, &sql),
-                None => bench_sql::table(out, &def.name, seeds, threads, &sql, format),
+                Some(what) => {
+                    let open = || {
+                        let (mut machines, db) = sql::open(&sql).map_err(|UsageError(e)| e)?;
+                        let machines = machines.pop().ok_or_else(|| {
+                            "bench takes one SQL coordinator: --coordinator sql:FILE".to_string()
+                        })?;
+                        let server_dir = db.as_ref().and_then(|d| d.dir());
+                        let keep: Box<dyn std::any::Any> = Box::new(db);
+                        Ok(leasesim_bench::OpenSql {
+                            machines,
+                            server_dir,
+                            keep,
+                        })
+                    };
+                    let open = move || open().map_err(leasesim_bench::Error);
+                    Ok(leasesim_bench::sql_measure_here(
+                        out, &what, &def, seeds, threads, &open,
+                    )?)
+                }
+                None => Ok(leasesim_bench::sql_table(
+                    out,
+                    &def.name,
+                    seeds,
+                    threads,
+                    &sql.to_args(),
+                    format.lib(),
+                )?),
             }
         }
         Command::Bench {
@@ -1184,16 +1173,16 @@ fn dispatch(
                 &machines,
                 allow_unsafe_timing,
             )?;
-            bench_instructions::instructions(
+            Ok(leasesim_bench::instructions(
                 out,
-                &bench_instructions::InstructionArgs {
+                &leasesim_bench::InstructionArgs {
                     scenario: &def.name,
                     machines: machines.name(),
                     allow_unsafe_timing,
                     seeds: instruction_seeds,
-                    format,
+                    format: format.lib(),
                 },
-            )
+            )?)
         }
         Command::Bench {
             scenario,
@@ -1207,9 +1196,9 @@ fn dispatch(
             format,
             sql: _,
             ..
-        } => bench::bench_cmd(
+        } => Ok(leasesim_bench::bench_cmd(
             out,
-            &bench::BenchArgs {
+            &leasesim_bench::BenchArgs {
                 scenario,
                 machines: pick(cat, v.as_deref())?,
                 seeds,
@@ -1218,27 +1207,27 @@ fn dispatch(
                 allow_unsafe_timing,
                 scaling,
                 child,
-                format,
+                format: format.lib(),
             },
             scen,
-        ),
+        )?),
         Command::Agree {
             scenarios: names,
             seeds,
             variants,
             allow_unsafe_timing,
             format,
-        } => bench::agree_cmd(
+        } => Ok(leasesim_bench::agree_cmd(
             out,
-            &bench::AgreeArgs {
+            &leasesim_bench::AgreeArgs {
                 names,
                 seeds,
                 variants,
                 allow_unsafe_timing,
-                format,
+                format: format.lib(),
             },
             cat,
             scen,
-        ),
+        )?),
     }
 }

@@ -1,7 +1,7 @@
 //! `list` and `advise`: what leasesim knows, and the P6 timing advisor.
 
 use super::run::describe;
-use super::{args, io, Format, UsageError};
+use super::{io, Format, UsageError};
 use leasesim::advise;
 use leasesim::hazard::Hazard;
 use leasesim::plan::FAULT_KINDS;
@@ -92,7 +92,7 @@ pub(super) fn advise_cmd(
         ));
     }
     if let Some(path) = &plot_path {
-        args::writable("--plot", path)?;
+        leasesim::files::writable("--plot", path)?;
     }
     if let Some(path) = plot_path {
         let p = advise::PlotInput { advise: *input };

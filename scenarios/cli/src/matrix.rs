@@ -3,22 +3,17 @@
 //! shard writes its cells as JSON and no table, and `merge` makes the matrix of its shards.
 
 use super::args::OutDir;
-use super::sweep::ReportFiles;
 use super::{io, Format, UsageError};
-use crate::examples;
-use leasesim::matrix::{self, Cell, Matrix};
+use leasesim::examples;
+use leasesim::matrix::{self, Cell};
 use leasesim::pool;
 use leasesim::sweep::Shard;
 use leasesim::Machines;
 use leasesim_protocol::Variant;
-use serde_json::{json, Value};
+use leasesim_results::files::ReportFiles;
+use leasesim_results::matrix::{finish_whole, result_json, write_reports, WholeOutputs};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// The name a matrix result carries, so `merge` tells it from a sweep's.
-pub(super) const MATRIX_FORMAT: &str = "leasesim-matrix";
-/// The version of the matrix result's layout.
-pub(super) const MATRIX_VERSION: u64 = 1;
 
 pub(super) struct MatrixArgs {
     pub seeds: u64,
@@ -29,115 +24,6 @@ pub(super) struct MatrixArgs {
     pub format: Format,
     /// What the rows are and the command that regenerates them, for a matrix of SQL files.
     pub subject: Option<(String, String)>,
-}
-
-/// A matrix result as JSON: what ran (every cell, numbered as [`matrix::shard_cells`] numbers
-/// them) and, when every cell ran, the matrix itself (its rows and verdicts).
-pub(super) fn result_json(
-    cat: &[Machines],
-    seeds: u64,
-    shard: Option<(Shard, &str)>,
-    cells: &[(u64, Cell)],
-    whole: Option<&Matrix>,
-    elapsed: f64,
-    scen: &[leasesim::ScenarioDef],
-) -> Value {
-    let n = scen.len() as u64;
-    let mut doc = match whole.map(serde_json::to_value) {
-        Some(Ok(Value::Object(m))) => Value::Object(m),
-        _ => json!({}),
-    };
-    doc["format"] = json!(MATRIX_FORMAT);
-    doc["format_version"] = json!(MATRIX_VERSION);
-    doc["leasesim_version"] = json!(env!("CARGO_PKG_VERSION"));
-    doc["seeds"] = json!(seeds);
-    doc["catalogue"] = cat
-        .iter()
-        .map(|m| json!({"name": m.name(), "known_bad": m.is_known_bad()}))
-        .collect();
-    doc["shard"] = shard.map_or(
-        Value::Null,
-        |(s, source)| json!({"index": s.index, "count": s.count, "source": source}),
-    );
-    doc["cells"] = cells
-        .iter()
-        .map(|(i, c)| {
-            let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
-            v["index"] = json!(i);
-            v["variant"] = json!(cat[(*i / n) as usize].name());
-            v
-        })
-        .collect();
-    doc["elapsed_s"] = json!(elapsed);
-    doc
-}
-
-/// Where a whole matrix goes.
-pub(super) struct WholeOutputs<'a> {
-    /// The folder of the tables and counterexamples, if any.
-    pub dir: Option<&'a Path>,
-    pub reports: &'a ReportFiles,
-    pub format: Format,
-    /// The text output's last line.
-    pub footer: String,
-}
-
-/// The whole matrix's outputs: the tables (and counterexamples) in their folder when there is
-/// one, the report files, the output; returns the exit code.
-pub(super) fn finish_whole(
-    out: &mut dyn Write,
-    m: &Matrix,
-    mut doc: Value,
-    to: &WholeOutputs<'_>,
-    cat: &[Machines],
-    scen: &[leasesim::ScenarioDef],
-) -> Result<i32, UsageError> {
-    let md = matrix::markdown(m);
-    if let Some(dir) = to.dir {
-        let path = dir.join("matrix.md");
-        leasesim::files::write(&path, &md)
-            .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
-        let html_path = dir.join("matrix.html");
-        leasesim::files::write(&html_path, matrix::html(m))
-            .map_err(|e| UsageError(format!("cannot write {}: {e}", html_path.display())))?;
-        examples::write_counterexamples(m, dir, cat, scen).map_err(UsageError)?;
-        doc["markdown"] = json!(path.display().to_string());
-    }
-    write_reports(to.reports, &doc, Some((m, cat)))?;
-    if to.format == Format::Json {
-        io(writeln!(out, "{doc:#}"))?;
-    } else {
-        io(out.write_all(md.as_bytes()))?;
-        io(writeln!(out, "\n{}", to.footer))?;
-    }
-    Ok(if m.reference_clean && m.all_caught {
-        0
-    } else {
-        1
-    })
-}
-
-/// `--json`, `--junit`, `--summary` of a matrix (JUnit and the summary only for a whole one).
-fn write_reports(
-    reports: &ReportFiles,
-    doc: &Value,
-    whole: Option<(&Matrix, &[Machines])>,
-) -> Result<(), UsageError> {
-    let put = |path: &Option<PathBuf>, text: String, append: bool| -> Result<(), UsageError> {
-        let Some(path) = path else { return Ok(()) };
-        let written = if append {
-            leasesim::files::append(path, text)
-        } else {
-            leasesim::files::write(path, text)
-        };
-        written.map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))
-    };
-    put(&reports.json, format!("{doc:#}\n"), false)?;
-    if let Some((m, cat)) = whole {
-        put(&reports.junit, super::junit::matrix_junit(m, cat), false)?;
-        put(&reports.summary, format!("{}\n", matrix::markdown(m)), true)?;
-    }
-    Ok(())
 }
 
 pub(super) fn matrix_cmd(
@@ -246,13 +132,13 @@ pub(super) fn matrix_cmd(
     let to = WholeOutputs {
         dir: Some(&dir.path),
         reports: &a.reports,
-        format: a.format,
+        format: a.format.lib(),
         footer: format!(
             "matrix written to {} ({elapsed:.1}s on {threads} thread(s))",
             dir.path.join("matrix.md").display()
         ),
     };
-    finish_whole(out, &m, doc, &to, cat, scen)
+    Ok(finish_whole(out, &m, doc, &to, cat, scen)?)
 }
 
 /// A cell in a few words: `caught at seed 3: no-stale-commit (I1)`, `held over 200 seeds`.

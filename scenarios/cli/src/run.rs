@@ -3,16 +3,18 @@
 //! reads is bounded and checked as a replay file is.
 
 use super::args::{check_outputs, Outputs};
-use super::rerun::rerun_command;
 use super::{io, scenario, sql, Format, RunFormat, UsageError};
-use crate::examples;
-use crate::journal;
-use crate::story;
-use leasesim::replay::{self, RecordedMachines, Replay, RunFile, TRACE_FORMAT, TRACE_VERSION};
+use leasesim::journal;
+use leasesim::replay::{
+    self, shrunk_path, RecordedMachines, Replay, RunFile, TRACE_FORMAT, TRACE_VERSION,
+};
+use leasesim::report as examples;
+use leasesim::run::rerun_command;
 use leasesim::run::{check_same, reproduce_command_for, RunResult, Verdict};
 use leasesim::scenarios::{self, ScenarioDef};
 use leasesim::setup::Setup;
 use leasesim::shrink;
+use leasesim::story;
 use leasesim::Machines;
 use leasesim_protocol::Invariant;
 use leasesim_reports::{self as reports, Names};
@@ -35,13 +37,7 @@ pub(super) struct RunOpts {
 }
 
 pub(super) fn engine_arg(name: &str) -> Result<Engine, UsageError> {
-    let engine = Engine::parse(name).ok_or_else(|| {
-        UsageError(format!(
-            "unknown engine {name:?}: expected sim, madsim or tokio"
-        ))
-    })?;
-    engine.available().map_err(UsageError)?;
-    Ok(engine)
+    Ok(Engine::named(name)?)
 }
 
 fn findings_json(r: &RunResult) -> serde_json::Value {
@@ -471,7 +467,7 @@ fn write_outputs(
         // A signal while the journal is written leaves no journal rather than a cut one, which
         // would read as a run that stopped there.
         let partial = file.handle();
-        let _on_signal = crate::interrupt::while_alive(move || partial.discard());
+        let _on_signal = leasesim::interrupt::while_alive(move || partial.discard());
         let hashes: Vec<u64> = setup.jobs.iter().map(|j| j.payload_hash).collect();
         journal::write_journal_with_payload_hashes(r, &hashes, &mut file).map_err(cannot)?;
         file.finish().map_err(|e| cannot(e.to_string()))?;
@@ -605,7 +601,7 @@ pub(super) fn shrink_cmd(
     // found so far is saved and shown, and the command exits as a signal's. The section starts
     // before the replay's recorded machines are resolved, which can start a SQL server; one
     // started from `--coordinator` starts before this command runs, outside the section.
-    let graceful = super::interrupt::Graceful::enter();
+    let graceful = leasesim::interrupt::Graceful::enter();
     let m = resolve(replay.machines.as_ref(), &replay.setup, file, cat, scen)?;
     let dest = dest.unwrap_or_else(|| shrunk_path(file));
     check_outputs(&[("--out", &dest)], &[file])?;
@@ -625,7 +621,7 @@ pub(super) fn shrink_cmd(
         .as_ref()
         .map_or(Verdict::Held, |e| e.verdict.clone());
     let code = match shrunk.stopped {
-        true => super::interrupt::exit_code(),
+        true => leasesim::interrupt::exit_code(),
         false => verdict.exit_code(),
     };
     if format == Format::Json {
@@ -680,13 +676,4 @@ pub(super) fn shrink_cmd(
         rerun_command(&m, &shrunk.replay.setup.scenario, &dest)
     ))?;
     Ok(code)
-}
-
-/// `x.json` -> `x.shrunk.json`.
-pub(super) fn shrunk_path(file: &Path) -> PathBuf {
-    let stem = file
-        .file_name()
-        .map(|n| n.to_string_lossy().trim_end_matches(".json").to_string())
-        .unwrap_or_else(|| "replay".into());
-    file.with_file_name(format!("{stem}.shrunk.json"))
 }

@@ -3,7 +3,8 @@
 //! as the coordinator, on a server of the user's or on a throwaway PostgreSQL that leasesim
 //! starts, and stops and removes when it exits (also on Ctrl-C and on a failure).
 
-use super::{interrupt, io, UsageError};
+use super::{io, UsageError};
+use leasesim::interrupt;
 use leasesim::Machines;
 use leasesim_sql::{Database, Isolation, SqlQueue, PART_PREFIX};
 use std::io::Write;

@@ -4,85 +4,28 @@
 //! Ctrl-C stops it between two runs: what it found so far is printed and saved.
 
 use super::args::OutDir;
-use super::interrupt::{self, Graceful, Registered};
-use super::rerun::rerun_command;
-use super::results::{
-    describe_groups, groups, Outcome, Results, Saved, Shrunk, PRINT_FAILURES_MAX,
-};
-use super::run::shrunk_path;
-use super::{
-    io, refuse_unsafe_timing, scenario_list, Format, SeedsArg, UsageError, COVERAGE_MIN_SEEDS,
-};
+use super::{io, refuse_unsafe_timing, scenario_list, Format, SeedsArg, UsageError};
 use leasesim::files;
+use leasesim::interrupt::{self, Graceful, Registered};
 use leasesim::pool;
-use leasesim::replay::Replay;
-use leasesim::run::{reproduce_command_for, run};
+use leasesim::run::reproduce_command_for;
 use leasesim::scenarios::ScenarioDef;
-use leasesim::shrink;
-use leasesim::sweep::{self, Failure, SeedRange, Shard, SweepConfig, SweepReport};
+use leasesim::sweep::{self, Failure, SeedRange, Shard, SweepConfig};
 use leasesim::Machines;
 use leasesim_reports::matrix::file_stem;
+use leasesim_results::files::ReportFiles;
+use leasesim_results::sweep::{describe_groups, groups, save_failures, Outcome, Results};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// Replay files one sweep writes at most (for the first printed failures).
-pub const REPLAYS_PER_SWEEP: usize = 100;
 /// How far `--seeds A..` and `--seeds random` reach under a time budget: 2^40 seeds, more than
 /// any budget runs, little enough that scenarios x seeds stays countable.
 const OPEN_SEEDS: u64 = 1 << 40;
 /// Seeds of `--seeds random` without a time budget.
 const RANDOM_SEEDS: u64 = 1_000;
-
-/// The report files a sweep or a merge writes besides its output.
-#[derive(Clone, Debug, Default)]
-pub(super) struct ReportFiles {
-    /// `--junit`.
-    pub junit: Option<PathBuf>,
-    /// `--summary` (appended to).
-    pub summary: Option<PathBuf>,
-    /// `--json`.
-    pub json: Option<PathBuf>,
-}
-
-impl ReportFiles {
-    /// Checked before any work: each can be written, no two are the same file.
-    pub fn check(&self, inputs: &[&std::path::Path]) -> Result<(), UsageError> {
-        let named: Vec<(&str, &std::path::Path)> = [
-            ("--junit", &self.junit),
-            ("--summary", &self.summary),
-            ("--json", &self.json),
-        ]
-        .into_iter()
-        .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
-        .collect();
-        super::args::check_outputs(&named, inputs)
-    }
-
-    /// Writes them; a file that cannot be written is an error line, never a lost verdict.
-    pub fn write(&self, r: &Results) -> Vec<String> {
-        let mut errors = Vec::new();
-        // Each document is made only when its file was asked for: a big result's JUnit,
-        // Markdown and JSON are each a copy of it.
-        let mut put = |path: &Option<PathBuf>, text: &dyn Fn() -> String, append: bool| {
-            let Some(path) = path else { return };
-            let written = if append {
-                files::append(path, text())
-            } else {
-                files::write(path, text())
-            };
-            if let Err(e) = written {
-                errors.push(format!("cannot write {}: {e}", path.display()));
-            }
-        };
-        put(&self.junit, &|| super::junit::junit(r), false);
-        put(&self.summary, &|| super::summary::markdown(r), true);
-        put(&self.json, &|| format!("{:#}\n", r.json()), false);
-        errors
-    }
-}
 
 pub(super) struct SweepArgs {
     pub names: Vec<String>,
@@ -365,13 +308,9 @@ pub(super) fn sweep_cmd(
     if list.lines == 0 && saved.replays == 0 {
         dir.remove_if_unused();
     }
-    // A shard's share may miss a hazard another shard reaches: the merge judges coverage.
-    let coverage_judged = !report.interrupted && shard.is_none_or(|s| s.count == 1);
-    let unreached = if coverage_judged {
-        report.unreached(&config, COVERAGE_MIN_SEEDS)
-    } else {
-        Vec::new()
-    };
+    let unreached = report.coverage(&config);
+    let coverage_judged = unreached.is_some();
+    let unreached = unreached.unwrap_or_default();
     let results = Results {
         program_scenarios: (scen.len(), leasesim::scenarios::is_stock_list(scen)),
         defs,
@@ -398,100 +337,8 @@ pub(super) fn sweep_cmd(
     }
     let _ = err.flush();
     Ok(match results.outcome() {
-        Outcome::Interrupted => super::interrupt::exit_code(),
+        Outcome::Interrupted => leasesim::interrupt::exit_code(),
         Outcome::Held if !errors.is_empty() => 2,
         o => o.exit_code(),
     })
-}
-
-/// The printed failures, in printed order: the first [`PRINT_FAILURES_MAX`] of each scenario.
-fn printed(report: &SweepReport) -> impl Iterator<Item = &Failure> {
-    report
-        .scenarios
-        .iter()
-        .flat_map(|s| s.failures.iter().take(PRINT_FAILURES_MAX))
-}
-
-/// Saves a replay file for each printed failure (at most [`REPLAYS_PER_SWEEP`], the first
-/// ones) and, unless told not to, the first failure shrunk. Files of other sweeps in the folder
-/// are left alone. Problems are collected, never fatal: the failing seeds are printed anyway.
-/// When the sweep ran to its end, a signal (`stop`) ends the saving after the replay under
-/// way, and the shrinking with the smallest failing plan found so far; the failure list
-/// already holds every failing seed.
-fn save_failures(
-    dir: &OutDir,
-    defs: &[ScenarioDef],
-    m: &Machines,
-    report: &SweepReport,
-    shrink_first: bool,
-    stop: &std::sync::atomic::AtomicBool,
-) -> Saved {
-    let mut saved = Saved::default();
-    let mut first: Option<(PathBuf, Replay)> = None;
-    for f in printed(report).take(REPLAYS_PER_SWEEP) {
-        // A sweep a signal stopped saves its replays (a second signal ends it at once); a
-        // sweep that ran to its end stops saving at its first signal.
-        if shrink_first && stop.load(std::sync::atomic::Ordering::Relaxed) {
-            break;
-        }
-        let d = &defs[f.scenario];
-        let setup = d.build(f.seed, m.setup_variant());
-        let r = run(&setup, f.seed, m);
-        let path = dir.path.join(format!(
-            "{}-{}-seed{}.json",
-            d.name,
-            file_stem(m.name()),
-            f.seed
-        ));
-        let replay = Replay::record_on(
-            &setup,
-            f.seed,
-            true,
-            &r,
-            m,
-            &rerun_command(m, &d.name, &path),
-        );
-        match replay.save(&path) {
-            Ok(()) => {
-                saved.replays += 1;
-                saved
-                    .paths
-                    .insert((f.scenario, f.seed), path.display().to_string());
-                if first.is_none() {
-                    first = Some((path, replay));
-                }
-            }
-            Err(e) => {
-                saved.errors.push(e);
-                break;
-            }
-        }
-    }
-    // The first failure, shrunk, so the report starts from a handful of faults.
-    let stopped = stop.load(std::sync::atomic::Ordering::Relaxed);
-    if let (Some((path, replay)), true) = (first, shrink_first && !stopped) {
-        #[allow(clippy::disallowed_methods)] // the shrinker's own duration
-        let started = std::time::Instant::now();
-        if let Ok(mut s) = shrink::shrink_until(&replay, m, stop) {
-            let elapsed = started.elapsed().as_secs_f64();
-            let dest = shrunk_path(&path);
-            if let Some(rec) = &mut s.replay.machines {
-                rec.rerun = rerun_command(m, &s.replay.setup.scenario, &dest);
-            }
-            match s.replay.save(&dest) {
-                Ok(()) => {
-                    saved.shrunk = Some(Shrunk {
-                        path: dest,
-                        seconds: elapsed,
-                        faults_before: s.faults_before,
-                        faults_after: s.replay.setup.faults.len(),
-                        invariant: s.invariant.label(),
-                        scenario: s.replay.setup.scenario.clone(),
-                    })
-                }
-                Err(e) => saved.errors.push(e),
-            }
-        }
-    }
-    saved
 }

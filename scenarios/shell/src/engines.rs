@@ -41,6 +41,14 @@ impl Engine {
             .find(|e| e.name() == s)
     }
 
+    /// The engine `--engine NAME` names, if this build has it; else the one-line reason.
+    pub fn named(name: &str) -> Result<Engine, String> {
+        let engine = Engine::parse(name)
+            .ok_or_else(|| format!("unknown engine {name:?}: expected sim, madsim or tokio"))?;
+        engine.available()?;
+        Ok(engine)
+    }
+
     /// The async-shell engine this build has: madsim in the madsim build, real tokio otherwise.
     pub fn shell() -> Engine {
         if cfg!(madsim) {

@@ -24,7 +24,7 @@ pub use json::read_bounded;
 use json::{parse_json, too_large};
 use leasesim_protocol::Invariant;
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The `format` field of every replay file.
 pub const FORMAT: &str = "leasesim-replay";
@@ -571,4 +571,13 @@ impl RunFile {
             )),
         }
     }
+}
+
+/// `x.json` -> `x.shrunk.json`: where a replay file's shrunk run is saved.
+pub fn shrunk_path(file: &Path) -> PathBuf {
+    let stem = file
+        .file_name()
+        .map(|n| n.to_string_lossy().trim_end_matches(".json").to_string())
+        .unwrap_or_else(|| "replay".into());
+    file.with_file_name(format!("{stem}.shrunk.json"))
 }

@@ -277,3 +277,54 @@ pub fn is_stock_list(defs: &[ScenarioDef]) -> bool {
 pub fn find_in<'a>(catalogue: &'a [ScenarioDef], name: &str) -> Option<&'a ScenarioDef> {
     catalogue.iter().find(|s| s.name == name)
 }
+
+/// [`find_in`], or the one-line error a command prints for a name the program lacks.
+pub fn named(catalogue: &[ScenarioDef], name: &str) -> Result<ScenarioDef, String> {
+    find_in(catalogue, name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = catalogue.iter().map(|s| &*s.name).collect();
+        format!("unknown scenario '{name}' (known: {})", known.join(", "))
+    })
+}
+
+/// The named scenarios of `catalogue`, each once (all of them when none is named).
+pub fn named_list(catalogue: &[ScenarioDef], names: &[String]) -> Result<Vec<ScenarioDef>, String> {
+    if names.is_empty() {
+        return Ok(catalogue.to_vec());
+    }
+    let mut defs: Vec<ScenarioDef> = Vec::with_capacity(names.len());
+    for n in names {
+        let d = named(catalogue, n)?;
+        if defs.iter().any(|x| x.name == d.name) {
+            return Err(format!(
+                "scenario '{n}' is named twice; each scenario runs once"
+            ));
+        }
+        defs.push(d);
+    }
+    Ok(defs)
+}
+
+/// Refuses machines whose configuration breaks P6 in any of `defs` unless `allow` (the
+/// `--allow-unsafe-timing` bypass): validation is what `run` and `sweep` do first, and every
+/// command that runs a variant does it the same way.
+pub fn refuse_unsafe_timing(
+    defs: &[ScenarioDef],
+    seed: u64,
+    m: &crate::Machines,
+    allow: bool,
+) -> Result<(), String> {
+    if allow {
+        return Ok(());
+    }
+    for d in defs {
+        d.build(seed, m.setup_variant())
+            .validate_timing()
+            .map_err(|e| {
+                format!(
+                    "{}: {e}; pass --allow-unsafe-timing to run it anyway",
+                    d.name
+                )
+            })?;
+    }
+    Ok(())
+}

@@ -20,14 +20,13 @@
 //!   of its lease, or more than `U` after the coordinator granted a higher token.
 //!
 //! What is not judged, and why, is listed in [`Audit::skipped`]; problems with the lines
-//! themselves are the [`Journal`]'s. This module owns no format: [`mod@format`] reads the lines.
-
-pub mod format;
+//! themselves are the [`Journal`]'s. This module owns no format: [`crate::journal`] reads the
+//! lines.
 
 use crate::hazard::Hazards;
+use crate::journal::{Journal, Place, Record};
 use crate::node::{NodeInfo, Role};
 use crate::{check, fmt_ns, World};
-use format::{Journal, Place, Record};
 use leasesim_protocol::{Event, Finding, IdemKey, Invariant, JobId, Msg, Token, WorkerName};
 use leasesim_sim::{Clock, End, EventKind, NodeId, TraceEvent};
 use std::collections::{BTreeMap, BTreeSet};
@@ -109,7 +108,7 @@ fn of(j: &Journal, node: usize) -> impl Iterator<Item = &Record> {
 }
 
 /// Whether the audit reads an event, so a journal read for judgement alone keeps it
-/// ([`format::Keep::Judged`]): every decision of the coordinator and every receipt of a
+/// ([`crate::journal::Keep::Judged`]): every decision of the coordinator and every receipt of a
 /// receiver (the checkers walk them all), and the acts of a holder that I5 judges.
 pub fn reads(e: &Event) -> bool {
     match e {

@@ -267,7 +267,7 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Journal {
 pub enum Keep {
     /// Every event the audit knows, for a timeline of the whole journal.
     Every,
-    /// Only those the audit judges ([`super::reads`]): a holder's heartbeats and claims are
+    /// Only those the audit judges ([`crate::audit::reads`]): a holder's heartbeats and claims are
     /// read and checked, then dropped, so a large journal's memory is what its judgement needs.
     Judged,
 }
@@ -776,7 +776,7 @@ impl Reader {
                 if name == "effect_fenced" {
                     self.fenced.insert(node);
                 }
-                if self.keep == Keep::Every || super::reads(&event) {
+                if self.keep == Keep::Every || crate::audit::reads(&event) {
                     self.records.push(Record {
                         at,
                         node,

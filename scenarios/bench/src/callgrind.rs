@@ -10,7 +10,7 @@ use std::io::BufRead;
 
 /// The parts a profile's instructions are filed under, in the order they are printed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Part {
+pub enum Part {
     Simulator,
     Director,
     Adapters,
@@ -24,7 +24,7 @@ pub(crate) enum Part {
 }
 
 impl Part {
-    pub(crate) const ALL: [Part; 10] = [
+    pub const ALL: [Part; 10] = [
         Part::Simulator,
         Part::Director,
         Part::Adapters,
@@ -37,7 +37,7 @@ impl Part {
         Part::Other,
     ];
 
-    pub(crate) fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Part::Simulator => "simulator (event queue, trace, clocks, network draws)",
             Part::Director => "fault-plan director",
@@ -101,13 +101,13 @@ fn classify(path: &str, root: &str) -> Source {
 
 /// A profile's instructions by part, indexed by [`Part`] as a number.
 #[derive(Debug, Default)]
-pub(crate) struct Split {
+pub struct Split {
     pub by_part: [u64; Part::ALL.len()],
 }
 
 impl Split {
     /// Every instruction of the profile.
-    pub(crate) fn total(&self) -> u64 {
+    pub fn total(&self) -> u64 {
         self.by_part.iter().sum()
     }
 
@@ -116,7 +116,7 @@ impl Split {
     /// the program's debug information does not name this workspace's sources (its paths were
     /// remapped, or it was built elsewhere), and every instruction would look like another
     /// crate's.
-    pub(crate) fn per_seed(lo: &Split, hi: &Split, seeds: u64) -> Option<Vec<(Part, f64)>> {
+    pub fn per_seed(lo: &Split, hi: &Split, seeds: u64) -> Option<Vec<(Part, f64)>> {
         (hi.by_part[Part::Simulator as usize] > 0).then(|| {
             Part::ALL
                 .iter()
@@ -128,7 +128,7 @@ impl Split {
 }
 
 /// Reads a callgrind profile whose first event is `Ir` and files its instructions by part.
-pub(crate) fn split(profile: impl BufRead, root: &str) -> Result<Split, String> {
+pub fn split(profile: impl BufRead, root: &str) -> Result<Split, String> {
     let mut files: BTreeMap<u64, Source> = BTreeMap::new();
     let mut objects: BTreeMap<u64, bool> = BTreeMap::new();
     let mut positions = 1usize;
@@ -233,10 +233,10 @@ fn name<T: Copy>(
 }
 
 /// This workspace's root as the build saw it (the paths in its debug information start there).
-pub(crate) fn workspace_root() -> &'static str {
-    // This crate sits at scenarios/cli.
+pub fn workspace_root() -> &'static str {
+    // This crate sits at scenarios/bench.
     let dir = env!("CARGO_MANIFEST_DIR");
-    dir.strip_suffix("/scenarios/cli").unwrap_or(dir)
+    dir.strip_suffix("/scenarios/bench").unwrap_or(dir)
 }
 
 #[cfg(test)]

@@ -199,7 +199,7 @@ pub fn peak_rss_kib() -> Option<u64> {
 }
 
 /// The `VmHWM:   1234 kB` line of a `/proc/<pid>/status` text, in KiB.
-pub(crate) fn parse_vm_hwm(status: &str) -> Option<u64> {
+pub fn parse_vm_hwm(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let mut parts = line["VmHWM:".len()..].split_whitespace();
     let kib = parts.next()?.parse().ok()?;

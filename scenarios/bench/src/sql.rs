@@ -2,8 +2,7 @@
 //! in-memory reference coordinator, each measured in a process of its own: seeds/s, the SQL
 //! statements/s, leasesim's peak memory and the server's.
 
-use super::sql::{self, SqlArgs};
-use super::{io, Format, UsageError};
+use crate::{io, Error, Format};
 use leasesim::run::{run, Verdict};
 use leasesim::{pool, Machines};
 use leasesim_protocol::Event;
@@ -139,15 +138,27 @@ fn children(pid: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The measuring process: `in-memory` (the reference coordinator) or `sql`.
-pub(super) fn measure_here(
+/// A SQL coordinator opened for a measuring process: its machines, the data folder of the
+/// server when leasesim started one (for the server's memory), and what keeps that server
+/// alive until the measurement ends.
+pub struct OpenSql {
+    /// The machines with the SQL coordinator.
+    pub machines: Machines,
+    /// The server's data folder, when leasesim started the server.
+    pub server_dir: Option<std::path::PathBuf>,
+    /// Dropped when the measurement ends.
+    pub keep: Box<dyn std::any::Any>,
+}
+
+/// The measuring process: `in-memory` (the reference coordinator) or `sql` (what `open` opens).
+pub fn measure_here(
     out: &mut dyn Write,
     what: &str,
     scenario: &leasesim::ScenarioDef,
     seeds: u64,
     threads: usize,
-    args: &SqlArgs,
-) -> Result<i32, UsageError> {
+    open: &dyn Fn() -> Result<OpenSql, Error>,
+) -> Result<i32, Error> {
     let figures = match what {
         "in-memory" => measure(
             "in-memory",
@@ -157,37 +168,37 @@ pub(super) fn measure_here(
             threads,
         ),
         "sql" => {
-            let (mut machines, db) = sql::open(args)?;
-            let m = machines.pop().ok_or_else(|| {
-                UsageError("bench takes one SQL coordinator: --coordinator sql:FILE".into())
-            })?;
-            let mut f = measure(&m.parts().coordinator, scenario, &m, seeds, threads);
-            if let (Ok(f), Some(dir)) = (&mut f, db.as_ref().and_then(|d| d.dir())) {
-                f.server_peak_rss_kib = server_peak_kib(&dir);
+            let sql = open()?;
+            let m = &sql.machines;
+            let mut f = measure(&m.parts().coordinator, scenario, m, seeds, threads);
+            if let (Ok(f), Some(dir)) = (&mut f, &sql.server_dir) {
+                f.server_peak_rss_kib = server_peak_kib(dir);
             }
+            drop(sql.keep);
             f
         }
         other => {
-            return Err(UsageError(format!(
+            return Err(Error(format!(
                 "bad --child {other:?}: expected in-memory or sql"
             )))
         }
     }
-    .map_err(UsageError)?;
+    .map_err(Error)?;
     io(writeln!(out, "{}", json!(figures)))?;
     Ok(0)
 }
 
 /// The table: the in-memory reference coordinator beside the SQL one, same scenario and seeds,
-/// each in its own process.
-pub(super) fn table(
+/// each in its own process (`sql_args`: the options that name the SQL coordinator, given to
+/// the measuring processes as they are).
+pub fn table(
     out: &mut dyn Write,
     scenario: &str,
     seeds: u64,
     threads: usize,
-    args: &SqlArgs,
+    sql_args: &[String],
     format: Format,
-) -> Result<i32, UsageError> {
+) -> Result<i32, Error> {
     let child = |what: &str| {
         let mut a = vec![
             "bench".to_string(),
@@ -200,13 +211,13 @@ pub(super) fn table(
             "--child".into(),
             what.to_string(),
         ];
-        a.extend(args.to_args());
-        crate::bench_engines::in_child::<SqlFigures>(&a).map_err(UsageError)
+        a.extend(sql_args.iter().cloned());
+        crate::engines::in_child::<SqlFigures>(&a).map_err(Error)
     };
     let memory = child("in-memory")?;
     let sql = child("sql")?;
     let code = i32::from(memory.not_held > 0 || sql.not_held > 0);
-    let ratio = crate::bench_engines::ratio(memory.seeds_per_s, sql.seeds_per_s);
+    let ratio = crate::engines::ratio(memory.seeds_per_s, sql.seeds_per_s);
     if format == Format::Json {
         io(writeln!(
             out,
@@ -240,8 +251,8 @@ pub(super) fn table(
             f.seeds_per_s,
             f.statements,
             f.statements_per_s,
-            crate::bench_engines::mib(f.peak_rss_kib),
-            crate::bench_engines::mib(f.server_peak_rss_kib),
+            crate::engines::mib(f.peak_rss_kib),
+            crate::engines::mib(f.server_peak_rss_kib),
             f.not_held
         ))?;
     }

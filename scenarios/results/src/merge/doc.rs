@@ -6,10 +6,10 @@
 //! is refused as soon as it passes its bound. A parse error names the field's path
 //! (`scenarios[2].failures[7].seed`). This module judges no field against another: `check` does.
 
-use super::super::matrix::{MATRIX_FORMAT, MATRIX_VERSION};
-use super::super::results::{RESULT_FORMAT, RESULT_VERSION};
-use super::super::UsageError;
 use super::NONDETERMINISTIC_KEPT;
+use crate::matrix::{MATRIX_FORMAT, MATRIX_VERSION};
+use crate::sweep::{RESULT_FORMAT, RESULT_VERSION};
+use crate::BadInput;
 use leasesim::hazard::Hazard;
 use leasesim::run::Verdict;
 use leasesim::sweep::{Shard, FAILURES_KEPT, REASONS_KEPT};
@@ -43,19 +43,19 @@ const SKIP_KINDS: usize = 64;
 /// one of the merging program's, which merge checks by name).
 const SCENARIOS_MAX: usize = 4096;
 
-pub(super) fn bad(file: &str, why: impl fmt::Display) -> UsageError {
-    UsageError(format!("{file}: {why}"))
+pub fn bad(file: &str, why: impl fmt::Display) -> BadInput {
+    BadInput(format!("{file}: {why}"))
 }
 
 /// One result file, read and parsed.
-pub(super) enum Doc {
+pub enum Doc {
     Sweep(Box<SweepDoc>),
     Matrix(Box<MatrixDoc>),
 }
 
 /// Reads a result file: its size bounded, every key of every object given once, its format and
 /// version this leasesim's, and its fields the types they must be.
-pub(super) fn read(path: &Path) -> Result<(String, Doc), UsageError> {
+pub fn read(path: &Path) -> Result<(String, Doc), BadInput> {
     let name = path.display().to_string();
     let bytes = read_bounded(path, &name)?;
     walk(&bytes).map_err(|e| match e.classify() {
@@ -101,7 +101,7 @@ pub(super) fn read(path: &Path) -> Result<(String, Doc), UsageError> {
 
 /// The file's bytes, refused past [`FILE_MAX_BYTES`] however it grows while it is read; a
 /// FIFO or a folder is refused before it is opened.
-fn read_bounded(path: &Path, name: &str) -> Result<Vec<u8>, UsageError> {
+fn read_bounded(path: &Path, name: &str) -> Result<Vec<u8>, BadInput> {
     let too_big = || bad(name, format!("larger than {} MB", FILE_MAX_BYTES >> 20));
     let meta = std::fs::metadata(path).map_err(|e| bad(name, e))?;
     if !meta.is_file() {
@@ -123,7 +123,7 @@ fn read_bounded(path: &Path, name: &str) -> Result<Vec<u8>, UsageError> {
 }
 
 /// The document as `T`; an error names the path of the field that is wrong.
-fn typed<T: DeserializeOwned>(file: &str, bytes: &[u8]) -> Result<Box<T>, UsageError> {
+fn typed<T: DeserializeOwned>(file: &str, bytes: &[u8]) -> Result<Box<T>, BadInput> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let doc: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
@@ -267,7 +267,7 @@ struct Head {
 
 /// A list refused once it holds more than `MAX` items (its items are read one by one, so a
 /// list past its bound costs no memory for the rest).
-pub(super) struct List<T, const MAX: usize>(pub Vec<T>);
+pub struct List<T, const MAX: usize>(pub Vec<T>);
 
 impl<T, const MAX: usize> Default for List<T, MAX> {
     fn default() -> Self {
@@ -301,7 +301,7 @@ impl<'de, T: Deserialize<'de>, const MAX: usize> Deserialize<'de> for List<T, MA
 }
 
 /// A table of counts by name, refused once it holds more than `MAX` names.
-pub(super) struct Table<const MAX: usize>(pub BTreeMap<String, u64>);
+pub struct Table<const MAX: usize>(pub BTreeMap<String, u64>);
 
 impl<const MAX: usize> Default for Table<MAX> {
     fn default() -> Self {
@@ -343,7 +343,7 @@ struct SpanFields {
 /// A range of seeds `{"start", "end"}`, refused when it ends before it starts.
 #[derive(Clone, Deserialize)]
 #[serde(try_from = "SpanFields")]
-pub(super) struct Span(pub Range<u64>);
+pub struct Span(pub Range<u64>);
 
 impl TryFrom<SpanFields> for Span {
     type Error = String;
@@ -358,7 +358,7 @@ impl TryFrom<SpanFields> for Span {
 /// A sweep's seeds: a range that holds at least one seed.
 #[derive(Clone, Deserialize)]
 #[serde(try_from = "SpanFields")]
-pub(super) struct Seeds(pub Range<u64>);
+pub struct Seeds(pub Range<u64>);
 
 impl TryFrom<SpanFields> for Seeds {
     type Error = String;
@@ -380,7 +380,7 @@ struct ShardFields {
 /// `{"index", "count"}`: a shard that exists.
 #[derive(Clone, Copy, Deserialize)]
 #[serde(try_from = "ShardFields")]
-pub(super) struct ShardAt(pub Shard);
+pub struct ShardAt(pub Shard);
 
 impl TryFrom<ShardFields> for ShardAt {
     type Error = String;
@@ -392,7 +392,7 @@ impl TryFrom<ShardFields> for ShardAt {
 /// A time in seconds, never negative.
 #[derive(Clone, Copy, Deserialize)]
 #[serde(try_from = "f64")]
-pub(super) struct Seconds(pub f64);
+pub struct Seconds(pub f64);
 
 impl TryFrom<f64> for Seconds {
     type Error = String;
@@ -406,7 +406,7 @@ impl TryFrom<f64> for Seconds {
 
 /// A sweep's result (`sweep --json`), the fields `merge` reads or checks.
 #[derive(Deserialize)]
-pub(super) struct SweepDoc {
+pub struct SweepDoc {
     pub leasesim_version: String,
     pub verdict: String,
     pub variant: String,
@@ -440,7 +440,7 @@ pub(super) struct SweepDoc {
 
 /// A time budget's outcome.
 #[derive(Deserialize)]
-pub(super) struct BudgetDoc {
+pub struct BudgetDoc {
     pub budget_s: Seconds,
     pub spent: bool,
     pub overrun_s: Seconds,
@@ -449,14 +449,14 @@ pub(super) struct BudgetDoc {
 
 /// What a merge says it merged: counted, not read (a merged result read again is one whole).
 #[derive(Deserialize)]
-pub(super) struct MergedDoc {
+pub struct MergedDoc {
     pub files: Vec<IgnoredAny>,
     pub problems: Vec<IgnoredAny>,
 }
 
 /// One scenario of a sweep's result.
 #[derive(Deserialize)]
-pub(super) struct ScenarioDoc {
+pub struct ScenarioDoc {
     pub name: String,
     pub runs: u64,
     pub share: Span,
@@ -486,7 +486,7 @@ pub(super) struct ScenarioDoc {
 
 /// Runs that skipped one judgement for one cause.
 #[derive(Deserialize)]
-pub(super) struct SkippedDoc {
+pub struct SkippedDoc {
     pub judgement: String,
     pub invariant: String,
     pub spec: String,
@@ -496,14 +496,14 @@ pub(super) struct SkippedDoc {
 
 /// A seed whose two runs differed.
 #[derive(Deserialize)]
-pub(super) struct DifferenceDoc {
+pub struct DifferenceDoc {
     pub seed: u64,
     pub difference: String,
 }
 
 /// One kept failure.
 #[derive(Deserialize)]
-pub(super) struct FailureDoc {
+pub struct FailureDoc {
     pub seed: u64,
     pub verdict: Verdict,
     pub invariants: List<String, INVARIANTS>,
@@ -518,7 +518,7 @@ pub(super) struct FailureDoc {
 
 /// A matrix's result (`matrix --json`), the fields `merge` reads or checks.
 #[derive(Deserialize)]
-pub(super) struct MatrixDoc {
+pub struct MatrixDoc {
     pub leasesim_version: String,
     #[serde(deserialize_with = "some_seeds")]
     pub seeds: u64,
@@ -550,7 +550,7 @@ fn some_machines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MachinesDoc>, D:
 
 /// One row's machines, as the matrix names them.
 #[derive(Deserialize)]
-pub(super) struct MachinesDoc {
+pub struct MachinesDoc {
     pub name: String,
     /// A row is named by its machines; whether they are known-bad is checked when it is given.
     #[serde(default)]
@@ -559,7 +559,7 @@ pub(super) struct MachinesDoc {
 
 /// One cell of a matrix's result.
 #[derive(Deserialize)]
-pub(super) struct CellDoc {
+pub struct CellDoc {
     pub index: u64,
     pub variant: String,
     pub scenario: String,

@@ -1,35 +1,46 @@
-//! `bench` and `agree`: the simulator beside the async-shell engine, for speed and for verdicts.
+//! `bench`: the simulator beside the async-shell engine for speed, and the scaling table.
 
-use super::run::engine_arg;
-use super::{io, machines, refuse_unsafe_timing, scenario, scenario_list, Format, UsageError};
+use crate::io;
+use crate::{refuse_unsafe_timing, scenario, Error, Format};
 use leasesim::pool;
-use leasesim::sweep::SeedRange;
 use leasesim::Machines;
-use leasesim_shell::engines::{self, Engine};
+use leasesim_shell::engines::Engine;
 use serde_json::json;
 use std::io::Write;
 
-pub(super) struct BenchArgs {
+/// What `bench` measures.
+pub struct BenchArgs {
+    /// The scenario, by name.
     pub scenario: String,
+    /// The machines.
     pub machines: Machines,
+    /// Seeds on the simulator.
     pub seeds: u64,
+    /// Seeds on the async-shell engine.
     pub shell_seeds: u64,
+    /// Threads per engine (every core when `None`).
     pub jobs: Option<usize>,
+    /// Runs configurations that break P6 instead of refusing them.
     pub allow_unsafe_timing: bool,
+    /// The scaling table instead of the engines.
     pub scaling: bool,
+    /// In a measuring process: what this process measures (`--child`).
     pub child: Option<String>,
+    /// How the table is printed.
     pub format: Format,
 }
 
-pub(super) fn bench_cmd(
+/// The engines side by side (or the scaling table), each measured in a child process of this
+/// program; returns the exit code (1 when a measured run did not hold).
+pub fn bench_cmd(
     out: &mut dyn Write,
     a: &BenchArgs,
     scen: &[leasesim::ScenarioDef],
-) -> Result<i32, UsageError> {
+) -> Result<i32, Error> {
     let v = &a.machines;
     let def = scenario(scen, &a.scenario)?;
     if a.seeds == 0 || a.shell_seeds == 0 {
-        return Err(UsageError(
+        return Err(Error(
             "--seeds and --shell-seeds must be at least 1: a benchmark of no seeds measures nothing"
                 .into(),
         ));
@@ -73,25 +84,24 @@ fn measure_here(
     v: &Machines,
     threads: usize,
     child: &str,
-) -> Result<i32, UsageError> {
+) -> Result<i32, Error> {
     let doc = if let Some(row) = child.strip_prefix("scaling:") {
         let n: Vec<Option<u64>> = row.split(':').map(|x| x.parse().ok()).collect();
         let [Some(w @ 1..=1_000), Some(j @ 1..=100_000), Some(s @ 1..=1_000_000)] = n[..] else {
-            return Err(UsageError(format!(
+            return Err(Error(format!(
                 "bad --child {child:?}: expected scaling:WORKERS:JOBS:SEEDS with 1-1000 workers, 1-100000 jobs, 1-1000000 seeds"
             )));
         };
         let r = crate::scaling::measure(w as usize, j as usize, s);
         json!({"row": r, "peak_rss_kib": crate::scaling::peak_rss_kib()})
     } else {
-        let engine = engine_arg(child)?;
+        let engine = Engine::named(child)?;
         let seeds = if engine == Engine::Sim {
             a.seeds
         } else {
             a.shell_seeds
         };
-        let f =
-            crate::bench_engines::measure(engine, def, v, seeds, threads).map_err(UsageError)?;
+        let f = crate::engines::measure(engine, def, v, seeds, threads).map_err(Error)?;
         json!(f)
     };
     io(writeln!(out, "{doc}"))?;
@@ -118,21 +128,21 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// The simulator's scaling table, each row measured in processes of its own.
-fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i32, UsageError> {
+fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i32, Error> {
     let grid = crate::scaling::DEFAULT_GRID;
     let mut measured: Vec<Vec<_>> = grid.iter().map(|_| Vec::new()).collect();
     // Row after row, then again: a drift of the machine's speed falls on every row alike.
     for _ in 0..SCALING_PROCESSES {
         for (&(w, j), runs) in grid.iter().zip(&mut measured) {
             let seeds = crate::scaling::default_seeds(w, j);
-            let doc: serde_json::Value = crate::bench_engines::in_child(&child_args(
+            let doc: serde_json::Value = crate::engines::in_child(&child_args(
                 a,
                 threads,
                 &format!("scaling:{w}:{j}:{seeds}"),
             ))
-            .map_err(UsageError)?;
+            .map_err(Error)?;
             let row: crate::scaling::ScaleRow = serde_json::from_value(doc["row"].clone())
-                .map_err(|e| UsageError(format!("the measuring process printed no row: {e}")))?;
+                .map_err(|e| Error(format!("the measuring process printed no row: {e}")))?;
             runs.push((row, doc["peak_rss_kib"].as_u64()));
         }
     }
@@ -204,7 +214,7 @@ fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i
             format!("{lo:.0}-{hi:.0}"),
             r.seconds * 1000.0 / r.seeds.max(1) as f64,
             first_ns,
-            crate::bench_engines::mib(*peak_kib),
+            crate::engines::mib(*peak_kib),
             if r.held { "all held" } else { "NOT ALL HELD" }
         ))?;
     }
@@ -214,7 +224,7 @@ fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i
     ))?;
     let by_size = |w: usize, j: usize| rows.iter().find(|r| (r.row.workers, r.row.jobs) == (w, j));
     if let (Some(small), Some(large)) = (by_size(1, 10), by_size(100, 10_000)) {
-        let per = |x: f64, y: f64| crate::bench_engines::ratio(x, y).unwrap_or(0.0);
+        let per = |x: f64, y: f64| crate::engines::ratio(x, y).unwrap_or(0.0);
         io(writeln!(
             out,
             "100 x 10,000 against 1 x 10, ns/event: {:.2}x; the 100 x 10,000 first run against the 1 x 10 row: {:.2}x",
@@ -231,15 +241,15 @@ fn engines_table(
     a: &BenchArgs,
     v: &Machines,
     threads: usize,
-) -> Result<i32, UsageError> {
+) -> Result<i32, Error> {
     let common = |what: &str| child_args(a, threads, what);
     let other = Engine::shell();
-    let sim: crate::bench_engines::EngineFigures =
-        crate::bench_engines::in_child(&common("sim")).map_err(UsageError)?;
-    let shell: crate::bench_engines::EngineFigures =
-        crate::bench_engines::in_child(&common(other.name())).map_err(UsageError)?;
-    let seeds_ratio = crate::bench_engines::ratio(sim.seeds_per_s, shell.seeds_per_s);
-    let events_ratio = crate::bench_engines::ratio(sim.events_per_s, shell.events_per_s);
+    let sim: crate::engines::EngineFigures =
+        crate::engines::in_child(&common("sim")).map_err(Error)?;
+    let shell: crate::engines::EngineFigures =
+        crate::engines::in_child(&common(other.name())).map_err(Error)?;
+    let seeds_ratio = crate::engines::ratio(sim.seeds_per_s, shell.seeds_per_s);
+    let events_ratio = crate::engines::ratio(sim.events_per_s, shell.events_per_s);
     let code = if sim.not_held == 0 && shell.not_held == 0 || v.is_known_bad() {
         0
     } else {
@@ -276,7 +286,7 @@ fn engines_table(
             f.seconds,
             f.seeds_per_s,
             f.events_per_s,
-            crate::bench_engines::mib(f.peak_rss_kib),
+            crate::engines::mib(f.peak_rss_kib),
             f.not_held
         ))?;
     }
@@ -296,205 +306,6 @@ fn engines_table(
         ))?;
     }
     Ok(code)
-}
-
-/// What `agree` compares.
-pub(super) struct AgreeArgs {
-    pub names: Vec<String>,
-    pub seeds: SeedRange,
-    /// `--variant`, each once, comma-separated ones split (the default set when empty).
-    pub variants: Vec<String>,
-    pub allow_unsafe_timing: bool,
-    pub format: Format,
-}
-
-pub(super) fn agree_cmd(
-    out: &mut dyn Write,
-    a: &AgreeArgs,
-    cat: &[Machines],
-    scen: &[leasesim::ScenarioDef],
-) -> Result<i32, UsageError> {
-    let (names, seeds, allow_unsafe_timing, format) =
-        (&a.names, a.seeds, a.allow_unsafe_timing, a.format);
-    let joined = a.variants.join(",");
-    let variants = (!a.variants.is_empty()).then_some(joined.as_str());
-    let other = Engine::shell();
-    let names: Vec<String> = if names.is_empty() {
-        // The default set, as far as this program has it.
-        engines::AGREE_SCENARIOS
-            .iter()
-            .filter(|s| scen.iter().any(|d| d.name == **s))
-            .map(|s| s.to_string())
-            .collect()
-    } else {
-        names.to_vec()
-    };
-    if names.is_empty() {
-        return Err(UsageError(format!(
-            "this program has none of agree's default scenarios ({}): name the scenarios to compare",
-            engines::AGREE_SCENARIOS.join(", ")
-        )));
-    }
-    let defs = scenario_list(scen, &names)?;
-    let vs = agree_variants(variants, &defs, seeds, allow_unsafe_timing, cat)?;
-    let range = seeds.start..seeds.end;
-    let mut rows = Vec::new();
-    let mut skipped = Vec::new();
-    for def in &defs {
-        let unsupported = range.clone().find_map(|seed| {
-            other
-                .supports(&def.build(seed, leasesim::Variant::Reference))
-                .err()
-        });
-        if let (Some(why), true) = (
-            &unsupported,
-            range.clone().all(|seed| {
-                other
-                    .supports(&def.build(seed, leasesim::Variant::Reference))
-                    .is_err()
-            }),
-        ) {
-            skipped.push(why.clone());
-            continue;
-        }
-        for v in &vs {
-            rows.push(engines::agree(other, def, v, range.clone()).map_err(UsageError)?);
-        }
-    }
-    if rows.is_empty() {
-        return Err(UsageError(format!(
-            "nothing to compare: the {} engine expresses none of these scenarios ({})",
-            other.name(),
-            skipped.join("; ")
-        )));
-    }
-    let disagreements = rows.iter().filter(|r| r.disagreement.is_some()).count();
-    if format == Format::Json {
-        io(writeln!(
-            out,
-            "{:#}",
-            json!({"engine": other.name(), "rows": rows, "skipped": skipped, "disagreements": disagreements})
-        ))?;
-    } else {
-        print_agreement(out, other, &range, &rows, &skipped)?;
-    }
-    Ok(i32::from(disagreements > 0))
-}
-
-/// The variants `--variants` names (or the default set), each once, each valid by P6 unless
-/// the bypass was given.
-fn agree_variants(
-    variants: Option<&str>,
-    defs: &[leasesim::scenarios::ScenarioDef],
-    seeds: SeedRange,
-    allow_unsafe_timing: bool,
-    cat: &[Machines],
-) -> Result<Vec<Machines>, UsageError> {
-    let vs: Vec<Machines> = match variants {
-        Some(list) => list
-            .split(',')
-            .map(|s| machines(cat, s.trim()))
-            .collect::<Result<_, _>>()?,
-        // The default set is leasesim's own; a user's program compares its own machines.
-        None if cat.iter().all(Machines::is_stock) => engines::AGREE_VARIANTS
-            .iter()
-            .map(|s| machines(cat, s))
-            .collect::<Result<_, _>>()?,
-        None => cat.to_vec(),
-    };
-    for (i, v) in vs.iter().enumerate() {
-        if vs[..i].iter().any(|w| w.name() == v.name()) {
-            return Err(UsageError(format!(
-                "variant '{}' is named twice in --variants",
-                v.name()
-            )));
-        }
-        refuse_unsafe_timing(defs, seeds.start, v, allow_unsafe_timing)?;
-    }
-    Ok(vs)
-}
-
-/// The agreement table, the disagreements with both seeds, what was left out.
-fn print_agreement(
-    out: &mut dyn Write,
-    other: Engine,
-    range: &std::ops::Range<u64>,
-    rows: &[engines::Agreement],
-    skipped: &[String],
-) -> Result<(), UsageError> {
-    let disagreements = rows.iter().filter(|r| r.disagreement.is_some()).count();
-    io(writeln!(
-        out,
-        "sim vs {} over seeds {}..{}:",
-        other.name(),
-        range.start,
-        range.end
-    ))?;
-    let cell = |o: &engines::Outcome| {
-        if o.caught() {
-            let runaway = if o.unfinished > 0 {
-                format!(" +{} unfinished", o.unfinished)
-            } else {
-                String::new()
-            };
-            format!(
-                "caught {}/{}{runaway} (first seed {}) {}",
-                o.violated,
-                o.seeds,
-                o.first_violation.unwrap_or(0),
-                o.invariants.join(",")
-            )
-        } else if o.unfinished > 0 {
-            format!("UNFINISHED {}/{}", o.unfinished, o.seeds)
-        } else {
-            format!("held {}/{}", o.seeds, o.seeds)
-        }
-    };
-    for r in rows {
-        io(writeln!(
-            out,
-            "  {:<22} {:<24} sim: {:<48} {}: {:<48} same verdict on {}/{} seeds{}",
-            r.scenario,
-            r.variant,
-            cell(&r.sim),
-            other.name(),
-            cell(&r.other),
-            r.same_verdict_seeds,
-            r.sim.seeds,
-            if r.disagreement.is_some() {
-                "  DISAGREE"
-            } else {
-                ""
-            }
-        ))?;
-    }
-    for r in rows {
-        if let Some(d) = &r.disagreement {
-            io(writeln!(
-                out,
-                "disagreement: {} {}: {d}",
-                r.scenario, r.variant
-            ))?;
-        }
-    }
-    for s in skipped {
-        io(writeln!(out, "skipped: {s}"))?;
-    }
-    let left_out: u64 = rows.iter().map(|r| r.sim.skipped).sum();
-    if left_out > 0 {
-        io(writeln!(
-            out,
-            "left out: {left_out} (scenario, variant, seed) runs whose plan the {} engine cannot express",
-            other.name()
-        ))?;
-    }
-    io(writeln!(
-        out,
-        "{} comparisons, {} disagreements",
-        rows.len(),
-        disagreements
-    ))?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! `merge`: the results of a sweep's shards (`sweep --json`) as one result, rendered the way a
-//! sweep's own is (text, JSON, JUnit, Markdown). Each file is read into typed fields ([`doc`])
-//! and checked against itself ([`check`]) before anything of it is merged; then the files are
+//! sweep's own is (text, JSON, JUnit, Markdown). Each file is read into typed fields (`doc`)
+//! and checked against itself (`check`) before anything of it is merged; then the files are
 //! checked to be results of one sweep (the same leasesim version, machines, scenarios, seeds and
 //! checks) and `merge` says what keeps them from being the whole sweep: a shard missing, given
 //! twice, or interrupted. Counts and hazard counts add up, refused past 2^64 - 1; a hazard
@@ -12,12 +12,12 @@
 mod check;
 mod doc;
 
-use super::args::OutDir;
-use super::results::{Merged, Results, Saved};
-use super::sweep::ReportFiles;
-use super::{io, Format, UsageError, COVERAGE_MIN_SEEDS};
+use crate::files::ReportFiles;
+use crate::sweep::{Merged, Results, Saved};
+use crate::{io, BadInput, Format};
 use check::{MatrixShard, SweepShard};
 use doc::{bad, CellDoc, Doc, MatrixDoc, ScenarioDoc, Seconds, Span, SweepDoc};
+use leasesim::files::OutDir;
 use leasesim::hazard::Hazard;
 use leasesim::matrix::{self, Cell};
 use leasesim::sweep::{
@@ -40,7 +40,7 @@ fn seconds(s: Seconds) -> Duration {
 }
 
 /// `total + more`, refused past 2^64 - 1: a count that wrapped would merge into a wrong verdict.
-fn add(file: &str, field: &str, total: u64, more: u64) -> Result<u64, UsageError> {
+fn add(file: &str, field: &str, total: u64, more: u64) -> Result<u64, BadInput> {
     total.checked_add(more).ok_or_else(|| {
         bad(
             file,
@@ -94,7 +94,7 @@ fn read_all(
     paths: &[PathBuf],
     cat: &[Machines],
     scen: &[leasesim::ScenarioDef],
-) -> Result<Files, UsageError> {
+) -> Result<Files, BadInput> {
     let (mut sweeps, mut matrices) = (Vec::new(), Vec::new());
     for p in paths {
         let (name, doc) = doc::read(p)?;
@@ -121,13 +121,16 @@ fn read_all(
     } else if !sweeps.is_empty() {
         Ok(Files::Sweep(sweeps))
     } else {
-        Err(UsageError(
+        Err(BadInput(
             "merge needs the result files of a sweep's shards".into(),
         ))
     }
 }
 
-pub(super) fn merge_cmd(
+/// `leasesim merge`: reads and checks every file, merges them into the whole sweep (or
+/// matrix), and writes and prints it as the sweep (or matrix) itself would; returns the exit
+/// code.
+pub fn merge_cmd(
     out: &mut dyn Write,
     paths: &[PathBuf],
     reports: &ReportFiles,
@@ -135,12 +138,12 @@ pub(super) fn merge_cmd(
     format: Format,
     cat: &[Machines],
     scen: &[leasesim::ScenarioDef],
-) -> Result<i32, UsageError> {
+) -> Result<i32, BadInput> {
     let inputs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     reports.check(&inputs)?;
     match read_all(paths, cat, scen)? {
         Files::Matrix(files) => merge_matrix(out, files, reports, dir, format, scen),
-        Files::Sweep(_) if dir.is_some() => Err(UsageError(
+        Files::Sweep(_) if dir.is_some() => Err(BadInput(
             "--out is for the shards of a matrix; a sweep's merge writes --json, --junit and --summary".into(),
         )),
         Files::Sweep(files) => merge_sweep(out, files, reports, format, scen),
@@ -148,7 +151,7 @@ pub(super) fn merge_cmd(
 }
 
 /// Every file a shard of the first one's sweep.
-fn same_sweep(files: &[SweepShard]) -> Result<(), UsageError> {
+fn same_sweep(files: &[SweepShard]) -> Result<(), BadInput> {
     let first = &files[0];
     let want = identity(&first.doc);
     for f in &files[1..] {
@@ -173,7 +176,7 @@ fn merge_sweep(
     reports: &ReportFiles,
     format: Format,
     scen: &[leasesim::ScenarioDef],
-) -> Result<i32, UsageError> {
+) -> Result<i32, BadInput> {
     same_sweep(&files)?;
     let first = &files[0];
     let doc = &first.doc;
@@ -201,7 +204,7 @@ fn merge_sweep(
     }
     let errors = reports.write(&results);
     if let Some(e) = errors.first() {
-        return Err(UsageError(e.clone()));
+        return Err(BadInput(e.clone()));
     }
     Ok(results.outcome().exit_code())
 }
@@ -244,7 +247,7 @@ impl Sum {
     }
 
     /// Adds one shard's file (a shard given twice is named and left out).
-    fn file(&mut self, f: SweepShard, count: u64) -> Result<(), UsageError> {
+    fn file(&mut self, f: SweepShard, count: u64) -> Result<(), BadInput> {
         let shard = f.shard();
         let index = shard.map_or(1, |s| s.index);
         if let Some(other) = self.taken.get(&index) {
@@ -295,7 +298,7 @@ impl Sum {
     }
 
     /// Adds one scenario of one file.
-    fn scenario(&mut self, file: &str, j: usize, s: ScenarioDoc) -> Result<(), UsageError> {
+    fn scenario(&mut self, file: &str, j: usize, s: ScenarioDoc) -> Result<(), BadInput> {
         let field = |name: &str| format!("scenarios[{j}].{name}");
         let o = &mut self.scenarios[j];
         o.ran.extend(s.ran.0.into_iter().map(|Span(r)| r));
@@ -442,12 +445,10 @@ impl Sum {
             interrupted: false,
             budget: self.budget,
         };
-        let coverage_judged = self.problems.is_empty();
-        let unreached = if coverage_judged {
-            report.unreached(&base, COVERAGE_MIN_SEEDS)
-        } else {
-            Vec::new()
-        };
+        // The shards together are the whole sweep only when nothing is missing or repeated.
+        let unreached = report.coverage(&base).filter(|_| self.problems.is_empty());
+        let coverage_judged = unreached.is_some();
+        let unreached = unreached.unwrap_or_default();
         Results {
             program_scenarios: (scen.len(), leasesim::scenarios::is_stock_list(scen)),
             defs: base.scenarios.clone(),
@@ -517,7 +518,7 @@ fn merge_matrix(
     dir: Option<&Path>,
     format: Format,
     scen: &[leasesim::ScenarioDef],
-) -> Result<i32, UsageError> {
+) -> Result<i32, BadInput> {
     let first = &files[0];
     let want = matrix_identity(&first.doc);
     for f in &files[1..] {
@@ -580,11 +581,11 @@ fn merge_matrix(
         ));
     }
     let whole = if problems.is_empty() {
-        Some(matrix::assemble(&machines, scen, seeds, cells.clone()).map_err(UsageError)?)
+        Some(matrix::assemble(&machines, scen, seeds, cells.clone()).map_err(BadInput)?)
     } else {
         None
     };
-    let mut doc = super::matrix::result_json(
+    let mut doc = crate::matrix::result_json(
         &machines,
         seeds,
         None,
@@ -598,7 +599,7 @@ fn merge_matrix(
         // No table from part of a matrix: say what is missing.
         if let Some(path) = &reports.json {
             leasesim::files::write(path, format!("{doc:#}\n"))
-                .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+                .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
         }
         if format == Format::Json {
             io(writeln!(out, "{doc:#}"))?;
@@ -617,7 +618,7 @@ fn merge_matrix(
         return Ok(1);
     };
     let dir = dir.map(|d| OutDir::prepare("--out", d)).transpose()?;
-    let to = super::matrix::WholeOutputs {
+    let to = crate::matrix::WholeOutputs {
         dir: dir.as_ref().map(|d| d.path.as_path()),
         reports,
         format,
@@ -635,5 +636,5 @@ fn merge_matrix(
             }
         ),
     };
-    super::matrix::finish_whole(out, &m, doc, &to, &machines, scen)
+    crate::matrix::finish_whole(out, &m, doc, &to, &machines, scen)
 }

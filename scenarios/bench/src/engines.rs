@@ -152,7 +152,7 @@ pub fn in_child<T: for<'de> Deserialize<'de>>(args: &[String]) -> Result<T, Stri
     // A signal that ends this process ends the child too, through its own cleanups (a
     // throwaway server of its own), and waits for it.
     let pid = child.id();
-    let _ended_with_us = crate::interrupt::while_alive(move || end_child(pid));
+    let _ended_with_us = leasesim::interrupt::while_alive(move || end_child(pid));
     let out = child
         .wait_with_output()
         .map_err(|e| format!("the measuring process: {e}"))?;

@@ -7,7 +7,7 @@
 //! that Jenkins, GitLab and the GitHub reporters read; every text is escaped. The matrix has
 //! its own layout ([`matrix_junit`]).
 
-use super::results::{Results, PRINT_FAILURES_MAX};
+use crate::sweep::{Results, PRINT_FAILURES_MAX};
 use leasesim::matrix::Matrix;
 use leasesim::run::reproduce_command_for;
 use leasesim::sweep::describe_ranges;
@@ -16,7 +16,7 @@ use leasesim_reports::escape::html as esc;
 use std::fmt::Write;
 
 /// The whole document.
-pub(super) fn junit(r: &Results) -> String {
+pub fn junit(r: &Results) -> String {
     let report = &r.report;
     let m = &r.config.machines;
     let mut cases = String::new();
@@ -208,7 +208,7 @@ pub(super) fn junit(r: &Results) -> String {
 /// that fails when no scenario caught it. A cell fails when machines expected to hold broke an
 /// invariant or ran away there (its message: the first failing seed and the command that
 /// reproduces it); a known-bad variant's cell says in `system-out` whether it caught it.
-pub(super) fn matrix_junit(mx: &Matrix, cat: &[Machines]) -> String {
+pub fn matrix_junit(mx: &Matrix, cat: &[Machines]) -> String {
     let (mut tests, mut failures) = (0u64, 0u64);
     let mut suites = String::new();
     for (row, m) in mx.rows.iter().zip(cat) {

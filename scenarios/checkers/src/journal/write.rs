@@ -1,4 +1,4 @@
-//! The technical journal as JSON lines, and the per-run metrics (P8, P13, P18).
+//! Writing the technical journal as JSON lines (P13, P18).
 //!
 //! The journal is every node's journal events, in trace order, one JSON object a line, written
 //! through `tracing` and `tracing-subscriber`'s JSON formatter with a subscriber scoped to the
@@ -9,24 +9,20 @@
 //! timestamp is left out, so the same run always gives the same bytes.
 //!
 //! The file starts with the format's header (name, version, the nodes and their roles: the
-//! public format of JOURNAL.md, read back by `leasesim audit`). [`write_journal_dir`] writes
+//! public format of JOURNAL.md, read back by [`mod@super::read`]). [`journal_per_node`] gives
 //! one file per node instead, as a real system's nodes keep their logs: each line carries its
 //! node's `seq` and its own clock's reading, never true time.
 //!
 //! What the journal events do not carry themselves (each job's class, which node served a tool
-//! request, how long a call took) comes from the run's lease history, as do the metrics:
-//! renewal health on the coordinator's clock, expired leases, failed renewals, re-claimed jobs,
-//! jeopardy, rejected results, and tool calls per job class and tool provider.
+//! request, how long a call took) comes from the run's lease history.
 
-use leasesim::run::RunResult;
-use leasesim_checkers::history::History;
-pub use leasesim_checkers::metrics::{Metrics, ToolMetrics};
+use crate::history::History;
+use crate::node::NodeInfo;
 use leasesim_protocol::{
-    EffectOutcome, EntityId, ErrorCode, Event, GrantReason, IdemKey, JobId, OperatorAction,
+    EffectOutcome, EntityId, ErrorCode, Event, GrantReason, IdemKey, JobId, Msg, OperatorAction,
     Outcome, RefusalReason, Token,
 };
-use leasesim_reports::Names;
-use leasesim_sim::{EventKind, NodeId};
+use leasesim_sim::{EventKind, NodeId, TraceEvent};
 use serde::Serialize;
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -38,7 +34,18 @@ pub const TARGET: &str = "leasesim::journal";
 /// Journal bytes are handed to the caller's writer whenever this many have accumulated.
 const FLUSH_BYTES: usize = 64 * 1024;
 
-fn node_name(result: &RunResult, id: NodeId) -> &str {
+/// What a journal is written from: a run's nodes, its operations' names and its trace.
+#[derive(Copy, Clone)]
+pub struct Recorded<'a> {
+    /// The nodes, by node id.
+    pub nodes: &'a [NodeInfo],
+    /// The tool operations' names, by op id.
+    pub ops: &'a [String],
+    /// The trace, in order.
+    pub trace: &'a [TraceEvent<Msg, Event>],
+}
+
+fn node_name<'a>(result: &Recorded<'a>, id: NodeId) -> &'a str {
     result
         .nodes
         .get(id as usize)
@@ -317,7 +324,7 @@ fn ids(l: &mut Line<'_>, job: JobId, token: Token) {
 ///
 /// The job's payload hash is not in the trace, so these lines carry none; see
 /// [`write_journal_with_payload_hashes`].
-pub fn write_journal(result: &RunResult, out: &mut dyn Write) -> Result<(), String> {
+pub fn write_journal(result: &Recorded<'_>, out: &mut dyn Write) -> Result<(), String> {
     write_journal_with_payload_hashes(result, &[], out)
 }
 
@@ -326,14 +333,14 @@ pub fn write_journal(result: &RunResult, out: &mut dyn Write) -> Result<(), Stri
 /// job without an entry gets none.
 ///
 /// The first line is the format's header (`{"journal":"leasesim","nodes":[...],"version":1}`,
-/// see [`leasesim_checkers::audit::format`]); every other line is one journal event.
+/// see [`mod@super::read`]); every other line is one journal event.
 pub fn write_journal_with_payload_hashes(
-    result: &RunResult,
+    result: &Recorded<'_>,
     payload_hashes: &[u64],
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let io = |e: std::io::Error| format!("cannot write the journal: {e}");
-    let mut pending = header_line(&result.nodes).into_bytes();
+    let mut pending = header_line(result.nodes).into_bytes();
     pending.push(b'\n');
     emit(result, payload_hashes, false, &mut |_, bytes| {
         pending.extend_from_slice(bytes);
@@ -352,7 +359,7 @@ pub fn write_journal_with_payload_hashes(
 /// file, a node that journaled nothing a header alone. Returns (node, file contents) in node
 /// order; [`node_file_name`] names the file.
 pub fn journal_per_node(
-    result: &RunResult,
+    result: &Recorded<'_>,
     payload_hashes: &[u64],
 ) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut files: Vec<(String, Vec<u8>)> = result
@@ -395,33 +402,16 @@ pub fn node_file_name(node: &str) -> String {
     }
 }
 
-/// Writes [`journal_per_node`] into `dir` (created if missing): one file per node.
-pub fn write_journal_dir(
-    result: &RunResult,
-    payload_hashes: &[u64],
-    dir: &std::path::Path,
-) -> Result<Vec<std::path::PathBuf>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut paths = Vec::new();
-    for (node, bytes) in journal_per_node(result, payload_hashes)? {
-        let path = dir.join(node_file_name(&node));
-        leasesim::files::write(&path, bytes)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        paths.push(path);
-    }
-    Ok(paths)
-}
-
 /// The header line of a journal file of `nodes`.
-fn header_line(nodes: &[leasesim_checkers::NodeInfo]) -> String {
-    leasesim_checkers::audit::format::header(nodes)
+fn header_line(nodes: &[NodeInfo]) -> String {
+    super::read::header(nodes)
 }
 
 /// Emits every journal line of the run through `tracing`'s JSON formatter under a subscriber
 /// scoped to this call, handing each line's bytes to `sink` with its node. `per_node` lines
 /// carry their node's `seq` and no true time.
 fn emit(
-    result: &RunResult,
+    result: &Recorded<'_>,
     payload_hashes: &[u64],
     per_node: bool,
     sink: &mut dyn FnMut(NodeId, &[u8]) -> std::io::Result<()>,
@@ -438,7 +428,7 @@ fn emit(
         .with_max_level(tracing::Level::INFO)
         .with_writer(buffer.clone())
         .finish();
-    let lines = Lines::new(result, payload_hashes);
+    let lines = Lines::new(*result, payload_hashes);
     let mut seqs = vec![0u64; result.nodes.len()];
     tracing::subscriber::with_default(subscriber, || {
         // A store's statement names the coordinator decision that follows it.
@@ -483,28 +473,22 @@ fn emit(
 
 /// Turns journal events into lines, with what the run's history knows of them.
 struct Lines<'a> {
-    result: &'a RunResult,
+    result: Recorded<'a>,
     history: History,
-    node_names: Vec<String>,
     payload_hashes: &'a [u64],
 }
 
 impl<'a> Lines<'a> {
-    fn new(result: &'a RunResult, payload_hashes: &'a [u64]) -> Self {
+    fn new(result: Recorded<'a>, payload_hashes: &'a [u64]) -> Self {
         Lines {
             result,
-            history: History::new(&result.trace),
-            node_names: result.nodes.iter().map(|n| n.name.clone()).collect(),
+            history: History::new(result.trace),
             payload_hashes,
         }
     }
 
     fn key(&self, key: IdemKey) -> Option<String> {
-        let names = Names {
-            nodes: &self.node_names,
-            ops: &self.result.op_names,
-        };
-        Some(names.key(key))
+        Some(super::key_text(self.result.ops, key))
     }
 
     fn payload(&self, job: JobId) -> Option<String> {
@@ -525,7 +509,7 @@ impl<'a> Lines<'a> {
         l.provider = self
             .history
             .provider(worker, request)
-            .map(|p| node_name(self.result, p));
+            .map(|p| node_name(&self.result, p));
     }
 
     /// Stamps a receiver's line with the effect it decided.
@@ -552,7 +536,7 @@ impl<'a> Lines<'a> {
             event: note.name(),
             t_true_ns: Some(e.t),
             t_local_ns: e.local,
-            node: node_name(result, e.node),
+            node: node_name(&result, e.node),
             ..Line::default()
         };
         let mut site = Site::Worker;
@@ -911,9 +895,4 @@ fn commit_outcome(l: &mut Line<'_>, outcome: Outcome) {
             l.retryable = Some(retryable);
         }
     }
-}
-
-/// Computes the run's metrics from its trace.
-pub fn metrics(result: &RunResult) -> Metrics {
-    leasesim_checkers::metrics::metrics(&result.nodes, &result.trace)
 }

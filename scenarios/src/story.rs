@@ -4,8 +4,8 @@
 //! that leaves the protocol's decisions alone leaves the story alone.
 
 use crate::journal;
-use leasesim::run::RunResult;
-use leasesim::setup::Setup;
+use crate::run::RunResult;
+use crate::setup::Setup;
 
 /// The story of `r`, a run of `setup`: one line per journal event (`node  event  key=value ...`,
 /// the values sorted by key; every `*_ns` time and duration and the request numbers, which count

@@ -3,7 +3,7 @@
 //! first seed and the command that reproduces it, the first failing seeds folded away, and the
 //! hazard coverage table. Every cell is escaped, so a finding cannot break the table.
 
-use super::results::{describe_groups, groups, Results, PRINT_FAILURES_MAX};
+use crate::sweep::{describe_groups, groups, Results, PRINT_FAILURES_MAX};
 use leasesim::run::reproduce_command_for;
 use leasesim_reports::escape::html_text;
 use std::fmt::Write;
@@ -14,7 +14,7 @@ fn cell(s: &str) -> String {
 }
 
 /// The summary.
-pub(super) fn markdown(r: &Results) -> String {
+pub fn markdown(r: &Results) -> String {
     let report = &r.report;
     let m = &r.config.machines;
     let mut s = String::new();

@@ -1,12 +1,17 @@
 //! A sweep's results as every report shows them (text, JSON, JUnit, the job summary, merge):
 //! one sweep's, or its shards' merged. The `sweep` command makes them, the renderers read them.
 
-use super::rerun::rerun_command;
-use super::{io, UsageError};
+use crate::{io, BadInput};
+use leasesim::files::OutDir;
 use leasesim::hazard::Hazard;
+use leasesim::replay::{shrunk_path, Replay};
 use leasesim::run::{command_prefix, reproduce_command_for};
+use leasesim::run::{rerun_command, run};
 use leasesim::scenarios::ScenarioDef;
+use leasesim::shrink;
 use leasesim::sweep::{describe_ranges, Failure, Shard, SweepConfig, SweepReport};
+use leasesim::Machines;
+use leasesim_reports::matrix::file_stem;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,19 +19,20 @@ use std::ops::Range;
 use std::path::PathBuf;
 
 /// Failures printed per scenario; the rest are counted and listed in the file.
-pub(super) const PRINT_FAILURES_MAX: usize = 20;
+pub const PRINT_FAILURES_MAX: usize = 20;
 /// The name a result file carries, so `merge` never reads another program's JSON as a sweep.
-pub(super) const RESULT_FORMAT: &str = "leasesim-sweep";
+pub const RESULT_FORMAT: &str = "leasesim-sweep";
 /// The version of the result file's layout.
-pub(super) const RESULT_VERSION: u64 = 1;
+pub const RESULT_VERSION: u64 = 1;
 /// The first failure of a sweep, shrunk and saved.
-pub(super) struct Shrunk {
+pub struct Shrunk {
     /// The shrunk replay file.
     pub path: PathBuf,
     /// Seconds the shrinking took.
     pub seconds: f64,
     /// Faults of the plan before and after.
     pub faults_before: usize,
+    /// Faults of the shrunk plan.
     pub faults_after: usize,
     /// The invariant it still breaks (its label).
     pub invariant: String,
@@ -36,7 +42,7 @@ pub(super) struct Shrunk {
 
 /// What a sweep saved of its failures.
 #[derive(Default)]
-pub(super) struct Saved {
+pub struct Saved {
     /// Replay files written.
     pub replays: usize,
     /// Where each was written, by (scenario, seed).
@@ -64,7 +70,7 @@ fn reasons(o: &leasesim::sweep::ScenarioOutcome) -> String {
 
 /// How a sweep (or the merge of its shards) ends.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(super) enum Outcome {
+pub enum Outcome {
     /// Every seed held, every declared hazard was reached where judged.
     Held,
     /// A seed failed, a declared hazard was never reached, or a seed was not deterministic.
@@ -102,7 +108,7 @@ impl Outcome {
 }
 
 /// Where a merged result came from.
-pub(super) struct Merged {
+pub struct Merged {
     /// Each file with its shard (`None` for an unsharded sweep) and its runs.
     pub files: Vec<(String, Option<Shard>, u64)>,
     /// What keeps the shards from being the whole sweep (a missing, repeated or interrupted
@@ -114,13 +120,15 @@ pub(super) struct Merged {
 
 /// A sweep's results as every report shows them (text, JSON, JUnit, Markdown): one sweep's, or
 /// its shards' merged.
-pub(super) struct Results {
+pub struct Results {
+    /// The scenarios swept.
     pub defs: Vec<ScenarioDef>,
     /// How many scenarios the program has (a sweep of all of them names none), and whether
     /// they are all leasesim's own (leasesim's binary can then repeat it).
     pub program_scenarios: (usize, bool),
     /// The space (its seeds), the machines, the shard and the budget.
     pub config: SweepConfig,
+    /// What the sweep found.
     pub report: SweepReport,
     /// How the shard was chosen (`--shard`, or the variables that named it).
     pub shard_source: Option<String>,
@@ -130,16 +138,20 @@ pub(super) struct Results {
     pub share: Vec<Range<u64>>,
     /// Whether hazard coverage was judged (not in one shard of several, not when interrupted).
     pub coverage_judged: bool,
+    /// The declared hazards never reached, by scenario index ([`SweepReport::coverage`]).
     pub unreached: Vec<(usize, Hazard)>,
     /// Wall time in seconds (for a merge: the longest shard's).
     pub elapsed: f64,
+    /// The failure list written, if any.
     pub listed: Option<PathBuf>,
+    /// The replays saved and the first failure shrunk.
     pub saved: Saved,
+    /// For a merge: the shards it was made of.
     pub merged: Option<Merged>,
 }
 
 /// Scenarios grouped by the seed ranges they share, in order: `[(0..100, [w1-w2, swarm])]`.
-pub(super) fn groups<'a>(
+pub fn groups<'a>(
     defs: &[ScenarioDef],
     ranges: impl Iterator<Item = &'a [Range<u64>]>,
 ) -> Vec<(Range<u64>, Vec<String>)> {
@@ -179,7 +191,7 @@ pub(super) fn groups<'a>(
 
 /// `0..100 of every scenario; 100..101 of w1-w2, retries` (`none` when empty), for a sweep of
 /// `every` scenarios.
-pub(super) fn describe_groups(groups: &[(Range<u64>, Vec<String>)], every: usize) -> String {
+pub fn describe_groups(groups: &[(Range<u64>, Vec<String>)], every: usize) -> String {
     if groups.is_empty() {
         return "none".into();
     }
@@ -339,6 +351,7 @@ impl Results {
         self.saved.paths.get(&(scenario, seed)).map(String::as_str)
     }
 
+    /// The result document (`--json`, what `merge` reads back).
     pub fn json(&self) -> serde_json::Value {
         let r = &self.report;
         let m = &self.config.machines;
@@ -443,7 +456,8 @@ impl Results {
         doc
     }
 
-    pub fn text(&self, out: &mut dyn Write) -> Result<(), UsageError> {
+    /// The text a terminal shows.
+    pub fn text(&self, out: &mut dyn Write) -> Result<(), BadInput> {
         let r = &self.report;
         let m = &self.config.machines;
         if let Some(mg) = &self.merged {
@@ -635,7 +649,7 @@ impl Results {
         ))
     }
 
-    fn coverage(&self, out: &mut dyn Write) -> Result<(), UsageError> {
+    fn coverage(&self, out: &mut dyn Write) -> Result<(), BadInput> {
         io(writeln!(
             out,
             "hazard coverage (seeds that reached each hazard; * declared by the scenario):"
@@ -736,6 +750,100 @@ fn failure_json(f: &Failure, reproduce: String, replay: Option<&str>) -> serde_j
         "reproduce": reproduce,
         "replay": replay,
     })
+}
+
+/// Replay files one sweep writes at most (for the first printed failures).
+pub const REPLAYS_PER_SWEEP: usize = 100;
+/// The printed failures, in printed order: the first [`PRINT_FAILURES_MAX`] of each scenario.
+pub fn printed(report: &SweepReport) -> impl Iterator<Item = &Failure> {
+    report
+        .scenarios
+        .iter()
+        .flat_map(|s| s.failures.iter().take(PRINT_FAILURES_MAX))
+}
+
+/// Saves a replay file for each printed failure (at most [`REPLAYS_PER_SWEEP`], the first
+/// ones) and, unless told not to, the first failure shrunk. Files of other sweeps in the folder
+/// are left alone. Problems are collected, never fatal: the failing seeds are printed anyway.
+/// When the sweep ran to its end, a signal (`stop`) ends the saving after the replay under
+/// way, and the shrinking with the smallest failing plan found so far; the failure list
+/// already holds every failing seed.
+pub fn save_failures(
+    dir: &OutDir,
+    defs: &[ScenarioDef],
+    m: &Machines,
+    report: &SweepReport,
+    shrink_first: bool,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Saved {
+    let mut saved = Saved::default();
+    let mut first: Option<(PathBuf, Replay)> = None;
+    for f in printed(report).take(REPLAYS_PER_SWEEP) {
+        // A sweep a signal stopped saves its replays (a second signal ends it at once); a
+        // sweep that ran to its end stops saving at its first signal.
+        if shrink_first && stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let d = &defs[f.scenario];
+        let setup = d.build(f.seed, m.setup_variant());
+        let r = run(&setup, f.seed, m);
+        let path = dir.path.join(format!(
+            "{}-{}-seed{}.json",
+            d.name,
+            file_stem(m.name()),
+            f.seed
+        ));
+        let replay = Replay::record_on(
+            &setup,
+            f.seed,
+            true,
+            &r,
+            m,
+            &rerun_command(m, &d.name, &path),
+        );
+        match replay.save(&path) {
+            Ok(()) => {
+                saved.replays += 1;
+                saved
+                    .paths
+                    .insert((f.scenario, f.seed), path.display().to_string());
+                if first.is_none() {
+                    first = Some((path, replay));
+                }
+            }
+            Err(e) => {
+                saved.errors.push(e);
+                break;
+            }
+        }
+    }
+    // The first failure, shrunk, so the report starts from a handful of faults.
+    let stopped = stop.load(std::sync::atomic::Ordering::Relaxed);
+    if let (Some((path, replay)), true) = (first, shrink_first && !stopped) {
+        #[allow(clippy::disallowed_methods)] // the shrinker's own duration
+        let started = std::time::Instant::now();
+        if let Ok(mut s) = shrink::shrink_until(&replay, m, stop) {
+            let elapsed = started.elapsed().as_secs_f64();
+            let dest = shrunk_path(&path);
+            if let Some(rec) = &mut s.replay.machines {
+                rec.rerun = rerun_command(m, &s.replay.setup.scenario, &dest);
+            }
+            match s.replay.save(&dest) {
+                Ok(()) => {
+                    saved.shrunk = Some(Shrunk {
+                        path: dest,
+                        seconds: elapsed,
+                        faults_before: s.faults_before,
+                        faults_after: s.replay.setup.faults.len(),
+                        invariant: s.invariant.label(),
+                        scenario: s.replay.setup.scenario.clone(),
+                    })
+                }
+                Err(e) => saved.errors.push(e),
+            }
+        }
+    }
+    saved
 }
 
 #[cfg(test)]

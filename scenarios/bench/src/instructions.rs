@@ -4,19 +4,23 @@
 //! difference of the two counts, divided by `2N`, is the cost of a seed with the program's
 //! start-up and the sweep's fixed costs taken out.
 
-use super::{callgrind, Format, UsageError};
+use crate::{callgrind, Error, Format};
 use serde_json::json;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// What to count.
-pub(super) struct InstructionArgs<'a> {
+pub struct InstructionArgs<'a> {
+    /// The scenario, by name.
     pub scenario: &'a str,
+    /// The machines, by name.
     pub machines: &'a str,
+    /// Passed on to the counted sweeps.
     pub allow_unsafe_timing: bool,
     /// `N`: the two sweeps run `N` and `3N` seeds.
     pub seeds: u64,
+    /// How the figures are printed.
     pub format: Format,
 }
 
@@ -29,12 +33,9 @@ struct Count {
 }
 
 /// Runs the two counted sweeps and prints the figures per seed and per event.
-pub(super) fn instructions(
-    out: &mut dyn Write,
-    a: &InstructionArgs<'_>,
-) -> Result<i32, UsageError> {
+pub fn instructions(out: &mut dyn Write, a: &InstructionArgs<'_>) -> Result<i32, Error> {
     if a.seeds == 0 || a.seeds > 1_000_000 {
-        return Err(UsageError(format!(
+        return Err(Error(format!(
             "--instruction-seeds {} is out of range: 1 to 1,000,000",
             a.seeds
         )));
@@ -45,7 +46,7 @@ pub(super) fn instructions(
         .stderr(Stdio::null())
         .status();
     if !found.is_ok_and(|s| s.success()) {
-        return Err(UsageError(
+        return Err(Error(
             "bench --instructions counts with valgrind, which is not installed (Debian: apt-get install valgrind)".into(),
         ));
     }
@@ -53,10 +54,10 @@ pub(super) fn instructions(
     // guessable name in the shared temporary folder could be a link planted to another.
     let tmp = std::env::temp_dir();
     let dir = leasesim::files::private_dir(&tmp, "leasesim-instructions-")
-        .map_err(|e| UsageError(format!("cannot create a folder in {}: {e}", tmp.display())))?;
+        .map_err(|e| Error(format!("cannot create a folder in {}: {e}", tmp.display())))?;
     let counted = count(&dir, a, a.seeds).and_then(|lo| Ok((lo, count(&dir, a, 3 * a.seeds)?)));
     let _ = std::fs::remove_dir_all(&dir);
-    let (lo, hi) = counted.map_err(UsageError)?;
+    let (lo, hi) = counted.map_err(Error)?;
     let seeds = 2 * a.seeds;
     let instructions = hi.instructions.saturating_sub(lo.instructions);
     let events = hi.events.saturating_sub(lo.events);
@@ -80,10 +81,10 @@ pub(super) fn instructions(
                     .map(|&(part, n)| json!({"part": part.label(), "instructions": n.round()}))
                     .collect::<Vec<_>>()),
             });
-            super::io(writeln!(out, "{doc:#}"))?;
+            crate::io(writeln!(out, "{doc:#}"))?;
         }
         Format::Text => {
-            super::io(writeln!(
+            crate::io(writeln!(
                 out,
                 "{} --variant {}, one thread, counted by callgrind:\n  {:>8} seeds: {:>15} instructions, {:>10} events\n  {:>8} seeds: {:>15} instructions, {:>10} events\n  per seed: {:.0} instructions ({:.1} events); per event: {}",
                 a.scenario,
@@ -99,19 +100,19 @@ pub(super) fn instructions(
                 per_event.map_or("n/a".into(), |p| format!("{p:.0} instructions")),
             ))?;
             let Some(parts) = parts else {
-                super::io(writeln!(
+                crate::io(writeln!(
                     out,
                     "  (no split by part: this build's debug information does not name the sources under {})",
                     callgrind::workspace_root()
                 ))?;
                 return Ok(0);
             };
-            super::io(writeln!(
+            crate::io(writeln!(
                 out,
                 "  a seed's instructions by the part of leasesim whose source they were compiled from:"
             ))?;
             for (part, n) in &parts {
-                super::io(writeln!(
+                crate::io(writeln!(
                     out,
                     "    {n:>10.0}  {:>5.1}%  {}",
                     if per_seed > 0.0 {

@@ -6,9 +6,10 @@
 //! program; it is refused in one line that names the file and the field, since a verdict made
 //! from it would be wrong. Only what the files say of each other is left to `merge`.
 
-use super::super::{machines, scenario_list, UsageError, COVERAGE_MIN_SEEDS};
 use super::doc::{bad, CellDoc, FailureDoc, MatrixDoc, ScenarioDoc, ShardAt, Span, SweepDoc};
 use super::NONDETERMINISTIC_KEPT;
+use crate::{machines, scenario_list, BadInput};
+use leasesim::check::COVERAGE_MIN_SEEDS;
 use leasesim::hazard::Hazard;
 use leasesim::matrix;
 use leasesim::pool::THREADS_MAX;
@@ -20,7 +21,7 @@ use std::fmt::Display;
 use std::ops::Range;
 
 /// A sweep's result that holds together, with what it was checked against.
-pub(super) struct SweepShard {
+pub struct SweepShard {
     pub name: String,
     pub doc: Box<SweepDoc>,
     pub defs: Vec<ScenarioDef>,
@@ -47,20 +48,20 @@ struct Rules {
 }
 
 /// Checks a sweep's result against itself and against this program's scenarios and machines.
-pub(super) fn sweep(
+pub fn sweep(
     name: String,
     doc: Box<SweepDoc>,
     cat: &[Machines],
     scen: &[ScenarioDef],
-) -> Result<SweepShard, UsageError> {
+) -> Result<SweepShard, BadInput> {
     let file = name.as_str();
     let names: Vec<String> = doc.scenarios.0.iter().map(|s| s.name.clone()).collect();
     if names.is_empty() {
         return Err(bad(file, "scenarios: a sweep of no scenarios"));
     }
-    let defs = scenario_list(scen, &names)
-        .map_err(|UsageError(e)| bad(file, format!("scenarios: {e}")))?;
-    let m = machines(cat, &doc.variant).map_err(|UsageError(e)| {
+    let defs =
+        scenario_list(scen, &names).map_err(|BadInput(e)| bad(file, format!("scenarios: {e}")))?;
+    let m = machines(cat, &doc.variant).map_err(|BadInput(e)| {
         bad(
             file,
             format!("variant: {e}; merge with the program that ran the shards"),
@@ -105,7 +106,7 @@ pub(super) fn sweep(
 }
 
 /// The fields of a sweep's result that say how it ran, against each other and its machines.
-fn header(file: &str, doc: &SweepDoc, m: &Machines) -> Result<(), UsageError> {
+fn header(file: &str, doc: &SweepDoc, m: &Machines) -> Result<(), BadInput> {
     let err = |field: &str, why: String| Err(bad(file, format!("{field}: {why}")));
     if doc.known_bad != m.is_known_bad() {
         let is = if m.is_known_bad() {
@@ -194,7 +195,7 @@ struct Place<'a> {
 }
 
 impl Place<'_> {
-    fn err(&self, field: impl Display, why: impl Display) -> UsageError {
+    fn err(&self, field: impl Display, why: impl Display) -> BadInput {
         bad(
             self.file,
             format!("scenarios[{}].{field} ({}): {why}", self.j, self.def.name),
@@ -202,12 +203,7 @@ impl Place<'_> {
     }
 }
 
-fn scenario(
-    p: &Place,
-    s: &ScenarioDoc,
-    share: &Range<u64>,
-    rules: &Rules,
-) -> Result<(), UsageError> {
+fn scenario(p: &Place, s: &ScenarioDoc, share: &Range<u64>, rules: &Rules) -> Result<(), BadInput> {
     let Span(named) = &s.share;
     if named != share {
         return Err(p.err(
@@ -226,7 +222,7 @@ fn scenario(
 }
 
 /// The ranges that ran: inside the share, sorted and disjoint, as many as the runs count.
-fn ran(p: &Place, s: &ScenarioDoc, share: &Range<u64>, ranges_max: u64) -> Result<(), UsageError> {
+fn ran(p: &Place, s: &ScenarioDoc, share: &Range<u64>, ranges_max: u64) -> Result<(), BadInput> {
     let ran = &s.ran.0;
     if ran.len() as u64 > ranges_max {
         return Err(p.err(
@@ -273,7 +269,7 @@ fn ran(p: &Place, s: &ScenarioDoc, share: &Range<u64>, ranges_max: u64) -> Resul
 
 /// The counts of one scenario against each other; returns the seeds judged (run and
 /// expressible).
-fn counts(p: &Place, s: &ScenarioDoc, rules: &Rules) -> Result<u64, UsageError> {
+fn counts(p: &Place, s: &ScenarioDoc, rules: &Rules) -> Result<u64, BadInput> {
     let Some(judged) = s.runs.checked_sub(s.not_expressible) else {
         return Err(p.err(
             "not_expressible",
@@ -358,7 +354,7 @@ fn hazards(
     share: &Range<u64>,
     judged: u64,
     coverage: bool,
-) -> Result<(), UsageError> {
+) -> Result<(), BadInput> {
     // Bounded by the share, not the runs: a shard cut short keeps its table (the merge names
     // its missing seeds).
     let seeds = share.end - share.start;
@@ -408,7 +404,7 @@ fn ran_seed(ran: &[Span], seed: u64) -> bool {
 
 /// The kept failures: the lowest [`FAILURES_KEPT`] failing seeds, each once, in seed order,
 /// each one that ran, each verdict one a failure can have.
-fn failures(p: &Place, s: &ScenarioDoc, allow_unsafe_timing: bool) -> Result<(), UsageError> {
+fn failures(p: &Place, s: &ScenarioDoc, allow_unsafe_timing: bool) -> Result<(), BadInput> {
     let list = &s.failures.0;
     let kept = s.failing.min(FAILURES_KEPT as u64);
     if list.len() as u64 != kept {
@@ -464,12 +460,7 @@ fn ranges(ran: &[Span]) -> String {
 
 /// One failure's verdict and invariants: a violation names the invariants it broke (sorted,
 /// each once), any other failure none.
-fn failure(
-    p: &Place,
-    i: usize,
-    f: &FailureDoc,
-    allow_unsafe_timing: bool,
-) -> Result<(), UsageError> {
+fn failure(p: &Place, i: usize, f: &FailureDoc, allow_unsafe_timing: bool) -> Result<(), BadInput> {
     match &f.verdict {
         Verdict::Held => {
             return Err(p.err(
@@ -512,7 +503,7 @@ fn failure(
 
 /// The seeds whose two runs differed: at most [`NONDETERMINISTIC_KEPT`], as many as counted up
 /// to that, each once, in seed order, each one that ran.
-fn differences(p: &Place, s: &ScenarioDoc) -> Result<(), UsageError> {
+fn differences(p: &Place, s: &ScenarioDoc) -> Result<(), BadInput> {
     let list = &s.nondeterministic_seeds.0;
     let kept = s.nondeterministic.min(NONDETERMINISTIC_KEPT as u64);
     if list.len() as u64 != kept {
@@ -551,7 +542,7 @@ fn differences(p: &Place, s: &ScenarioDoc) -> Result<(), UsageError> {
 }
 
 /// The result's totals against the sums over its scenarios, and what it says of its own end.
-fn totals(file: &str, doc: &SweepDoc, share: &[Range<u64>]) -> Result<(), UsageError> {
+fn totals(file: &str, doc: &SweepDoc, share: &[Range<u64>]) -> Result<(), BadInput> {
     let sc = &doc.scenarios.0;
     let sum = |field: &str, of: &dyn Fn(&ScenarioDoc) -> u64| {
         sc.iter()
@@ -617,7 +608,7 @@ fn totals(file: &str, doc: &SweepDoc, share: &[Range<u64>]) -> Result<(), UsageE
 }
 
 /// The verdict the counts make, as the sweep decides it.
-fn verdict(file: &str, doc: &SweepDoc) -> Result<(), UsageError> {
+fn verdict(file: &str, doc: &SweepDoc) -> Result<(), BadInput> {
     let want = if doc.merged.as_ref().is_some_and(|m| !m.problems.is_empty()) {
         "incomplete"
     } else if doc.interrupted {
@@ -640,7 +631,7 @@ fn verdict(file: &str, doc: &SweepDoc) -> Result<(), UsageError> {
 }
 
 /// A matrix's result that holds together, with the machines of its rows.
-pub(super) struct MatrixShard {
+pub struct MatrixShard {
     pub name: String,
     pub doc: Box<MatrixDoc>,
     pub machines: Vec<Machines>,
@@ -654,16 +645,16 @@ impl MatrixShard {
 
 /// Checks a matrix's result: its rows this program's machines, each once; its cells exactly
 /// the ones its shard holds, each consistent in itself.
-pub(super) fn matrix(
+pub fn matrix(
     name: String,
     doc: Box<MatrixDoc>,
     cat: &[Machines],
     scen: &[ScenarioDef],
-) -> Result<MatrixShard, UsageError> {
+) -> Result<MatrixShard, BadInput> {
     let file = name.as_str();
     let mut rows: Vec<Machines> = Vec::with_capacity(doc.catalogue.len().min(cat.len()));
     for (i, entry) in doc.catalogue.iter().enumerate() {
-        let m = machines(cat, &entry.name).map_err(|UsageError(e)| {
+        let m = machines(cat, &entry.name).map_err(|BadInput(e)| {
             bad(
                 file,
                 format!("catalogue[{i}].name: {e}; merge with the program that ran the shards"),
@@ -728,7 +719,7 @@ fn cell(
     rows: &[Machines],
     seeds: u64,
     scen: &[ScenarioDef],
-) -> Result<(), UsageError> {
+) -> Result<(), BadInput> {
     let err = |field: &str, why: String| Err(bad(file, format!("cells[{i}].{field}: {why}")));
     let n = scen.len() as u64;
     // The index is one the shard holds, so its row and column exist.
