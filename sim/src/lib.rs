@@ -1,4 +1,4 @@
-//! A deterministic discrete-event simulator (DESIGN.md): one true time in u64 nanoseconds, an
+//! A deterministic discrete-event simulator (ARCHITECTURE.md, "Determinism"): one true time in u64 nanoseconds, an
 //! event queue ordered by (time, sequence), per-node clocks, a network where each message gets
 //! its own fate, partitions, pauses, crashes and restarts, a bounded event budget, a trace of
 //! plain serde data, and one seeded generator of a pinned algorithm with a stream per purpose.

@@ -37,7 +37,7 @@ fn every_scenario_holds_and_reaches_its_declared_hazards() {
 
 #[test]
 fn list_shows_every_named_story_and_the_swarm() {
-    // Fourteen stories of the seeds, one per protocol rule of P7, P11, P15, P16, P17, and the
+    // Nineteen stories (the seeds' and one per protocol rule of P7, P11, P15, P16, P17) and the
     // swarm.
     assert_eq!(scenarios::ALL.len(), 20);
     assert!(scenarios::find("swarm").is_some());

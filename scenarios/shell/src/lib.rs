@@ -1,5 +1,5 @@
 //! The async shell: the same protocol machines, driven by async tasks instead of the
-//! discrete-event loop (DESIGN.md, "madsim as a second engine").
+//! discrete-event loop (ARCHITECTURE.md, "scenarios/shell/").
 //!
 //! Each node is a set of tasks that share the node's machine through the [`World`]:
 //!
