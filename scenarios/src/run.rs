@@ -57,7 +57,7 @@ fn names_of(setup: &Setup) -> Names {
 /// Gives a finished run's trace storage back to this thread's next run (a sweep calls it once
 /// it has read what it needs): the trace of a run that held is not kept, and its storage is not
 /// allocated again.
-pub fn recycle(r: RunResult) {
+pub(crate) fn recycle(r: RunResult) {
     BUFFERS.with_borrow_mut(|b| b.give_trace(r.trace));
 }
 
@@ -199,6 +199,20 @@ pub fn run_swept(setup: &Setup, seed: u64, machines: &Machines) -> Swept {
         result: run(setup, seed, machines),
         trace_from: 0,
     }
+}
+
+/// [`run_swept`], read by `read`, its storage then handed to this thread's next run as a sweep
+/// hands it: for a measurement that runs seeds as a sweep does.
+pub fn run_swept_then<T>(
+    setup: &Setup,
+    seed: u64,
+    machines: &Machines,
+    read: impl FnOnce(&Swept) -> T,
+) -> T {
+    let swept = run_swept(setup, seed, machines);
+    let out = read(&swept);
+    recycle(swept.result);
+    out
 }
 
 /// Runs and judges a setup, walking the checkers over the trace every `judge_every` events

@@ -52,10 +52,8 @@ pub struct ReceiverSetup {
     pub clock: ClockSpec,
 }
 
-/// Everything a run needs besides the seed.
-///
-/// [`Setup::recycle`] hands a setup's storage to the next setup its thread builds (a sweep
-/// does so after each seed); a setup simply dropped frees it.
+/// Everything a run needs besides the seed. A sweep hands each setup's storage to the next
+/// setup its thread builds; a setup simply dropped frees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setup {
     /// Scenario name.
@@ -558,7 +556,7 @@ impl Setup {
     /// per seed. A vector of more than 256 elements is freed, and so is all of it
     /// when the thread already holds a setup's storage. The setup built next is the same as
     /// one built in new storage (a test holds every named scenario to it).
-    pub fn recycle(mut self) {
+    pub(crate) fn recycle(mut self) {
         // A setup recycled while its thread exits finds the store gone: it is simply dropped.
         let _ = SPARE.try_with(|s| {
             let Ok(mut s) = s.try_borrow_mut() else {

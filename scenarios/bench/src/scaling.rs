@@ -8,7 +8,7 @@
 //! measures the simulator and the checkers, never a budget.
 
 use leasesim::machines::Machines;
-use leasesim::run::{run_swept, Verdict};
+use leasesim::run::{run_swept_then, Verdict};
 use leasesim::scenarios::story::Story;
 use leasesim::setup::{Setup, EVENT_BUDGET_MAX};
 use leasesim_protocol::{Nanos, OpId, Step, Variant, MILLI_NS, SECOND_NS};
@@ -106,7 +106,7 @@ pub fn scaling_setup(workers: usize, jobs: usize, seed: u64) -> Setup {
     s.finish()
 }
 
-/// One row of the table: `seeds` seeds of one size, run as a sweep runs them ([`run_swept`]), and
+/// One row of the table: `seeds` seeds of one size, run as a sweep runs them ([`leasesim::run::run_swept`]), and
 /// what they cost.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ScaleRow {
@@ -146,14 +146,13 @@ pub fn measure(workers: usize, jobs: usize, seeds: u64) -> ScaleRow {
     // As a sweep runs a seed: judged as it goes, its storage handed to the next seed.
     let run = |seed: u64| {
         let setup = scaling_setup(workers, jobs, seed);
-        let swept = run_swept(&setup, seed, &Machines::variant(setup.variant));
-        let ran = (
-            swept.result.events,
-            swept.recorded() as u64,
-            swept.result.verdict() == Verdict::Held,
-        );
-        leasesim::run::recycle(swept.result);
-        ran
+        run_swept_then(&setup, seed, &Machines::variant(setup.variant), |swept| {
+            (
+                swept.result.events,
+                swept.recorded() as u64,
+                swept.result.verdict() == Verdict::Held,
+            )
+        })
     };
     let (mut first_events, mut first_ns_per_event, mut held) = (0, 0.0, true);
     if seeds > 0 {
@@ -309,7 +308,7 @@ mod tests {
             setup.variant = variant;
             let machines = Machines::variant(variant);
             let whole = leasesim::run::run(&setup, 2, &machines);
-            let swept = run_swept(&setup, 2, &machines);
+            let swept = leasesim::run::run_swept(&setup, 2, &machines);
             let what = |r: &RunResult| {
                 format!(
                     "{:?} {} {}\n{:?}\n{:?}\n{:?}",
