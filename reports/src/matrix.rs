@@ -230,6 +230,13 @@ fn skipped_md(m: &Matrix) -> String {
 
 /// The matrix as HTML, each caught variant linking to `counterexamples/<variant>.html`.
 pub fn html(m: &Matrix) -> String {
+    html_with_pages(m, &|_| true)
+}
+
+/// The matrix as HTML, each caught variant linking to `counterexamples/<variant>.html` where
+/// `has_page(<variant>)` says that page was written, else to its replay
+/// (`counterexamples/<variant>.json`), from which `replay --html` draws it.
+pub fn html_with_pages(m: &Matrix, has_page: &dyn Fn(&str) -> bool) -> String {
     let esc = escape::html_text;
     let mut s = String::from(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>leasesim variant matrix</title>\n<style>body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}.no{background:#fdd}.yes{background:#dfd}.clean{background:#def}code{font-size:12px}</style></head><body>\n<h1>leasesim variant matrix</h1>\n",
@@ -262,10 +269,16 @@ pub fn html(m: &Matrix) -> String {
         } else {
             ("no", "NO")
         };
-        let link = if r.caught && !r.expected_to_hold {
+        let stem = file_stem(&r.variant);
+        let link = if r.caught && !r.expected_to_hold && has_page(&stem) {
             format!(
                 "<a class=\"counterexample\" href=\"counterexamples/{}.html\">timeline</a>",
-                esc(&file_stem(&r.variant))
+                esc(&stem)
+            )
+        } else if r.caught && !r.expected_to_hold {
+            format!(
+                "<a class=\"counterexample\" href=\"counterexamples/{0}.json\">replay</a><br><small>its timeline is larger than these pages keep: <code>leasesim replay counterexamples/{0}.json --html {0}.html</code></small>",
+                esc(&stem)
             )
         } else {
             "-".into()

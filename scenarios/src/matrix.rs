@@ -9,7 +9,7 @@
 //! does and most cells of a known-bad variant do); [`assemble`] makes the matrix of the cells
 //! of every shard, in order.
 
-pub use leasesim_reports::matrix::{html, markdown, Cell, Matrix, Row};
+pub use leasesim_reports::matrix::{html, html_with_pages, markdown, Cell, Matrix, Row};
 
 use crate::machines::Machines;
 use crate::pool;

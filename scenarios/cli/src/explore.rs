@@ -5,12 +5,15 @@
 //! hazards reached, and the sentence a reviewer can quote. It never claims "exhaustive" for a
 //! space a shard, a budget or Ctrl-C cut.
 
+use super::args::whole;
 use super::args::OutDir;
 use super::{io, Format, UsageError};
+use super::{pick_with, sql, FAILURES_DIR};
 use leasesim::explore::{self, ExploreConfig, Explored, Kind, Progress};
 use leasesim::interrupt::Graceful;
 use leasesim::sweep::Shard;
 use leasesim::Machines;
+use leasesim::ScenarioDef;
 use leasesim_results::explore::{json, save, Saved};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -284,4 +287,95 @@ fn text(
     }
     io(writeln!(out, "{}", x.claim()))?;
     Ok(())
+}
+
+/// `leasesim explore`'s arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ExploreCli {
+    /// Scenario name (see `list`).
+    pub scenario: String,
+    /// K: most faults per plan (1 or 2).
+    #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
+    pub faults: usize,
+    /// The fault kinds placed, comma-separated (`pause,message`; default: all).
+    #[arg(long)]
+    pub kinds: Option<String>,
+    /// The seed, held fixed for every plan.
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true, value_parser = whole::<u64>)]
+    pub seed: u64,
+    /// The machines to run: a variant of the reference, or a user's machines (see `list`);
+    /// the program's first by default.
+    #[arg(long, visible_alias = "machines")]
+    pub variant: Option<String>,
+    /// Worker threads (default: every core).
+    #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
+    pub jobs: Option<usize>,
+    /// Runs shard K of N of the numbered plans (or the shard the environment names, as for
+    /// `sweep`).
+    #[arg(long, allow_hyphen_values = true, value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+    /// Runs only the first N plans of the space (the output says which fraction ran).
+    #[arg(long, allow_hyphen_values = true, value_parser = whole::<u64>)]
+    pub budget: Option<u64>,
+    /// Stops at the first violating plan (every plan numbered before it still runs, so the
+    /// plans needed to find it are exact).
+    #[arg(long)]
+    pub first: bool,
+    /// Where each violated invariant's shrunk plan is saved (replay and HTML timeline).
+    #[arg(long, default_value = FAILURES_DIR)]
+    pub failures_dir: PathBuf,
+    /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
+    #[arg(long)]
+    pub allow_unsafe_timing: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    #[command(flatten)]
+    pub sql: sql::SqlArgs,
+}
+
+/// `leasesim explore`, from its arguments.
+pub(super) fn explore_cli(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    a: ExploreCli,
+    cat: &[Machines],
+    scen: &[ScenarioDef],
+) -> Result<i32, UsageError> {
+    let ExploreCli {
+        scenario,
+        faults,
+        kinds,
+        seed,
+        variant: v,
+        jobs,
+        shard,
+        budget,
+        first,
+        failures_dir,
+        allow_unsafe_timing,
+        format,
+        sql,
+    } = a;
+    let machines = pick_with(cat, v.as_deref(), &sql, "explore")?;
+    let jobs = sql::default_jobs(jobs, std::slice::from_ref(&machines));
+    explore_cmd(
+        out,
+        err,
+        &ExploreArgs {
+            scenario,
+            seed,
+            faults,
+            kinds,
+            machines,
+            jobs,
+            shard,
+            budget,
+            first,
+            failures_dir,
+            allow_unsafe_timing,
+            format,
+        },
+        scen,
+    )
 }

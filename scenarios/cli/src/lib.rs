@@ -6,6 +6,7 @@
 
 mod args;
 mod audit;
+mod bench;
 mod explore;
 mod list;
 mod matrix;
@@ -81,52 +82,7 @@ enum Command {
         format: Format,
     },
     /// Runs one seed of one scenario; prints the timeline and the verdict.
-    Run {
-        /// Scenario name (see `list`).
-        scenario: String,
-        /// The seed.
-        #[arg(long, allow_hyphen_values = true, value_parser = whole::<u64>)]
-        seed: u64,
-        /// The machines to run: a variant of the reference, or a user's machines (see `list`);
-        /// the program's first by default.
-        #[arg(long, visible_alias = "machines")]
-        variant: Option<String>,
-        /// Writes the whole trace as JSON to this file.
-        #[arg(long)]
-        trace: Option<PathBuf>,
-        /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
-        #[arg(long)]
-        allow_unsafe_timing: bool,
-        /// Writes a replay file of this run.
-        #[arg(long)]
-        save: Option<PathBuf>,
-        /// Writes the journal (JSON lines, P18) to this file.
-        #[arg(long)]
-        journal: Option<PathBuf>,
-        /// Writes the journal as one file per node into this folder (`coord.jsonl`,
-        /// `W1.jsonl`, `recv.jsonl`, ...), each with its node's own clock only: what
-        /// `leasesim audit` reads from a real system.
-        #[arg(long)]
-        journal_dir: Option<PathBuf>,
-        /// Writes the run as a self-contained HTML timeline.
-        #[arg(long)]
-        html: Option<PathBuf>,
-        /// Writes the run as Markdown with a Mermaid sequence diagram.
-        #[arg(long)]
-        markdown: Option<PathBuf>,
-        /// Runs the seed twice and compares the traces (on madsim: madsim's own check too).
-        #[arg(long)]
-        check_determinism: bool,
-        /// The engine: `sim` (the simulator), `madsim` (the async shell on madsim, in the madsim
-        /// build) or `tokio` (the async shell on real tokio, in the normal build).
-        #[arg(long, default_value = "sim")]
-        engine: String,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
-        format: RunFormat,
-        #[command(flatten)]
-        sql: sql::SqlArgs,
-    },
+    Run(run::RunCli),
     /// Re-runs a saved replay file exactly.
     Replay {
         /// The replay file.
@@ -163,60 +119,7 @@ enum Command {
         sql: sql::SqlArgs,
     },
     /// Runs many seeds of some scenarios (all when none is named) on all cores.
-    Sweep {
-        /// Scenario names (see `list`); all when none is given.
-        scenarios: Vec<String>,
-        /// `N` for seeds 0..N, `A..B` for seeds A up to but not including B, `A..` for seeds
-        /// from A on (with --for), or `random` for a base drawn from the system, printed so
-        /// the run can be repeated.
-        #[arg(long, default_value = "1000", allow_hyphen_values = true, value_parser = SeedsArg::parse)]
-        seeds: SeedsArg,
-        /// Runs shard K of N of the sweep (without it: LEASESIM_SHARD=K/N, GitLab's
-        /// CI_NODE_INDEX/CI_NODE_TOTAL, or Kubernetes' JOB_COMPLETION_INDEX with
-        /// LEASESIM_SHARD_TOTAL, when set).
-        #[arg(long, allow_hyphen_values = true, value_parser = Shard::parse)]
-        shard: Option<Shard>,
-        /// A time budget (`10m`, `90s`): no seed starts once it is spent, and the report names
-        /// the seeds that ran.
-        #[arg(long = "for", value_name = "DURATION", allow_hyphen_values = true, value_parser = leasesim::advise::parse_duration)]
-        budget: Option<u64>,
-        /// Writes the result as JUnit XML: one testcase per scenario.
-        #[arg(long)]
-        junit: Option<PathBuf>,
-        /// Appends a Markdown summary (verdict, failures, hazard coverage) to this file, as
-        /// `$GITHUB_STEP_SUMMARY` expects.
-        #[arg(long)]
-        summary: Option<PathBuf>,
-        /// Writes the result as JSON (what `merge` reads) to this file, whatever `--format`.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// The machines to run: a variant of the reference, or a user's machines (see `list`);
-        /// the program's first by default.
-        #[arg(long, visible_alias = "machines")]
-        variant: Option<String>,
-        /// Worker threads (default: every core).
-        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
-        jobs: Option<usize>,
-        /// Where failing seeds are saved.
-        #[arg(long, default_value = FAILURES_DIR)]
-        failures_dir: PathBuf,
-        /// Runs configurations that break the P6 timing rule instead of refusing them.
-        #[arg(long)]
-        allow_unsafe_timing: bool,
-        /// Runs every seed twice and compares the traces.
-        #[arg(long)]
-        check_determinism: bool,
-        /// Lets this judgement (by its name, its invariant's or its id: `belief-within-grant`,
-        /// `quiescent-holder`, `I5`) be skipped in every run of a scenario; without it such a
-        /// sweep fails, since it proves nothing about that judgement. Repeatable.
-        #[arg(long, value_name = "NAME")]
-        allow_skipped: Vec<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        #[command(flatten)]
-        sql: sql::SqlArgs,
-    },
+    Sweep(sweep::SweepCli),
     /// Merges the results of a sweep's shards (`sweep --json`) into one verdict, one hazard
     /// coverage table and one failure list, and checks that together they are the sweep.
     Merge {
@@ -259,51 +162,7 @@ enum Command {
     /// Runs the same scenario on the simulator and on the async-shell engine (madsim in the
     /// madsim build, real tokio otherwise), each in its own process, and prints seeds/s,
     /// events/s, peak memory and their ratio; `--scaling` prints the simulator's scaling table.
-    Bench {
-        /// Scenario (see `list`).
-        #[arg(long, default_value = "w1-w2")]
-        scenario: String,
-        /// The machines to run: a variant of the reference, or a user's machines (see `list`);
-        /// the program's first by default.
-        #[arg(long, visible_alias = "machines")]
-        variant: Option<String>,
-        /// Seeds for the simulator.
-        #[arg(long, default_value_t = 100_000, allow_hyphen_values = true, value_parser = whole::<u64>)]
-        seeds: u64,
-        /// Seeds for the async-shell engine.
-        #[arg(long, default_value_t = 2_000, allow_hyphen_values = true, value_parser = whole::<u64>)]
-        shell_seeds: u64,
-        /// Threads per engine (default: every core).
-        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
-        jobs: Option<usize>,
-        /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
-        #[arg(long)]
-        allow_unsafe_timing: bool,
-        /// Prints the simulator's scaling table (workers x jobs, 1 x 1 to 100 x 10,000) instead:
-        /// each row the median of five processes, measured in turns with the other rows.
-        #[arg(long)]
-        scaling: bool,
-        /// Counts instructions instead of seconds: sweeps N and 3N seeds of the scenario on one
-        /// thread under `valgrind --tool=callgrind` and prints the difference per seed and per
-        /// event (N from --instruction-seeds), and how a seed's instructions split between the
-        /// parts of leasesim whose sources they were compiled from.
-        #[arg(long, conflicts_with = "scaling")]
-        instructions: bool,
-        /// N for --instructions.
-        #[arg(long, default_value_t = 500, requires = "instructions", allow_hyphen_values = true, value_parser = whole::<u64>)]
-        instruction_seeds: u64,
-        /// Internal: measure one engine (or `scaling:W:J:SEEDS`) in this process.
-        #[arg(long, hide = true)]
-        child: Option<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        /// With a SQL file (`--coordinator sql:FILE`): the scenario with that SQL coordinator
-        /// on PostgreSQL beside the in-memory reference coordinator (seeds/s, statements/s,
-        /// peak memory), instead of the engines.
-        #[command(flatten)]
-        sql: sql::SqlArgs,
-    },
+    Bench(bench::BenchCli),
     /// Runs the scenarios the async shell expresses on the simulator and on the async-shell
     /// engine, and reports where the two engines disagree (with both seeds).
     Agree {
@@ -330,11 +189,16 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Regenerates the example reports committed under `reports/`.
+    /// Writes the example reports (`--out reports --page-limit 300` regenerates the ones
+    /// committed under `reports/`).
     Examples {
         /// Where they go.
-        #[arg(long, default_value = "reports")]
+        #[arg(long)]
         out: PathBuf,
+        /// Leaves out a counterexample's timeline page larger than this many kilobytes (1,000
+        /// bytes), the matrix linking its replay instead.
+        #[arg(long, value_name = "KB", allow_hyphen_values = true, value_parser = whole::<u64>)]
+        page_limit: Option<u64>,
         /// Worker threads for the matrix (default: every core).
         #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
         jobs: Option<usize>,
@@ -370,84 +234,10 @@ enum Command {
         format: Format,
     },
     /// Every variant against every scenario: which is caught, by what, after how many seeds.
-    Matrix {
-        /// Seeds per scenario at most (a variant stops at its first failing seed).
-        #[arg(long, default_value_t = leasesim::matrix::DEFAULT_SEEDS, allow_hyphen_values = true, value_parser = whole::<u64>)]
-        seeds: u64,
-        /// Worker threads (default: every core).
-        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
-        jobs: Option<usize>,
-        /// Where the Markdown table is written (default: `reports`, with SQL files
-        /// `reports/sql`).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Runs shard K of N of the matrix's cells (variant x scenario); without it, the shard
-        /// the environment names as for `sweep`. A shard writes no table: `merge` its --json
-        /// results.
-        #[arg(long, allow_hyphen_values = true, value_parser = Shard::parse)]
-        shard: Option<Shard>,
-        /// Writes the result as JSON (what `merge` reads) to this file, whatever `--format`.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Writes the matrix as JUnit XML: one testcase per variant x scenario.
-        #[arg(long)]
-        junit: Option<PathBuf>,
-        /// Appends the matrix as Markdown to this file, as `$GITHUB_STEP_SUMMARY` expects.
-        #[arg(long)]
-        summary: Option<PathBuf>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        /// With SQL files (`--coordinator sql:FILE`, repeated): the matrix of those files
-        /// instead of leasesim's own machines; a file marked `-- leasesim: known-bad` must be
-        /// caught, every other must hold.
-        #[command(flatten)]
-        sql: sql::SqlArgs,
-    },
+    Matrix(matrix::MatrixCli),
     /// Every fault plan of up to K faults placed at the protocol events of a scenario's
     /// fault-free run, with the seed held fixed: what no placement of K faults breaks.
-    Explore {
-        /// Scenario name (see `list`).
-        scenario: String,
-        /// K: most faults per plan (1 or 2).
-        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
-        faults: usize,
-        /// The fault kinds placed, comma-separated (`pause,message`; default: all).
-        #[arg(long)]
-        kinds: Option<String>,
-        /// The seed, held fixed for every plan.
-        #[arg(long, default_value_t = 0, allow_hyphen_values = true, value_parser = whole::<u64>)]
-        seed: u64,
-        /// The machines to run: a variant of the reference, or a user's machines (see `list`);
-        /// the program's first by default.
-        #[arg(long, visible_alias = "machines")]
-        variant: Option<String>,
-        /// Worker threads (default: every core).
-        #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
-        jobs: Option<usize>,
-        /// Runs shard K of N of the numbered plans (or the shard the environment names, as for
-        /// `sweep`).
-        #[arg(long, allow_hyphen_values = true, value_parser = Shard::parse)]
-        shard: Option<Shard>,
-        /// Runs only the first N plans of the space (the output says which fraction ran).
-        #[arg(long, allow_hyphen_values = true, value_parser = whole::<u64>)]
-        budget: Option<u64>,
-        /// Stops at the first violating plan (every plan numbered before it still runs, so the
-        /// plans needed to find it are exact).
-        #[arg(long)]
-        first: bool,
-        /// Where each violated invariant's shrunk plan is saved (replay and HTML timeline).
-        #[arg(long, default_value = FAILURES_DIR)]
-        failures_dir: PathBuf,
-        /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
-        #[arg(long)]
-        allow_unsafe_timing: bool,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        #[command(flatten)]
-        sql: sql::SqlArgs,
-    },
+    Explore(explore::ExploreCli),
     /// A queue's SQL file: `sql check FILE...` holds it to the statement contract.
     Sql {
         #[command(subcommand)]
@@ -838,43 +628,7 @@ fn dispatch(
             html,
             format,
         } => audit::audit_cmd(out, &files, clock_uncertainty, html.as_deref(), format),
-        Command::Run {
-            scenario: name,
-            seed,
-            variant: v,
-            trace,
-            allow_unsafe_timing,
-            save,
-            journal,
-            journal_dir,
-            html,
-            markdown,
-            check_determinism,
-            engine,
-            format,
-            sql,
-        } => run::run_cmd(
-            out,
-            &name,
-            seed,
-            &pick_with(cat, v.as_deref(), &sql, "run")?,
-            &run::RunOpts {
-                outputs: Outputs {
-                    trace,
-                    journal,
-                    html,
-                    markdown,
-                    save,
-                },
-                journal_dir,
-                check_determinism,
-                allow_unsafe_timing,
-                engine: run::engine_arg(&engine)?,
-                format,
-                program: program.to_string(),
-            },
-            scen,
-        ),
+        Command::Run(a) => run::run_cli(out, a, cat, scen, program),
         Command::Replay {
             file,
             html,
@@ -915,50 +669,7 @@ fn dispatch(
             markdown,
             sql,
         } => run::report_cmd(out, &file, html, markdown, &with_sql(cat, &sql)?, scen),
-        Command::Sweep {
-            scenarios: names,
-            seeds,
-            shard,
-            budget,
-            junit,
-            summary,
-            json,
-            variant: v,
-            jobs,
-            failures_dir,
-            allow_unsafe_timing,
-            check_determinism,
-            allow_skipped,
-            format,
-            sql,
-        } => {
-            let machines = pick_with(cat, v.as_deref(), &sql, "sweep")?;
-            let jobs = sql::default_jobs(jobs, std::slice::from_ref(&machines));
-            sweep::sweep_cmd(
-                out,
-                err,
-                &sweep::SweepArgs {
-                    names,
-                    seeds,
-                    shard,
-                    budget: budget.map(std::time::Duration::from_nanos),
-                    reports: leasesim_results::files::ReportFiles {
-                        junit,
-                        summary,
-                        json,
-                    },
-                    machines,
-                    jobs,
-                    failures_dir,
-                    allow_unsafe_timing,
-                    check_determinism,
-                    // The program's own allowances (`Builder::allow_skipped`), then the flag's.
-                    allow_skipped: program_skips.iter().cloned().chain(allow_skipped).collect(),
-                    format,
-                },
-                scen,
-            )
-        }
+        Command::Sweep(a) => sweep::sweep_cli(out, err, a, cat, scen, program_skips),
         Command::Merge {
             files,
             junit,
@@ -980,100 +691,19 @@ fn dispatch(
             &with_sql(cat, &sql)?,
             scen,
         )?),
-        Command::Matrix {
-            seeds,
-            jobs,
-            out: dir,
-            shard,
-            json,
-            junit,
-            summary,
-            format,
-            sql,
-        } => {
-            let files = sql::machines(&sql)?;
-            let (cat, dir, subject) = if files.is_empty() {
-                (cat, dir.unwrap_or_else(|| "reports".into()), None)
-            } else {
-                let args: Vec<&str> = files.iter().filter_map(Machines::command_line).collect();
-                let subject = (
-                    "Every SQL file named (`--coordinator sql:FILE`)".to_string(),
-                    format!(
-                        "{} matrix --seeds {seeds} {}",
-                        leasesim::run::command_prefix(scenarios::is_stock_list(scen)),
-                        args.join(" ")
-                    ),
-                );
-                (
-                    &files[..],
-                    dir.unwrap_or_else(|| PathBuf::from("reports").join("sql")),
-                    Some(subject),
-                )
-            };
-            let jobs = sql::default_jobs(jobs, cat);
-            matrix::matrix_cmd(
-                out,
-                &matrix::MatrixArgs {
-                    seeds,
-                    jobs,
-                    dir,
-                    shard,
-                    reports: leasesim_results::files::ReportFiles {
-                        junit,
-                        summary,
-                        json,
-                    },
-                    format,
-                    subject,
-                },
-                cat,
-                scen,
-            )
-        }
-        Command::Explore {
-            scenario,
-            faults,
-            kinds,
-            seed,
-            variant: v,
-            jobs,
-            shard,
-            budget,
-            first,
-            failures_dir,
-            allow_unsafe_timing,
-            format,
-            sql,
-        } => {
-            let machines = pick_with(cat, v.as_deref(), &sql, "explore")?;
-            let jobs = sql::default_jobs(jobs, std::slice::from_ref(&machines));
-            explore::explore_cmd(
-                out,
-                err,
-                &explore::ExploreArgs {
-                    scenario,
-                    seed,
-                    faults,
-                    kinds,
-                    machines,
-                    jobs,
-                    shard,
-                    budget,
-                    first,
-                    failures_dir,
-                    allow_unsafe_timing,
-                    format,
-                },
-                scen,
-            )
-        }
+        Command::Matrix(a) => matrix::matrix_cli(out, a, cat, scen),
+        Command::Explore(a) => explore::explore_cli(out, err, a, cat, scen),
         Command::Sql {
             command: SqlCommand::Check { files },
         } => sql::check_cmd(out, &files),
         Command::Sql {
             command: SqlCommand::Explore { workers, jobs, sql },
         } => sql::explore_cmd(out, &sql, workers, jobs),
-        Command::Examples { out: dir, jobs } => matrix::examples_cmd(out, &dir, jobs),
+        Command::Examples {
+            out: dir,
+            page_limit,
+            jobs,
+        } => matrix::examples_cmd(out, &dir, page_limit, jobs),
         Command::Advise {
             lease,
             heartbeat,
@@ -1098,119 +728,7 @@ fn dispatch(
             simulate,
             format,
         ),
-        Command::Bench {
-            scenario,
-            variant: v,
-            seeds,
-            jobs,
-            scaling,
-            instructions,
-            child,
-            format,
-            sql,
-            ..
-        } if sql.any() => {
-            if v.is_some() || scaling || instructions {
-                return Err(UsageError(
-                    "bench with a SQL coordinator compares it with the in-memory reference: --variant, --scaling and --instructions do not apply".into(),
-                ));
-            }
-            // Each coordinator is measured in a child process of this program, which finds the
-            // scenario by name among its own.
-            let def = self::scenario(scen, &scenario)?;
-            if seeds == 0 {
-                return Err(UsageError("--seeds must be at least 1".into()));
-            }
-            // The SQL runs wait on the server: more connections than cores keep both busy.
-            let jobs = jobs.or_else(|| Some(2 * leasesim::pool::cores()));
-            let threads = leasesim::pool::threads(jobs, seeds)?;
-            match child {
-                Some(what) => {
-                    let open = || {
-                        let (mut machines, db) = sql::open(&sql).map_err(|UsageError(e)| e)?;
-                        let machines = machines.pop().ok_or_else(|| {
-                            "bench takes one SQL coordinator: --coordinator sql:FILE".to_string()
-                        })?;
-                        let server_dir = db.as_ref().and_then(|d| d.dir());
-                        let keep: Box<dyn std::any::Any> = Box::new(db);
-                        Ok(leasesim_bench::OpenSql {
-                            machines,
-                            server_dir,
-                            keep,
-                        })
-                    };
-                    let open = move || open().map_err(leasesim_bench::Error);
-                    Ok(leasesim_bench::sql_measure_here(
-                        out, &what, &def, seeds, threads, &open,
-                    )?)
-                }
-                None => Ok(leasesim_bench::sql_table(
-                    out,
-                    &def.name,
-                    seeds,
-                    threads,
-                    &sql.to_args(),
-                    format.lib(),
-                )?),
-            }
-        }
-        Command::Bench {
-            scenario,
-            variant: v,
-            allow_unsafe_timing,
-            instructions: true,
-            instruction_seeds,
-            format,
-            ..
-        } => {
-            // Counted under valgrind in child processes of this program, which find the
-            // scenario by name among its own.
-            let def = self::scenario(scen, &scenario)?;
-            let machines = pick(cat, v.as_deref())?;
-            refuse_unsafe_timing(
-                std::slice::from_ref(&def),
-                0,
-                &machines,
-                allow_unsafe_timing,
-            )?;
-            Ok(leasesim_bench::instructions(
-                out,
-                &leasesim_bench::InstructionArgs {
-                    scenario: &def.name,
-                    machines: machines.name(),
-                    allow_unsafe_timing,
-                    seeds: instruction_seeds,
-                    format: format.lib(),
-                },
-            )?)
-        }
-        Command::Bench {
-            scenario,
-            variant: v,
-            seeds,
-            shell_seeds,
-            jobs,
-            allow_unsafe_timing,
-            scaling,
-            child,
-            format,
-            sql: _,
-            ..
-        } => Ok(leasesim_bench::bench_cmd(
-            out,
-            &leasesim_bench::BenchArgs {
-                scenario,
-                machines: pick(cat, v.as_deref())?,
-                seeds,
-                shell_seeds,
-                jobs,
-                allow_unsafe_timing,
-                scaling,
-                child,
-                format: format.lib(),
-            },
-            scen,
-        )?),
+        Command::Bench(a) => bench::bench(out, a, cat, scen),
         Command::Agree {
             scenarios: names,
             seeds,

@@ -2,11 +2,14 @@
 //! matrix may run one shard of its cells (`--shard K/N` or the CI variables, as `sweep`); a
 //! shard writes its cells as JSON and no table, and `merge` makes the matrix of its shards.
 
+use super::args::whole;
 use super::args::OutDir;
+use super::sql;
 use super::{io, Format, UsageError};
 use leasesim::examples;
 use leasesim::matrix::{self, Cell};
 use leasesim::pool;
+use leasesim::scenarios::{self, ScenarioDef};
 use leasesim::sweep::Shard;
 use leasesim::Machines;
 use leasesim_protocol::Variant;
@@ -24,6 +27,8 @@ pub(super) struct MatrixArgs {
     pub format: Format,
     /// What the rows are and the command that regenerates them, for a matrix of SQL files.
     pub subject: Option<(String, String)>,
+    /// `--page-limit`, in kilobytes.
+    pub page_limit: Option<u64>,
 }
 
 pub(super) fn matrix_cmd(
@@ -137,6 +142,7 @@ pub(super) fn matrix_cmd(
             "matrix written to {} ({elapsed:.1}s on {threads} thread(s))",
             dir.path.join("matrix.md").display()
         ),
+        page_limit: a.page_limit.map(|kb| kb.saturating_mul(1_000)),
     };
     Ok(finish_whole(out, &m, doc, &to, cat, scen)?)
 }
@@ -153,12 +159,14 @@ fn describe(c: &Cell) -> String {
 pub(super) fn examples_cmd(
     out: &mut dyn Write,
     dir: &Path,
+    page_limit_kb: Option<u64>,
     jobs: Option<usize>,
 ) -> Result<i32, UsageError> {
     let pairs = (Variant::ALL.len() * leasesim::scenarios::ALL.len()) as u64;
     let threads = pool::threads(jobs, pairs)?;
     let dir = OutDir::prepare("--out", dir)?;
-    let files = examples::write_examples(&dir.path, threads).map_err(UsageError)?;
+    let limit = page_limit_kb.map(|kb| kb.saturating_mul(1_000));
+    let files = examples::write_examples(&dir.path, threads, limit).map_err(UsageError)?;
     for f in files {
         io(writeln!(out, "wrote {}", f.display()))?;
     }
@@ -168,4 +176,106 @@ pub(super) fn examples_cmd(
         dir.path.join("counterexamples").display()
     ))?;
     Ok(0)
+}
+
+/// `leasesim matrix`'s arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct MatrixCli {
+    /// Seeds per scenario at most (a variant stops at its first failing seed).
+    #[arg(long, default_value_t = leasesim::matrix::DEFAULT_SEEDS, allow_hyphen_values = true, value_parser = whole::<u64>)]
+    pub seeds: u64,
+    /// Worker threads (default: every core).
+    #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
+    pub jobs: Option<usize>,
+    /// Where the Markdown table is written (default: `reports`, with SQL files
+    /// `reports/sql`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Runs shard K of N of the matrix's cells (variant x scenario); without it, the shard
+    /// the environment names as for `sweep`. A shard writes no table: `merge` its --json
+    /// results.
+    #[arg(long, allow_hyphen_values = true, value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+    /// Writes the result as JSON (what `merge` reads) to this file, whatever `--format`.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Writes the matrix as JUnit XML: one testcase per variant x scenario.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Appends the matrix as Markdown to this file, as `$GITHUB_STEP_SUMMARY` expects.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+    /// Leaves out a counterexample's timeline page larger than this many kilobytes (1,000
+    /// bytes), linking its replay instead: for reports kept in a repository.
+    #[arg(long, value_name = "KB", allow_hyphen_values = true, value_parser = whole::<u64>)]
+    pub page_limit: Option<u64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// With SQL files (`--coordinator sql:FILE`, repeated): the matrix of those files
+    /// instead of leasesim's own machines; a file marked `-- leasesim: known-bad` must be
+    /// caught, every other must hold.
+    #[command(flatten)]
+    pub sql: sql::SqlArgs,
+}
+
+/// `leasesim matrix`, from its arguments.
+pub(super) fn matrix_cli(
+    out: &mut dyn Write,
+    a: MatrixCli,
+    cat: &[Machines],
+    scen: &[ScenarioDef],
+) -> Result<i32, UsageError> {
+    let MatrixCli {
+        seeds,
+        jobs,
+        out: dir,
+        shard,
+        json,
+        junit,
+        summary,
+        page_limit,
+        format,
+        sql,
+    } = a;
+    let files = sql::machines(&sql)?;
+    let (cat, dir, subject) = if files.is_empty() {
+        (cat, dir.unwrap_or_else(|| "reports".into()), None)
+    } else {
+        let args: Vec<&str> = files.iter().filter_map(Machines::command_line).collect();
+        let subject = (
+            "Every SQL file named (`--coordinator sql:FILE`)".to_string(),
+            format!(
+                "{} matrix --seeds {seeds}{} {}",
+                leasesim::run::command_prefix(scenarios::is_stock_list(scen)),
+                page_limit.map_or(String::new(), |kb| format!(" --page-limit {kb}")),
+                args.join(" ")
+            ),
+        );
+        (
+            &files[..],
+            dir.unwrap_or_else(|| PathBuf::from("reports").join("sql")),
+            Some(subject),
+        )
+    };
+    let jobs = sql::default_jobs(jobs, cat);
+    matrix_cmd(
+        out,
+        &MatrixArgs {
+            seeds,
+            jobs,
+            dir,
+            shard,
+            reports: leasesim_results::files::ReportFiles {
+                junit,
+                summary,
+                json,
+            },
+            format,
+            subject,
+            page_limit,
+        },
+        cat,
+        scen,
+    )
 }

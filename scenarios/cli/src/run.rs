@@ -2,7 +2,9 @@
 //! rendered or minimised. Every file a command writes is checked before the run, every file it
 //! reads is bounded and checked as a replay file is.
 
+use super::args::whole;
 use super::args::{check_outputs, Outputs};
+use super::pick_with;
 use super::{io, scenario, sql, Format, RunFormat, UsageError};
 use leasesim::journal;
 use leasesim::replay::{
@@ -676,4 +678,101 @@ pub(super) fn shrink_cmd(
         rerun_command(&m, &shrunk.replay.setup.scenario, &dest)
     ))?;
     Ok(code)
+}
+
+/// `leasesim run`'s arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct RunCli {
+    /// Scenario name (see `list`).
+    pub scenario: String,
+    /// The seed.
+    #[arg(long, allow_hyphen_values = true, value_parser = whole::<u64>)]
+    pub seed: u64,
+    /// The machines to run: a variant of the reference, or a user's machines (see `list`);
+    /// the program's first by default.
+    #[arg(long, visible_alias = "machines")]
+    pub variant: Option<String>,
+    /// Writes the whole trace as JSON to this file.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Runs a configuration that breaks the P6 timing rule instead of refusing it.
+    #[arg(long)]
+    pub allow_unsafe_timing: bool,
+    /// Writes a replay file of this run.
+    #[arg(long)]
+    pub save: Option<PathBuf>,
+    /// Writes the journal (JSON lines, P18) to this file.
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
+    /// Writes the journal as one file per node into this folder (`coord.jsonl`,
+    /// `W1.jsonl`, `recv.jsonl`, ...), each with its node's own clock only: what
+    /// `leasesim audit` reads from a real system.
+    #[arg(long)]
+    pub journal_dir: Option<PathBuf>,
+    /// Writes the run as a self-contained HTML timeline.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Writes the run as Markdown with a Mermaid sequence diagram.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+    /// Runs the seed twice and compares the traces (on madsim: madsim's own check too).
+    #[arg(long)]
+    pub check_determinism: bool,
+    /// The engine: `sim` (the simulator), `madsim` (the async shell on madsim, in the madsim
+    /// build) or `tokio` (the async shell on real tokio, in the normal build).
+    #[arg(long, default_value = "sim")]
+    pub engine: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+    #[command(flatten)]
+    pub sql: sql::SqlArgs,
+}
+
+/// `leasesim run`, from its arguments.
+pub(super) fn run_cli(
+    out: &mut dyn Write,
+    a: RunCli,
+    cat: &[Machines],
+    scen: &[ScenarioDef],
+    program: &str,
+) -> Result<i32, UsageError> {
+    let RunCli {
+        scenario: name,
+        seed,
+        variant: v,
+        trace,
+        allow_unsafe_timing,
+        save,
+        journal,
+        journal_dir,
+        html,
+        markdown,
+        check_determinism,
+        engine,
+        format,
+        sql,
+    } = a;
+    run_cmd(
+        out,
+        &name,
+        seed,
+        &pick_with(cat, v.as_deref(), &sql, "run")?,
+        &RunOpts {
+            outputs: Outputs {
+                trace,
+                journal,
+                html,
+                markdown,
+                save,
+            },
+            journal_dir,
+            check_determinism,
+            allow_unsafe_timing,
+            engine: engine_arg(&engine)?,
+            format,
+            program: program.to_string(),
+        },
+        scen,
+    )
 }

@@ -3,8 +3,10 @@
 //! replay file for each printed failure, the first failure shrunk, and the hazard coverage table.
 //! Ctrl-C stops it between two runs: what it found so far is printed and saved.
 
+use super::args::whole;
 use super::args::OutDir;
 use super::{io, refuse_unsafe_timing, scenario_list, Format, SeedsArg, UsageError};
+use super::{pick_with, sql, FAILURES_DIR};
 use leasesim::files;
 use leasesim::interrupt::{self, Graceful, Registered};
 use leasesim::pool;
@@ -341,4 +343,115 @@ pub(super) fn sweep_cmd(
         Outcome::Held if !errors.is_empty() => 2,
         o => o.exit_code(),
     })
+}
+
+/// `leasesim sweep`'s arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct SweepCli {
+    /// Scenario names (see `list`); all when none is given.
+    pub scenarios: Vec<String>,
+    /// `N` for seeds 0..N, `A..B` for seeds A up to but not including B, `A..` for seeds
+    /// from A on (with --for), or `random` for a base drawn from the system, printed so
+    /// the run can be repeated.
+    #[arg(long, default_value = "1000", allow_hyphen_values = true, value_parser = SeedsArg::parse)]
+    pub seeds: SeedsArg,
+    /// Runs shard K of N of the sweep (without it: LEASESIM_SHARD=K/N, GitLab's
+    /// CI_NODE_INDEX/CI_NODE_TOTAL, or Kubernetes' JOB_COMPLETION_INDEX with
+    /// LEASESIM_SHARD_TOTAL, when set).
+    #[arg(long, allow_hyphen_values = true, value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+    /// A time budget (`10m`, `90s`): no seed starts once it is spent, and the report names
+    /// the seeds that ran.
+    #[arg(long = "for", value_name = "DURATION", allow_hyphen_values = true, value_parser = leasesim::advise::parse_duration)]
+    pub budget: Option<u64>,
+    /// Writes the result as JUnit XML: one testcase per scenario.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Appends a Markdown summary (verdict, failures, hazard coverage) to this file, as
+    /// `$GITHUB_STEP_SUMMARY` expects.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+    /// Writes the result as JSON (what `merge` reads) to this file, whatever `--format`.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// The machines to run: a variant of the reference, or a user's machines (see `list`);
+    /// the program's first by default.
+    #[arg(long, visible_alias = "machines")]
+    pub variant: Option<String>,
+    /// Worker threads (default: every core).
+    #[arg(long, allow_hyphen_values = true, value_parser = whole::<usize>)]
+    pub jobs: Option<usize>,
+    /// Where failing seeds are saved.
+    #[arg(long, default_value = FAILURES_DIR)]
+    pub failures_dir: PathBuf,
+    /// Runs configurations that break the P6 timing rule instead of refusing them.
+    #[arg(long)]
+    pub allow_unsafe_timing: bool,
+    /// Runs every seed twice and compares the traces.
+    #[arg(long)]
+    pub check_determinism: bool,
+    /// Lets this judgement (by its name, its invariant's or its id: `belief-within-grant`,
+    /// `quiescent-holder`, `I5`) be skipped in every run of a scenario; without it such a
+    /// sweep fails, since it proves nothing about that judgement. Repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub allow_skipped: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    #[command(flatten)]
+    pub sql: sql::SqlArgs,
+}
+
+/// `leasesim sweep`, from its arguments.
+pub(super) fn sweep_cli(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    a: SweepCli,
+    cat: &[Machines],
+    scen: &[ScenarioDef],
+    program_skips: &[String],
+) -> Result<i32, UsageError> {
+    let SweepCli {
+        scenarios: names,
+        seeds,
+        shard,
+        budget,
+        junit,
+        summary,
+        json,
+        variant: v,
+        jobs,
+        failures_dir,
+        allow_unsafe_timing,
+        check_determinism,
+        allow_skipped,
+        format,
+        sql,
+    } = a;
+    let machines = pick_with(cat, v.as_deref(), &sql, "sweep")?;
+    let jobs = sql::default_jobs(jobs, std::slice::from_ref(&machines));
+    sweep_cmd(
+        out,
+        err,
+        &SweepArgs {
+            names,
+            seeds,
+            shard,
+            budget: budget.map(std::time::Duration::from_nanos),
+            reports: leasesim_results::files::ReportFiles {
+                junit,
+                summary,
+                json,
+            },
+            machines,
+            jobs,
+            failures_dir,
+            allow_unsafe_timing,
+            check_determinism,
+            // The program's own allowances (`Builder::allow_skipped`), then the flag's.
+            allow_skipped: program_skips.iter().cloned().chain(allow_skipped).collect(),
+            format,
+        },
+        scen,
+    )
 }

@@ -67,6 +67,8 @@ pub struct WholeOutputs<'a> {
     pub format: Format,
     /// The text output's last line.
     pub footer: String,
+    /// `--page-limit`: the largest counterexample timeline written, in bytes.
+    pub page_limit: Option<u64>,
 }
 
 /// The whole matrix's outputs: the tables (and counterexamples) in their folder when there is
@@ -84,10 +86,12 @@ pub fn finish_whole(
         let path = dir.join("matrix.md");
         leasesim::files::write(&path, &md)
             .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
+        let pages =
+            examples::write_counterexamples(m, dir, cat, scen, to.page_limit).map_err(BadInput)?;
         let html_path = dir.join("matrix.html");
-        leasesim::files::write(&html_path, matrix::html(m))
+        let html = matrix::html_with_pages(m, &|stem| pages.iter().any(|p| p == stem));
+        leasesim::files::write(&html_path, html)
             .map_err(|e| BadInput(format!("cannot write {}: {e}", html_path.display())))?;
-        examples::write_counterexamples(m, dir, cat, scen).map_err(BadInput)?;
         doc["markdown"] = json!(path.display().to_string());
     }
     write_reports(to.reports, &doc, Some((m, cat)))?;

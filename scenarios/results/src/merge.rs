@@ -635,6 +635,7 @@ fn merge_matrix(
                 "FAILED"
             }
         ),
+        page_limit: None,
     };
     crate::matrix::finish_whole(out, &m, doc, &to, &machines, scen)
 }
