@@ -342,39 +342,24 @@ pub(super) fn explore_cli(
     cat: &[Machines],
     scen: &[ScenarioDef],
 ) -> Result<i32, UsageError> {
-    let ExploreCli {
-        scenario,
-        faults,
-        kinds,
-        seed,
-        variant: v,
-        jobs,
-        shard,
-        budget,
-        first,
-        failures_dir,
-        allow_unsafe_timing,
-        format,
-        sql,
-    } = a;
-    let machines = pick_with(cat, v.as_deref(), &sql, "explore")?;
-    let jobs = sql::default_jobs(jobs, std::slice::from_ref(&machines));
+    let machines = pick_with(cat, a.variant.as_deref(), &a.sql, "explore")?;
+    let jobs = sql::default_jobs(a.jobs, std::slice::from_ref(&machines));
     explore_cmd(
         out,
         err,
         &ExploreArgs {
-            scenario,
-            seed,
-            faults,
-            kinds,
+            scenario: a.scenario,
+            seed: a.seed,
+            faults: a.faults,
+            kinds: a.kinds,
             machines,
             jobs,
-            shard,
-            budget,
-            first,
-            failures_dir,
-            allow_unsafe_timing,
-            format,
+            shard: a.shard,
+            budget: a.budget,
+            first: a.first,
+            failures_dir: a.failures_dir,
+            allow_unsafe_timing: a.allow_unsafe_timing,
+            format: a.format,
         },
         scen,
     )
