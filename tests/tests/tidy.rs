@@ -602,3 +602,167 @@ fn the_cycle_check_finds_a_loop() {
     std::fs::write(src.join("c.rs"), "pub fn y() {}\n").unwrap();
     assert_eq!(module_cycle(&src), None);
 }
+
+/// One function of a source file: its name, first line (1-based) and length in lines, from the
+/// `fn` line to its closing brace, with whether a `// Long: <reason>` line stands in the comment
+/// and attribute block just above it.
+struct FnSpan {
+    name: String,
+    line: usize,
+    lines: usize,
+    reason: bool,
+}
+
+/// Brace depth of one line's code: strings, characters and comments removed.
+fn braces(line: &str) -> (i64, bool) {
+    let code = line.split("//").next().unwrap_or("");
+    let (mut depth, mut in_str, mut prev, mut semicolon) = (0i64, false, ' ', false);
+    let chars: Vec<char> = code.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if in_str {
+            if c == '"' && prev != '\\' {
+                in_str = false;
+            }
+        } else if c == '"' {
+            in_str = true;
+        } else if c == '\'' && i + 2 < chars.len() && chars[i + 2] == '\'' {
+            i += 2;
+        } else if c == '{' {
+            depth += 1;
+        } else if c == '}' {
+            depth -= 1;
+        } else if c == ';' && depth == 0 {
+            semicolon = true;
+        }
+        prev = if prev == '\\' && c == '\\' { ' ' } else { c };
+        i += 1;
+    }
+    (depth, semicolon)
+}
+
+/// The functions of one file that are not test code (everything from `#[cfg(test)]` on is).
+fn functions(text: &str) -> Vec<FnSpan> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("#[cfg(test)]"))
+        .unwrap_or(lines.len());
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < end {
+        let t = lines[i].trim_start();
+        let head = t
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub(super) ")
+            .trim_start_matches("pub ")
+            .trim_start_matches("const ")
+            .trim_start_matches("async ");
+        let Some(rest) = head.strip_prefix("fn ") else {
+            i += 1;
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let (mut depth, mut opened, mut j) = (0i64, false, i);
+        while j < end {
+            let (d, semicolon) = braces(lines[j]);
+            if !opened && semicolon && d == 0 {
+                break; // a declaration without a body
+            }
+            opened |= lines[j].contains('{');
+            depth += d;
+            if opened && depth <= 0 {
+                break;
+            }
+            j += 1;
+        }
+        if !opened {
+            i = j + 1;
+            continue;
+        }
+        let mut k = i;
+        let mut reason = false;
+        while k > 0 {
+            let above = lines[k - 1].trim_start();
+            if above.starts_with("// Long: ") {
+                reason = true;
+            }
+            if above.starts_with("//") || above.starts_with("#[") || above.starts_with(')') {
+                k -= 1;
+            } else {
+                break;
+            }
+        }
+        out.push(FnSpan {
+            name,
+            line: i + 1,
+            lines: j - i + 1,
+            reason,
+        });
+        i = j + 1;
+    }
+    out
+}
+
+/// Every function outside test code over `limit` lines, or over `reasoned` without a reason.
+fn long_functions(limit: usize, reasoned: usize) -> Vec<String> {
+    let mut found = Vec::new();
+    for (folder, _) in CRATES {
+        for file in sources(&root().join(folder)) {
+            let rel = file.strip_prefix(root()).unwrap().to_path_buf();
+            let in_tests = rel.components().skip(1).any(|c| c.as_os_str() == "tests");
+            if in_tests || rel.starts_with("tests/src") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for f in functions(&text) {
+                if f.lines > limit || (f.lines > reasoned && !f.reason) {
+                    found.push(format!(
+                        "{}:{} fn {} ({} lines)",
+                        rel.display(),
+                        f.line,
+                        f.name,
+                        f.lines
+                    ));
+                }
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+#[test]
+fn no_function_runs_over_150_lines_and_one_over_70_says_why() {
+    // A reader holds a function whole: none over 150 lines outside tests, and one over 70 only
+    // with a `// Long: <reason>` line above it (a table that would only repeat itself if split).
+    let found = long_functions(150, 70);
+    assert!(
+        found.is_empty(),
+        "{} function(s) too long (over 150 lines, or over 70 without a `// Long: ` reason):\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_length_check_measures_bodies_and_sees_reasons() {
+    let body = |n: usize| "    let x = \"{\";\n".repeat(n);
+    let text = format!(
+        "//! m\nfn short() {{\n{}}}\n// Long: a table.\nfn long() {{\n{}}}\nfn decl();\n#[cfg(test)]\nfn t() {{\n{}}}\n",
+        body(3),
+        body(80),
+        body(200)
+    );
+    let fs = functions(&text);
+    let got: Vec<(&str, usize, bool)> = fs
+        .iter()
+        .map(|f| (f.name.as_str(), f.lines, f.reason))
+        .collect();
+    assert_eq!(got, vec![("short", 5, false), ("long", 82, true)]);
+}
