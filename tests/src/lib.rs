@@ -185,3 +185,34 @@ pub fn run_with_limit(mut cmd: std::process::Command, limit: std::time::Duration
         timed_out,
     }
 }
+
+/// The README and the guide's pages, compiled as doctests: every Rust block in them builds (and,
+/// unless it says `no_run`, runs) against the crates as they are (`tests/guide.rs` runs their
+/// shell commands).
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../docs/your-implementation.md")]
+    pub struct YourImplementation;
+    #[doc = include_str!("../../docs/sql-queue.md")]
+    pub struct SqlQueue;
+    #[doc = include_str!("../../docs/audit.md")]
+    pub struct Audit;
+    #[doc = include_str!("../../docs/journal-format.md")]
+    pub struct JournalFormat;
+    #[doc = include_str!("../../docs/findings.md")]
+    pub struct Findings;
+    #[doc = include_str!("../../docs/explore.md")]
+    pub struct Explore;
+    #[doc = include_str!("../../docs/ci.md")]
+    pub struct Ci;
+    #[doc = include_str!("../../docs/protocol.md")]
+    pub struct Protocol;
+    #[doc = include_str!("../../docs/commands.md")]
+    pub struct Commands;
+    #[doc = include_str!("../../docs/performance.md")]
+    pub struct Performance;
+    #[doc = include_str!("../../docs/testing.md")]
+    pub struct Testing;
+}

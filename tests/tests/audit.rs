@@ -512,7 +512,7 @@ fn psql(server: &leasesim_sql::server::Server, args: &[&str]) -> String {
 
 #[test]
 fn a_sql_queue_that_never_wrote_a_journal_is_audited_from_its_tables() {
-    // README's worked example: the article's `tool_jobs` and a receiver's table of the effects
+    // The audit chapter's worked example: the article's `tool_jobs` and a receiver's table of the effects
     // it received, read by the two committed queries into journal lines, audited.
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let tmp = TempDir::new("audit-sql");
@@ -542,6 +542,15 @@ fn a_sql_queue_that_never_wrote_a_journal_is_audited_from_its_tables() {
     ] {
         let q = root.join("scenarios/sql/audit").join(query);
         let lines = psql(&server, &["-At", "-f", q.to_str().unwrap()]);
+        // The guide audits the committed copies (`tests/fixtures/audit/tables/`): they are
+        // what the queries give.
+        let committed = root.join("tests/fixtures/audit/tables").join(file);
+        assert_eq!(
+            std::fs::read_to_string(&committed).unwrap(),
+            lines,
+            "{} is not what {query} gives",
+            committed.display()
+        );
         std::fs::write(tmp.join(file), lines).unwrap();
     }
     server.stop();
