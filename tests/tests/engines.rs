@@ -1,5 +1,5 @@
 //! The async shell (issue 8) against the simulator. In the normal build the shell runs on real
-//! tokio (plans without process pauses or crashes); in the madsim build (`.ci/run`, README) the
+//! tokio (plans without process pauses or crashes); in the madsim build (`.ci/run`, docs/performance.md) the
 //! same tests run it on madsim, where every one of the five scenarios is expressible.
 
 use leasesim::scenarios;

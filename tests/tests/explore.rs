@@ -130,7 +130,7 @@ fn every_variant_of_the_matrix_is_found_at_two_faults_on_its_first_caught_scenar
     let rows = matrix_rows();
     assert_eq!(rows.len(), 14, "{rows:?}");
     // The kinds that carry the stories (a pause, a message fault, a cut and an outage); the full
-    // catalogue finds each too (README), at the cost of more plans.
+    // catalogue finds each too (docs/explore.md), at the cost of more plans.
     let kinds = Kind::parse_list("pause,message,partition,isolate").unwrap();
     let mut found = Vec::new();
     for (variant, scenario, seed) in &rows {

@@ -480,3 +480,35 @@ page_tests! {
     protocol_commands_run_as_written => "docs/protocol.md",
     performance_commands_run_as_written => "docs/performance.md",
 }
+
+#[test]
+fn the_readme_timeline_is_the_committed_reports_with_the_empty_claims_left_out() {
+    // README shows the W1/W2 finding's Mermaid diagram from the committed report, without W2's
+    // claims answered "no job" before the takeover (it says so): any other difference is a
+    // stale picture.
+    let mermaid = |page: &Path| -> Vec<String> {
+        blocks(page)
+            .into_iter()
+            .find(|b| b.lang == "mermaid")
+            .unwrap_or_else(|| panic!("{} has a Mermaid diagram", page.display()))
+            .lines
+    };
+    let report = mermaid(&root().join("reports/w1-w2-seed1-unconditional-commit.md"));
+    let mut abridged = Vec::new();
+    let mut i = 0;
+    while i < report.len() {
+        let empty_claim = report[i].contains("claim by W2")
+            && report.get(i + 1).is_some_and(|l| l.contains("no job"));
+        if empty_claim {
+            i += 2;
+        } else {
+            abridged.push(report[i].clone());
+            i += 1;
+        }
+    }
+    assert!(
+        abridged.len() < report.len(),
+        "the report has empty claims to leave out"
+    );
+    assert_eq!(mermaid(&root().join("README.md")), abridged);
+}
