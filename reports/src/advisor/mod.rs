@@ -79,6 +79,12 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
             "'{t}' is not a duration: expected a number with a unit ({UNIT_LIST}), {example}"
         ));
     }
+    nanoseconds(t, int, frac, unit_ns)
+}
+
+/// `int.frac` units of `unit_ns` nanoseconds each, as whole nanoseconds; `t` is the text, for
+/// the messages. `int` and `frac` are ASCII digits.
+fn nanoseconds(t: &str, int: &str, frac: &str, unit_ns: u64) -> Result<u64, String> {
     let too_long = || {
         format!(
             "'{t}' is too long: a duration may be at most {} ({} ns, about 584 years)",
@@ -168,11 +174,8 @@ fn is_safe(lease_ns: u64, heartbeat_ns: u64, misses: u32, jitter_ns: u64, drift_
     lease_ns as u128 > drift_bound(heartbeat_ns, misses, jitter_ns, drift_ppm)
 }
 
-/// Checks the timing of a lease protocol. `Err` (one line) only for impossible input: a zero
-/// lease or heartbeat period, `misses == 0` (R counts heartbeats per window, at least 1), or a
-/// drift bound of 1_000_000 ppm (100%) or more.
-pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
-    let i = *input;
+/// Refuses an input no timing can satisfy: a zero L or H, R = 0, a drift bound of 100% or more.
+fn refuse_impossible(i: &AdviseInput) -> Result<(), String> {
     if i.lease_ns == 0 {
         return Err("the lease L must be longer than 0".into());
     }
@@ -191,6 +194,15 @@ pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
             i.drift_ppm
         ));
     }
+    Ok(())
+}
+
+/// Checks the timing of a lease protocol. `Err` (one line) only for impossible input: a zero
+/// lease or heartbeat period, `misses == 0` (R counts heartbeats per window, at least 1), or a
+/// drift bound of 1_000_000 ppm (100%) or more.
+pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
+    let i = *input;
+    refuse_impossible(&i)?;
     let plain_bound = i.heartbeat_ns as u128 * i.misses as u128 + i.jitter_ns as u128;
     let drift_bound = drift_bound(i.heartbeat_ns, i.misses, i.jitter_ns, i.drift_ppm);
     if let Ok(b) = u64::try_from(drift_bound) {
@@ -314,6 +326,7 @@ impl Advice {
     /// The human text: the verdict on the first line, then the formulas with the numbers
     /// substituted, the holder's deadline, the largest safe heartbeat, the smallest safe lease
     /// and a practical note. Lines end with `\n` (the last one too).
+    // Long: one line per fact of the advice, in reading order, all from the same L, H, J, R, rho and G strings.
     pub fn render(&self) -> String {
         let i = &self.input;
         let (l, h, j, g) = (
