@@ -326,18 +326,33 @@ impl Advice {
     /// The human text: the verdict on the first line, then the formulas with the numbers
     /// substituted, the holder's deadline, the largest safe heartbeat, the smallest safe lease
     /// and a practical note. Lines end with `\n` (the last one too).
-    // Long: one line per fact of the advice, in reading order, all from the same L, H, J, R, rho and G strings.
     pub fn render(&self) -> String {
+        let mut lines = Vec::new();
+        self.verdict_lines(&mut lines);
+        self.deadline_lines(&mut lines);
+        self.limit_lines(&mut lines);
+        let mut text = lines.join("\n");
+        text.push('\n');
+        text
+    }
+
+    /// The input's L, H, J and G as the text shows them.
+    fn shown(&self) -> (String, String, String, String) {
         let i = &self.input;
-        let (l, h, j, g) = (
+        (
             secs(i.lease_ns),
             secs(i.heartbeat_ns),
             secs(i.jitter_ns),
             secs(i.stop_margin_ns),
-        );
+        )
+    }
+
+    /// The verdict with the input, then both liveness conditions with the numbers substituted.
+    fn verdict_lines(&self, lines: &mut Vec<String>) {
+        let i = &self.input;
+        let (l, h, j, g) = self.shown();
         let r = i.misses;
         let rho = i.drift_ppm;
-        let mut lines = Vec::new();
         lines.push(format!(
             "{}: lease L = {l}, heartbeat H = {h}, jitter reserve J = {j}, R = {r} heartbeat(s) per lease window ({} miss(es) tolerated), drift rho = {rho} ppm, stop margin G = {g}",
             verdict_word(self.safe),
@@ -362,6 +377,12 @@ impl Advice {
                     .into(),
             );
         }
+    }
+
+    /// The holder's deadline, and what it may not do after it.
+    fn deadline_lines(&self, lines: &mut Vec<String>) {
+        let i = &self.input;
+        let (l, _, _, g) = self.shown();
         let window = self.holder_window_ns;
         lines.push(format!(
             "holder deadline, from the send time s of the last acknowledged renewal: s + L*(1-rho)/(1+rho) - G = s + {l}*{:.6} - {g} = s + {}, {} earlier than L",
@@ -379,6 +400,14 @@ impl Advice {
                     .into(),
             );
         }
+    }
+
+    /// The largest safe heartbeat, the smallest safe lease and common practice.
+    fn limit_lines(&self, lines: &mut Vec<String>) {
+        let i = &self.input;
+        let (l, h, j, _) = self.shown();
+        let r = i.misses;
+        let rho = i.drift_ppm;
         if self.max_heartbeat_ns == 0 {
             lines.push(format!(
                 "largest safe heartbeat period for L = {l}, J = {j}, R = {r}, rho = {rho} ppm: none (L must exceed J, with room for R heartbeats)"
@@ -412,9 +441,6 @@ impl Advice {
             practice(self.etcd, "etcd keepalive"),
             practice(self.bullmq, "BullMQ"),
         ));
-        let mut text = lines.join("\n");
-        text.push('\n');
-        text
     }
 
     /// The same facts for tools: the verdict, the input, both bounds, the holder's window, the
