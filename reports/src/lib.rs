@@ -89,6 +89,7 @@ impl Names<'_> {
 pub use leasesim_sim::time::{dur, secs};
 
 /// One message in words.
+// Long: one arm per message kind, each its own sentence; split, each arm would be a one-line function.
 pub fn msg(names: &Names<'_>, m: &Msg) -> String {
     match *m {
         Msg::Claim { req, worker, .. } => format!("claim by {worker} (req {req})"),
@@ -236,7 +237,54 @@ fn effect_word(o: EffectOutcome) -> String {
 
 /// One journal event in words, starting with its journal name.
 pub fn event(names: &Names<'_>, e: &Event) -> String {
-    let detail = match *e {
+    let detail = match e {
+        Event::LeaseGranted { .. }
+        | Event::LeaseRevoked { .. }
+        | Event::LeaseRenewed { .. }
+        | Event::HeartbeatRefused { .. }
+        | Event::ResultAccepted { .. }
+        | Event::ResultRejected { .. } => lease_decision(e),
+        Event::CheckpointSaved { .. }
+        | Event::AdmissionDeferred { .. }
+        | Event::RetryScheduled { .. }
+        | Event::JobFailed { .. }
+        | Event::RenewalCapReached { .. }
+        | Event::StageDeadlineExceeded { .. }
+        | Event::OperatorActed { .. } => job_decision(e),
+        Event::JobClaimed { .. }
+        | Event::HeartbeatOk { .. }
+        | Event::HeartbeatLost { .. }
+        | Event::JeopardyEntered { .. }
+        | Event::JeopardyExited { .. }
+        | Event::CommitSent { .. }
+        | Event::SuccessClaimed { .. }
+        | Event::FailureAcknowledged { .. }
+        | Event::CommitRefused { .. }
+        | Event::CommitAbandoned { .. } => worker_lease(e),
+        Event::ToolRequestStarted { .. }
+        | Event::ToolAnswered { .. }
+        | Event::ToolFaulted { .. }
+        | Event::ToolTimedOut { .. }
+        | Event::ToolStatusQueried { .. } => tool_call(e),
+        Event::EffectStarted { .. }
+        | Event::EffectAnswered { .. }
+        | Event::EffectReconciled { .. }
+        | Event::HumanReviewRequested { .. }
+        | Event::EffectApplied { .. }
+        | Event::EffectDuplicate { .. }
+        | Event::EffectUnauthorized { .. }
+        | Event::EffectFenced { .. } => effect(names, e),
+        Event::StatementRan { .. }
+        | Event::StatementWaited { .. }
+        | Event::StepRan { .. }
+        | Event::StatementFailed { .. } => sql(e),
+    };
+    format!("{} {detail}", e.name())
+}
+
+/// A coordinator's decision on a lease: granted, renewed or refused, revoked, a result judged.
+fn lease_decision(e: &Event) -> String {
+    match *e {
         Event::LeaseGranted {
             job,
             holder,
@@ -268,68 +316,6 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
             action_word(action),
             epoch.0
         ),
-        Event::CheckpointSaved {
-            job,
-            worker,
-            token,
-            step,
-            lease_until,
-        } => format!(
-            "{job} by {worker} token {} after step {step}; fresh lease until {}",
-            token.0,
-            secs(lease_until)
-        ),
-        Event::AdmissionDeferred {
-            job,
-            running,
-            capacity,
-        } => format!("{job} waits: its class runs {running} of {capacity} (admission refusal)"),
-        Event::RetryScheduled {
-            job,
-            attempt,
-            not_before,
-        } => format!("{job} after attempt {attempt}, not before {}", secs(not_before)),
-        Event::JobFailed {
-            job,
-            error,
-            attempt,
-        } => format!("{job} after attempt {attempt}: {error:?}"),
-        Event::EffectReconciled {
-            key, status, token, ..
-        } => format!("{} by token {}: {status:?}", names.key(key), token.0),
-        Event::ToolStatusQueried {
-            job,
-            token,
-            request,
-        } => format!("{job} token {} request {request}: outcome unknown, asking", token.0),
-        Event::HumanReviewRequested { job, token, key } => format!(
-            "{job} token {}: {} cannot be reconciled; a human must look",
-            token.0,
-            names.key(key)
-        ),
-        Event::EffectUnauthorized { key, fence, .. } => format!(
-            "{} fence {} refused by policy (authorization refusal)",
-            names.key(key),
-            fence.0
-        ),
-        Event::RenewalCapReached {
-            job,
-            token,
-            first_claimed_at,
-        } => format!(
-            "{job} token {}: total lease time since the first claim at {} reached the class's cap; the job fails",
-            token.0,
-            secs(first_claimed_at)
-        ),
-        Event::StageDeadlineExceeded { job, token } => {
-            format!("{job} token {}: the stage ran out of time", token.0)
-        }
-        Event::ToolFaulted {
-            job,
-            request,
-            fault,
-        } => format!("{job} request {request}: {fault:?}"),
-        Event::OperatorActed { job, action } => format!("{} {job}", action_word(action)),
         Event::LeaseRenewed {
             job,
             worker,
@@ -358,6 +344,61 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
             "{job} from {worker} token {}: {reason:?}; result {result_hash:#x} kept in the journal only",
             token.0
         ),
+        // The other families are worded by their own functions; `event` sends none here.
+        _ => format!("{e:?}"),
+    }
+}
+
+/// A coordinator's decision on a job: a stage saved, admission deferred, a retry, a failure, a cap or deadline reached, an operator's action.
+fn job_decision(e: &Event) -> String {
+    match *e {
+        Event::CheckpointSaved {
+            job,
+            worker,
+            token,
+            step,
+            lease_until,
+        } => format!(
+            "{job} by {worker} token {} after step {step}; fresh lease until {}",
+            token.0,
+            secs(lease_until)
+        ),
+        Event::AdmissionDeferred {
+            job,
+            running,
+            capacity,
+        } => format!("{job} waits: its class runs {running} of {capacity} (admission refusal)"),
+        Event::RetryScheduled {
+            job,
+            attempt,
+            not_before,
+        } => format!("{job} after attempt {attempt}, not before {}", secs(not_before)),
+        Event::JobFailed {
+            job,
+            error,
+            attempt,
+        } => format!("{job} after attempt {attempt}: {error:?}"),
+        Event::RenewalCapReached {
+            job,
+            token,
+            first_claimed_at,
+        } => format!(
+            "{job} token {}: total lease time since the first claim at {} reached the class's cap; the job fails",
+            token.0,
+            secs(first_claimed_at)
+        ),
+        Event::StageDeadlineExceeded { job, token } => {
+            format!("{job} token {}: the stage ran out of time", token.0)
+        }
+        Event::OperatorActed { job, action } => format!("{} {job}", action_word(action)),
+        // The other families are worded by their own functions; `event` sends none here.
+        _ => format!("{e:?}"),
+    }
+}
+
+/// A worker's view of its lease and its commit: claimed, confirmed, lost, in and out of jeopardy, the commit sent and answered.
+fn worker_lease(e: &Event) -> String {
+    match *e {
         Event::JobClaimed {
             job,
             token,
@@ -383,6 +424,46 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
             request.map_or(String::new(), |r| format!(", request {r} in flight"))
         ),
         Event::JeopardyExited { job, token } => format!("{job} token {}", token.0),
+        Event::CommitSent {
+            job,
+            token,
+            outcome,
+            in_jeopardy,
+        } => format!(
+            "{job} token {} {}{}",
+            token.0,
+            outcome_word(outcome),
+            if in_jeopardy {
+                " (in jeopardy: conditional, the coordinator decides)"
+            } else {
+                ""
+            }
+        ),
+        Event::SuccessClaimed { job, token }
+        | Event::FailureAcknowledged { job, token }
+        | Event::CommitRefused { job, token }
+        | Event::CommitAbandoned { job, token } => format!("{job} token {}", token.0),
+        // The other families are worded by their own functions; `event` sends none here.
+        _ => format!("{e:?}"),
+    }
+}
+
+/// An external tool call: started, answered, faulted, timed out, asked about.
+fn tool_call(e: &Event) -> String {
+    match *e {
+        Event::ToolStatusQueried {
+            job,
+            token,
+            request,
+        } => format!(
+            "{job} token {} request {request}: outcome unknown, asking",
+            token.0
+        ),
+        Event::ToolFaulted {
+            job,
+            request,
+            fault,
+        } => format!("{job} request {request}: {fault:?}"),
         Event::ToolRequestStarted {
             job,
             token,
@@ -404,6 +485,27 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
             token,
             request,
         } => format!("{job} token {} request {request}: outcome unknown", token.0),
+        // The other families are worded by their own functions; `event` sends none here.
+        _ => format!("{e:?}"),
+    }
+}
+
+/// A side effect, from the worker that starts it to the receiver that applies, deduplicates or refuses it.
+fn effect(names: &Names<'_>, e: &Event) -> String {
+    match *e {
+        Event::EffectReconciled {
+            key, status, token, ..
+        } => format!("{} by token {}: {status:?}", names.key(key), token.0),
+        Event::HumanReviewRequested { job, token, key } => format!(
+            "{job} token {}: {} cannot be reconciled; a human must look",
+            token.0,
+            names.key(key)
+        ),
+        Event::EffectUnauthorized { key, fence, .. } => format!(
+            "{} fence {} refused by policy (authorization refusal)",
+            names.key(key),
+            fence.0
+        ),
         Event::EffectStarted {
             key,
             token,
@@ -418,31 +520,20 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
         Event::EffectAnswered { key, outcome, .. } => {
             format!("{} {}", names.key(key), effect_word(outcome))
         }
-        Event::CommitSent {
-            job,
-            token,
-            outcome,
-            in_jeopardy,
-        } => format!(
-            "{job} token {} {}{}",
-            token.0,
-            outcome_word(outcome),
-            if in_jeopardy {
-                " (in jeopardy: conditional, the coordinator decides)"
-            } else {
-                ""
-            }
-        ),
-        Event::SuccessClaimed { job, token }
-        | Event::FailureAcknowledged { job, token }
-        | Event::CommitRefused { job, token }
-        | Event::CommitAbandoned { job, token } => format!("{job} token {}", token.0),
         Event::EffectApplied { key, fence, .. } | Event::EffectDuplicate { key, fence, .. } => {
             format!("{} fence {}", names.key(key), fence.0)
         }
         Event::EffectFenced {
             key, fence, mark, ..
         } => format!("{} fence {} below mark {}", names.key(key), fence.0, mark.0),
+        // The other families are worded by their own functions; `event` sends none here.
+        _ => format!("{e:?}"),
+    }
+}
+
+/// A statement of a coordinator written as SQL: run, waited on a lock, one step sent, failed.
+fn sql(e: &Event) -> String {
+    match *e {
         Event::StatementRan { statement, rows } => format!(
             "`{}` -> {rows} row{}",
             statement.name(),
@@ -482,8 +573,9 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
             step + 1,
             failure.describe()
         ),
-    };
-    format!("{} {detail}", e.name())
+        // The other families are worded by their own functions; `event` sends none here.
+        _ => format!("{e:?}"),
+    }
 }
 
 /// One fault in words.

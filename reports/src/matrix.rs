@@ -133,6 +133,15 @@ pub fn markdown(m: &Matrix) -> String {
         m.median_seeds_to_detection
             .map_or("-".to_string(), |n| n.to_string())
     ));
+    summary_table(&mut s, m);
+    scenario_grid(&mut s, m);
+    s.push_str("\nHow to read it: a number is the seeds it took to catch the variant in that scenario (seed numbers start at 0, so 1 means seed 0 failed). `held` means every seed in the budget held: the scenario does not exercise that bug, which is expected for most pairs. A variant is caught when any scenario catches it; the reference row must read `held` everywhere. `unfinished (n)`: no seed broke an invariant, but n runs hit a limit before they ended (a failure, as a sweep counts it: `leasesim run` of one says what kept it going). `n/a`: the machines cannot express the scenario (a SQL file without the statement it needs), so no seed of it ran and none counts as held. `unsafe-timing` (V12) is first refused by configuration validation; the matrix runs it with the validation bypassed to show the simulation catches it too.\n");
+    s.push_str(&skipped_md(m));
+    s
+}
+
+/// One row per variant: whether it was caught, by what, how soon, and how to reproduce it.
+fn summary_table(s: &mut String, m: &Matrix) {
     s.push_str("| variant | SPEC | caught | by invariants | first caught in | seeds to detection | reproduce |\n");
     s.push_str("|---|---|---|---|---|---|---|\n");
     for r in &m.rows {
@@ -172,6 +181,10 @@ pub fn markdown(m: &Matrix) -> String {
                 .map_or("-".to_string(), |c| format!("`{c}`")),
         ));
     }
+}
+
+/// The variant-by-scenario grid: the seeds each pair took until its first failure.
+fn scenario_grid(s: &mut String, m: &Matrix) {
     s.push_str("\n## By scenario\n\nEach cell: the seeds run until the first failure (`held` when none failed in the budget).\n\n");
     // Every row has a cell per scenario, in the same order.
     let scenarios: Vec<&str> = m
@@ -203,9 +216,6 @@ pub fn markdown(m: &Matrix) -> String {
         }
         s.push('\n');
     }
-    s.push_str("\nHow to read it: a number is the seeds it took to catch the variant in that scenario (seed numbers start at 0, so 1 means seed 0 failed). `held` means every seed in the budget held: the scenario does not exercise that bug, which is expected for most pairs. A variant is caught when any scenario catches it; the reference row must read `held` everywhere. `unfinished (n)`: no seed broke an invariant, but n runs hit a limit before they ended (a failure, as a sweep counts it: `leasesim run` of one says what kept it going). `n/a`: the machines cannot express the scenario (a SQL file without the statement it needs), so no seed of it ran and none counts as held. `unsafe-timing` (V12) is first refused by configuration validation; the matrix runs it with the validation bypassed to show the simulation catches it too.\n");
-    s.push_str(&skipped_md(m));
-    s
 }
 
 /// The judgements the rows expected to hold did not make in some runs, and why (a known-bad

@@ -194,129 +194,25 @@ pub fn render(view: &RunView<'_>) -> String {
     o
 }
 
+/// One diagram line, placed by its trace index and its order among that event's lines.
+type Item = (usize, u8, String);
+
+/// A participant's name in the diagram: `n{id}`.
+fn participant(id: NodeId) -> String {
+    format!("n{id}")
+}
+
 /// The `sequenceDiagram` with at most `max_arrows` arrows.
 fn diagram(view: &RunView<'_>, names: &Names<'_>, max_arrows: usize) -> String {
-    let trace = view.trace;
-    let n = view.nodes.len();
-    let known = |id: NodeId| (id as usize) < n;
-    let p = |id: NodeId| format!("n{id}");
-    let all = if n > 1 {
-        format!("n0,n{}", n - 1)
-    } else {
-        "n0".to_string()
-    };
-
-    // (trace index, order within it, line)
-    let mut items: Vec<(usize, u8, String)> = Vec::new();
-
-    // Arrows, the telling ones first when there are too many.
-    let recs = messages(trace);
-    let mut order: Vec<usize> = (0..recs.len())
-        .filter(|&k| known(recs[k].from) && known(recs[k].to))
-        .collect();
-    let total_msgs = order.len();
-    order.sort_by_key(|&k| (recs[k].priority(), k));
-    let mut budget = max_arrows;
-    let mut shown_msgs = 0;
-    for &k in &order {
-        let r = &recs[k];
-        let lines = arrow_lines(r);
-        if lines > budget {
-            continue;
-        }
-        budget -= lines;
-        shown_msgs += 1;
-        push_arrows(&mut items, names, trace, r, &p);
-    }
-
-    // Key journal events.
-    let mut notes: Vec<(u8, usize)> = trace
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| known(e.node))
-        .filter_map(|(i, e)| match &e.kind {
-            EventKind::Note { note } => note_priority(note).map(|pr| (pr, i)),
-            _ => None,
-        })
-        .collect();
-    let total_notes = notes.len();
-    notes.sort();
-    notes.truncate(MAX_NOTES);
-    for &(_, i) in &notes {
-        let e = &trace[i];
-        if let EventKind::Note { note } = &e.kind {
-            items.push((
-                i,
-                0,
-                format!(
-                    "Note over {}: {}",
-                    p(e.node),
-                    wrapped(&format!("{} {}", secs(e.t), event(names, note)), NOTE_WIDTH)
-                ),
-            ));
-        }
-    }
-
-    // Faults.
-    let faults: Vec<usize> = trace
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| matches!(e.kind, EventKind::Fault { .. }))
-        .map(|(i, _)| i)
-        .collect();
-    let total_faults = faults.len();
-    for &i in faults.iter().take(MAX_FAULTS) {
-        let e = &trace[i];
-        let EventKind::Fault { command: c } = &e.kind else {
-            continue;
-        };
-        let over = match *c {
-            Command::Cut { from, to } | Command::Heal { from, to }
-                if known(from) && known(to) && from != to =>
-            {
-                format!("{},{}", p(from), p(to))
-            }
-            _ if known(e.node) => p(e.node),
-            _ => all.clone(),
-        };
-        items.push((
-            i,
-            0,
-            format!(
-                "Note over {over}: {}",
-                wrapped(&format!("{} {}", secs(e.t), command(names, c)), NOTE_WIDTH)
-            ),
-        ));
-    }
-
-    // Findings, highlighted right after the event that broke the invariant.
-    for fd in view.findings {
-        let at = trace.partition_point(|e| e.t <= fd.t_ns).saturating_sub(1);
-        let over = if known(fd.node) {
-            p(fd.node)
-        } else {
-            all.clone()
-        };
-        items.push((
-            at,
-            9,
-            format!(
-                "rect rgb(255, 215, 215)\n    Note over {over}: {}\n    end",
-                wrapped(
-                    &format!(
-                        "VIOLATION {} at {} on {}: {}",
-                        fd.invariant.label(),
-                        secs(fd.t_ns),
-                        names.node(fd.node),
-                        fd.message
-                    ),
-                    NOTE_WIDTH
-                )
-            ),
-        ));
-    }
+    let d = Diagram { view, names };
+    let mut items: Vec<Item> = Vec::new();
+    let (shown_msgs, total_msgs) = d.arrows(&mut items, max_arrows);
+    let (shown_notes, total_notes) = d.notes(&mut items);
+    let total_faults = d.faults(&mut items);
+    d.findings(&mut items);
     items.sort_by_key(|a| (a.0, a.1));
 
+    let n = view.nodes.len();
     let mut o = String::with_capacity(16 * 1024);
     let _ = writeln!(o, "sequenceDiagram");
     for (i, v) in view.nodes.iter().enumerate() {
@@ -324,13 +220,14 @@ fn diagram(view: &RunView<'_>, names: &Names<'_>, max_arrows: usize) -> String {
     }
     let left = (
         total_msgs - shown_msgs,
-        total_notes - notes.len(),
+        total_notes - shown_notes,
         total_faults.saturating_sub(MAX_FAULTS),
     );
     if left != (0, 0, 0) && n > 0 {
         let _ = writeln!(
             o,
-            "    Note over {all}: {}",
+            "    Note over {}: {}",
+            d.all(),
             wrapped(
                 &format!(
                     "left out to keep the diagram readable: {} of {} messages (routine claims \
@@ -347,8 +244,164 @@ fn diagram(view: &RunView<'_>, names: &Names<'_>, max_arrows: usize) -> String {
     o
 }
 
+/// The run a diagram draws, and the names it draws it with.
+struct Diagram<'a> {
+    view: &'a RunView<'a>,
+    names: &'a Names<'a>,
+}
+
+impl Diagram<'_> {
+    /// Whether a node is one of the diagram's participants.
+    fn known(&self, id: NodeId) -> bool {
+        (id as usize) < self.view.nodes.len()
+    }
+
+    /// A note over every participant: `n0,n{last}`.
+    fn all(&self) -> String {
+        let n = self.view.nodes.len();
+        if n > 1 {
+            format!("n0,n{}", n - 1)
+        } else {
+            "n0".to_string()
+        }
+    }
+
+    /// Arrows, the telling ones first when there are too many; returns how many messages were
+    /// drawn, and of how many.
+    fn arrows(&self, items: &mut Vec<Item>, max_arrows: usize) -> (usize, usize) {
+        let trace = self.view.trace;
+        let recs = messages(trace);
+        let mut order: Vec<usize> = (0..recs.len())
+            .filter(|&k| self.known(recs[k].from) && self.known(recs[k].to))
+            .collect();
+        let total_msgs = order.len();
+        order.sort_by_key(|&k| (recs[k].priority(), k));
+        let mut budget = max_arrows;
+        let mut shown_msgs = 0;
+        for &k in &order {
+            let r = &recs[k];
+            let lines = arrow_lines(r);
+            if lines > budget {
+                continue;
+            }
+            budget -= lines;
+            shown_msgs += 1;
+            push_arrows(items, self.names, trace, r, &participant);
+        }
+        (shown_msgs, total_msgs)
+    }
+
+    /// Key journal events, the most telling first, at most [`MAX_NOTES`]; returns how many were
+    /// drawn, and of how many.
+    fn notes(&self, items: &mut Vec<Item>) -> (usize, usize) {
+        let trace = self.view.trace;
+        let mut notes: Vec<(u8, usize)> = trace
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| self.known(e.node))
+            .filter_map(|(i, e)| match &e.kind {
+                EventKind::Note { note } => note_priority(note).map(|pr| (pr, i)),
+                _ => None,
+            })
+            .collect();
+        let total_notes = notes.len();
+        notes.sort();
+        notes.truncate(MAX_NOTES);
+        for &(_, i) in &notes {
+            let e = &trace[i];
+            if let EventKind::Note { note } = &e.kind {
+                items.push((
+                    i,
+                    0,
+                    format!(
+                        "Note over {}: {}",
+                        participant(e.node),
+                        wrapped(
+                            &format!("{} {}", secs(e.t), event(self.names, note)),
+                            NOTE_WIDTH
+                        )
+                    ),
+                ));
+            }
+        }
+        (notes.len(), total_notes)
+    }
+
+    /// The faults, at most [`MAX_FAULTS`]; returns how many there are.
+    fn faults(&self, items: &mut Vec<Item>) -> usize {
+        let trace = self.view.trace;
+        let faults: Vec<usize> = trace
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e.kind, EventKind::Fault { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        let total_faults = faults.len();
+        for &i in faults.iter().take(MAX_FAULTS) {
+            let e = &trace[i];
+            let EventKind::Fault { command: c } = &e.kind else {
+                continue;
+            };
+            let over = match *c {
+                Command::Cut { from, to } | Command::Heal { from, to }
+                    if self.known(from) && self.known(to) && from != to =>
+                {
+                    format!("{},{}", participant(from), participant(to))
+                }
+                _ if self.known(e.node) => participant(e.node),
+                _ => self.all(),
+            };
+            items.push((
+                i,
+                0,
+                format!(
+                    "Note over {over}: {}",
+                    wrapped(
+                        &format!("{} {}", secs(e.t), command(self.names, c)),
+                        NOTE_WIDTH
+                    )
+                ),
+            ));
+        }
+        total_faults
+    }
+
+    /// Findings, highlighted right after the event that broke the invariant.
+    fn findings(&self, items: &mut Vec<Item>) {
+        let trace = self.view.trace;
+        for fd in self.view.findings {
+            let at = trace.partition_point(|e| e.t <= fd.t_ns).saturating_sub(1);
+            let over = if self.known(fd.node) {
+                participant(fd.node)
+            } else {
+                self.all()
+            };
+            items.push((
+                at,
+                9,
+                format!(
+                    "rect rgb(255, 215, 215)\n    Note over {over}: {}\n    end",
+                    wrapped(
+                        &format!(
+                            "VIOLATION {} at {} on {}: {}",
+                            fd.invariant.label(),
+                            secs(fd.t_ns),
+                            self.names.node(fd.node),
+                            fd.message
+                        ),
+                        NOTE_WIDTH
+                    )
+                ),
+            ));
+        }
+    }
+}
+
+/// A message's arrows: one where it was dropped, one per copy delivered, one where it was
+/// lost at a crashed node, or one still in flight at the end.
+// Long: one case per fate of a message, each writing its arrow's note from the same send.
 fn push_arrows(
-    items: &mut Vec<(usize, u8, String)>,
+    items: &mut Vec<Item>,
     names: &Names<'_>,
     trace: &[Ev],
     r: &MsgRec,

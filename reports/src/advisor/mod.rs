@@ -79,6 +79,12 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
             "'{t}' is not a duration: expected a number with a unit ({UNIT_LIST}), {example}"
         ));
     }
+    nanoseconds(t, int, frac, unit_ns)
+}
+
+/// `int.frac` units of `unit_ns` nanoseconds each, as whole nanoseconds; `t` is the text, for
+/// the messages. `int` and `frac` are ASCII digits.
+fn nanoseconds(t: &str, int: &str, frac: &str, unit_ns: u64) -> Result<u64, String> {
     let too_long = || {
         format!(
             "'{t}' is too long: a duration may be at most {} ({} ns, about 584 years)",
@@ -168,11 +174,8 @@ fn is_safe(lease_ns: u64, heartbeat_ns: u64, misses: u32, jitter_ns: u64, drift_
     lease_ns as u128 > drift_bound(heartbeat_ns, misses, jitter_ns, drift_ppm)
 }
 
-/// Checks the timing of a lease protocol. `Err` (one line) only for impossible input: a zero
-/// lease or heartbeat period, `misses == 0` (R counts heartbeats per window, at least 1), or a
-/// drift bound of 1_000_000 ppm (100%) or more.
-pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
-    let i = *input;
+/// Refuses an input no timing can satisfy: a zero L or H, R = 0, a drift bound of 100% or more.
+fn refuse_impossible(i: &AdviseInput) -> Result<(), String> {
     if i.lease_ns == 0 {
         return Err("the lease L must be longer than 0".into());
     }
@@ -191,6 +194,15 @@ pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
             i.drift_ppm
         ));
     }
+    Ok(())
+}
+
+/// Checks the timing of a lease protocol. `Err` (one line) only for impossible input: a zero
+/// lease or heartbeat period, `misses == 0` (R counts heartbeats per window, at least 1), or a
+/// drift bound of 1_000_000 ppm (100%) or more.
+pub fn advise(input: &AdviseInput) -> Result<Advice, String> {
+    let i = *input;
+    refuse_impossible(&i)?;
     let plain_bound = i.heartbeat_ns as u128 * i.misses as u128 + i.jitter_ns as u128;
     let drift_bound = drift_bound(i.heartbeat_ns, i.misses, i.jitter_ns, i.drift_ppm);
     if let Ok(b) = u64::try_from(drift_bound) {
@@ -315,16 +327,32 @@ impl Advice {
     /// substituted, the holder's deadline, the largest safe heartbeat, the smallest safe lease
     /// and a practical note. Lines end with `\n` (the last one too).
     pub fn render(&self) -> String {
+        let mut lines = Vec::new();
+        self.verdict_lines(&mut lines);
+        self.deadline_lines(&mut lines);
+        self.limit_lines(&mut lines);
+        let mut text = lines.join("\n");
+        text.push('\n');
+        text
+    }
+
+    /// The input's L, H, J and G as the text shows them.
+    fn shown(&self) -> (String, String, String, String) {
         let i = &self.input;
-        let (l, h, j, g) = (
+        (
             secs(i.lease_ns),
             secs(i.heartbeat_ns),
             secs(i.jitter_ns),
             secs(i.stop_margin_ns),
-        );
+        )
+    }
+
+    /// The verdict with the input, then both liveness conditions with the numbers substituted.
+    fn verdict_lines(&self, lines: &mut Vec<String>) {
+        let i = &self.input;
+        let (l, h, j, g) = self.shown();
         let r = i.misses;
         let rho = i.drift_ppm;
-        let mut lines = Vec::new();
         lines.push(format!(
             "{}: lease L = {l}, heartbeat H = {h}, jitter reserve J = {j}, R = {r} heartbeat(s) per lease window ({} miss(es) tolerated), drift rho = {rho} ppm, stop margin G = {g}",
             verdict_word(self.safe),
@@ -349,6 +377,12 @@ impl Advice {
                     .into(),
             );
         }
+    }
+
+    /// The holder's deadline, and what it may not do after it.
+    fn deadline_lines(&self, lines: &mut Vec<String>) {
+        let i = &self.input;
+        let (l, _, _, g) = self.shown();
         let window = self.holder_window_ns;
         lines.push(format!(
             "holder deadline, from the send time s of the last acknowledged renewal: s + L*(1-rho)/(1+rho) - G = s + {l}*{:.6} - {g} = s + {}, {} earlier than L",
@@ -366,6 +400,14 @@ impl Advice {
                     .into(),
             );
         }
+    }
+
+    /// The largest safe heartbeat, the smallest safe lease and common practice.
+    fn limit_lines(&self, lines: &mut Vec<String>) {
+        let i = &self.input;
+        let (l, h, j, _) = self.shown();
+        let r = i.misses;
+        let rho = i.drift_ppm;
         if self.max_heartbeat_ns == 0 {
             lines.push(format!(
                 "largest safe heartbeat period for L = {l}, J = {j}, R = {r}, rho = {rho} ppm: none (L must exceed J, with room for R heartbeats)"
@@ -399,9 +441,6 @@ impl Advice {
             practice(self.etcd, "etcd keepalive"),
             practice(self.bullmq, "BullMQ"),
         ));
-        let mut text = lines.join("\n");
-        text.push('\n');
-        text
     }
 
     /// The same facts for tools: the verdict, the input, both bounds, the holder's window, the

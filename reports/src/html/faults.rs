@@ -137,6 +137,7 @@ pub(super) fn bands(
 
 /// Every fault interval from its start to its end (or the end of the run), and the instant
 /// clock faults.
+// Long: one arm per fault command, each opening or closing its kind of band in the shared open-band maps.
 fn raw_bands(trace: &[Ev], names: &Names<'_>, n: usize) -> (Vec<RawBand>, Vec<(usize, usize)>) {
     let lane = |id: NodeId| -> Option<usize> { ((id as usize) < n).then_some(id as usize) };
     let mut instants = Vec::new();

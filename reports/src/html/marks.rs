@@ -9,6 +9,13 @@ use leasesim_protocol::{Event, IdemKey, Msg, StoreStatement, Token};
 use leasesim_sim::{EventKind, TraceEvent};
 use std::fmt::Write;
 
+/// Where a mark stands and the job it belongs to (`u32::MAX` for none).
+#[derive(Copy, Clone)]
+struct Spot {
+    x: f64,
+    job: u32,
+}
+
 /// An effect a receiver decided, as its diamond shows it.
 pub(super) struct EffectMark {
     /// Its CSS classes after `effect`.
@@ -195,29 +202,9 @@ impl Page<'_> {
             let g = &self.geoms[l];
             let x = self.sc.x(e.t);
             let job = event_job(note).unwrap_or(u32::MAX);
-            let mut text = esc(&squash(&line(self.names, e)));
-            if let Some((st, rows)) = decided_by {
-                let said = format!(
-                    "`{}` -> {rows} row{}",
-                    st.name(),
-                    if rows == 1 { "" } else { "s" }
-                );
-                let _ = write!(text, "\n{}", esc(&format!("decided by {said}")));
-                if let Some((_, sql)) = self.view.statements.iter().find(|(n, _)| n == st.name()) {
-                    let _ = write!(text, ":\n{}", esc(sql));
-                }
-                if labels_statement(note) {
-                    let _ = writeln!(
-                        o,
-                        "<text class=\"stmt\" x=\"{}\" y=\"{}\"><title>{text}</title>{}</text>",
-                        f(self.sc.x(e.t) + 4.0),
-                        f(self.geoms[l].ev_y + 11.0),
-                        esc(&said)
-                    );
-                }
-            }
+            let text = self.tooltip(o, e, note, l, decided_by);
             match effect {
-                Some(m) => self.effect(o, &m, g, &mut label_ends[l], x, job, &text),
+                Some(m) => self.effect(o, &m, g, &mut label_ends[l], Spot { x, job }, &text),
                 None => {
                     let cls = note_class(note);
                     let r = if cls.is_empty() { 2.6 } else { 3.6 };
@@ -234,18 +221,50 @@ impl Page<'_> {
         o.push_str("</g>\n");
     }
 
+    /// A mark's tooltip: the event's timeline line and, for a SQL coordinator's decision, the
+    /// statement that made it (named beside the decision in lane `l` when it labels one).
+    fn tooltip(
+        &self,
+        o: &mut String,
+        e: &TraceEvent<Msg, Event>,
+        note: &Event,
+        l: usize,
+        decided_by: Option<(StoreStatement, u32)>,
+    ) -> String {
+        let mut text = esc(&squash(&line(self.names, e)));
+        if let Some((st, rows)) = decided_by {
+            let said = format!(
+                "`{}` -> {rows} row{}",
+                st.name(),
+                if rows == 1 { "" } else { "s" }
+            );
+            let _ = write!(text, "\n{}", esc(&format!("decided by {said}")));
+            if let Some((_, sql)) = self.view.statements.iter().find(|(n, _)| n == st.name()) {
+                let _ = write!(text, ":\n{}", esc(sql));
+            }
+            if labels_statement(note) {
+                let _ = writeln!(
+                    o,
+                    "<text class=\"stmt\" x=\"{}\" y=\"{}\"><title>{text}</title>{}</text>",
+                    f(self.sc.x(e.t) + 4.0),
+                    f(self.geoms[l].ev_y + 11.0),
+                    esc(&said)
+                );
+            }
+        }
+        text
+    }
+
     /// One effect's diamond at `x`, with its label in the first free row of the lane (`ends`:
     /// where each row's last label ends). When every row is taken the label is left to the
     /// tooltip, except for a refusal, which is always written out.
-    #[allow(clippy::too_many_arguments)]
     fn effect(
         &self,
         o: &mut String,
         m: &EffectMark,
         g: &LaneGeom,
         ends: &mut [f64; EFFECT_LABEL_ROWS],
-        x: f64,
-        job: u32,
+        Spot { x, job }: Spot,
         text: &str,
     ) {
         let EffectMark {

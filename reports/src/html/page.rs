@@ -4,11 +4,11 @@
 use super::clocks::clock_summary;
 use super::style::{CSS, CSS_VIOLATION, DEFS};
 use super::{
-    f, kind_word, nice_step, tick_label, Page, AXIS_H, BAR_H, CLOCK_H, LABEL_W, LEASE_ROW,
-    MAX_ARROWS, MAX_MARKS, PAD_L,
+    f, kind_word, nice_step, tick_label, LaneGeom, Page, AXIS_H, BAR_H, CLOCK_H, LABEL_W,
+    LEASE_ROW, MAX_ARROWS, MAX_MARKS, PAD_L,
 };
 use crate::escape::html as esc;
-use crate::secs;
+use crate::{secs, NodeView};
 use leasesim_sim::{EventKind, NodeId};
 use std::fmt::Write;
 
@@ -114,12 +114,7 @@ impl Page<'_> {
 
     /// The fixed column of lane names, kinds and clock summaries.
     pub(super) fn label_column(&self, o: &mut String) {
-        let Page {
-            view,
-            clocks,
-            geoms,
-            ..
-        } = self;
+        let Page { view, geoms, .. } = self;
         let net_h = self.net_h;
         let total_h = self.total_h;
         // ---- the label column ----
@@ -145,59 +140,64 @@ impl Page<'_> {
             );
         }
         for (l, (v, g)) in view.nodes.iter().zip(geoms.iter()).enumerate() {
-            let alt = if l % 2 == 1 { " alt" } else { "" };
-            let _ = writeln!(
-                o,
-                "<g class=\"lane-label\" data-node=\"{}\"><rect class=\"lane-bg{alt}\" x=\"0\" y=\"{}\" \
-                 width=\"{}\" height=\"{}\"/><line class=\"lane-sep\" x1=\"0\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>\
-                 <text class=\"node-name\" x=\"8\" y=\"{}\">{}</text><text class=\"node-kind\" x=\"{}\" y=\"{}\">{}</text>",
-                esc(&v.name),
-                f(g.y),
-                f(LABEL_W),
-                f(g.h),
-                f(LABEL_W),
-                f(g.y + g.h),
-                f(g.y + g.h),
-                f(g.ev_y + 4.0),
-                esc(&v.name),
-                f(16.0 + v.name.chars().count() as f64 * 10.0),
-                f(g.ev_y + 4.0),
-                kind_word(v.kind)
-            );
-            for r in 0..g.rows {
-                let ry = g.lease_y + r as f64 * LEASE_ROW;
-                if self.tx_lane == Some(l) && r >= self.tx_row0 {
-                    // A SQL connection's row: its transactions.
-                    let who = self.tx_conns[r - self.tx_row0]
-                        .map_or_else(|| "operator".to_string(), |w| w.to_string());
-                    let _ = write!(
-                        o,
-                        "<text class=\"sub-label\" x=\"{}\" y=\"{}\">{}\u{2019}s connection</text>",
-                        f(LABEL_W - 8.0),
-                        f(ry + 3.0 + BAR_H + 6.0),
-                        esc(&who)
-                    );
-                    continue;
-                }
-                let _ = write!(
-                    o,
-                    "<text class=\"sub-label\" x=\"{}\" y=\"{}\">coordinator\u{2019}s grant</text>\
-                     <text class=\"sub-label\" x=\"{}\" y=\"{}\">holder\u{2019}s belief</text>",
-                    f(LABEL_W - 8.0),
-                    f(ry + 3.0 + BAR_H - 2.0),
-                    f(LABEL_W - 8.0),
-                    f(ry + 3.0 + BAR_H + 1.0 + BAR_H - 2.0)
-                );
-            }
-            let _ = writeln!(
-                o,
-                "<text class=\"sub-label\" x=\"{}\" y=\"{}\">{}</text></g>",
-                f(LABEL_W - 8.0),
-                f(g.clock_y + CLOCK_H - 4.0),
-                esc(&clock_summary(clocks.of(l as NodeId)))
-            );
+            self.lane_label(o, l, v, g);
         }
         o.push_str("</svg>\n");
+    }
+
+    /// Lane `l`'s label: the node's name and kind, its rows' names and its clock's summary.
+    fn lane_label(&self, o: &mut String, l: usize, v: &NodeView, g: &LaneGeom) {
+        let alt = if l % 2 == 1 { " alt" } else { "" };
+        let _ = writeln!(
+            o,
+            "<g class=\"lane-label\" data-node=\"{}\"><rect class=\"lane-bg{alt}\" x=\"0\" y=\"{}\" \
+             width=\"{}\" height=\"{}\"/><line class=\"lane-sep\" x1=\"0\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>\
+             <text class=\"node-name\" x=\"8\" y=\"{}\">{}</text><text class=\"node-kind\" x=\"{}\" y=\"{}\">{}</text>",
+            esc(&v.name),
+            f(g.y),
+            f(LABEL_W),
+            f(g.h),
+            f(LABEL_W),
+            f(g.y + g.h),
+            f(g.y + g.h),
+            f(g.ev_y + 4.0),
+            esc(&v.name),
+            f(16.0 + v.name.chars().count() as f64 * 10.0),
+            f(g.ev_y + 4.0),
+            kind_word(v.kind)
+        );
+        for r in 0..g.rows {
+            let ry = g.lease_y + r as f64 * LEASE_ROW;
+            if self.tx_lane == Some(l) && r >= self.tx_row0 {
+                // A SQL connection's row: its transactions.
+                let who = self.tx_conns[r - self.tx_row0]
+                    .map_or_else(|| "operator".to_string(), |w| w.to_string());
+                let _ = write!(
+                    o,
+                    "<text class=\"sub-label\" x=\"{}\" y=\"{}\">{}\u{2019}s connection</text>",
+                    f(LABEL_W - 8.0),
+                    f(ry + 3.0 + BAR_H + 6.0),
+                    esc(&who)
+                );
+                continue;
+            }
+            let _ = write!(
+                o,
+                "<text class=\"sub-label\" x=\"{}\" y=\"{}\">coordinator\u{2019}s grant</text>\
+                 <text class=\"sub-label\" x=\"{}\" y=\"{}\">holder\u{2019}s belief</text>",
+                f(LABEL_W - 8.0),
+                f(ry + 3.0 + BAR_H - 2.0),
+                f(LABEL_W - 8.0),
+                f(ry + 3.0 + BAR_H + 1.0 + BAR_H - 2.0)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "<text class=\"sub-label\" x=\"{}\" y=\"{}\">{}</text></g>",
+            f(LABEL_W - 8.0),
+            f(g.clock_y + CLOCK_H - 4.0),
+            esc(&clock_summary(self.clocks.of(l as NodeId)))
+        );
     }
 
     /// Opens the scrolling timeline.

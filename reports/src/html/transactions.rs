@@ -101,29 +101,7 @@ impl Page<'_> {
             let y = row_y(b.row) + 12.0;
             let x0 = self.sc.x(b.start);
             let x1 = self.sc.x(b.end).max(x0 + 2.0);
-            let mut title = format!(
-                "`{}`: {} of {} statement(s) from {} to {}",
-                b.statement.name(),
-                b.steps.len(),
-                b.of,
-                crate::secs(b.start),
-                crate::secs(b.end)
-            );
-            let waited: u64 = b.steps.iter().map(|(s, d, _)| d - s).sum();
-            if waited > 0 {
-                let _ = write!(title, "; waited {} on locks", crate::secs(waited));
-            }
-            if let Some(why) = b.failed {
-                let _ = write!(title, "; aborted: {}", why.describe());
-            }
-            if let Some((_, sql)) = self
-                .view
-                .statements
-                .iter()
-                .find(|(n, _)| n == b.statement.name())
-            {
-                let _ = write!(title, "\n{sql}");
-            }
+            let title = self.tx_title(b);
             let _ = writeln!(
                 o,
                 "<g class=\"tx{}\"><title>{}</title><rect class=\"txbar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"8\"/>",
@@ -164,5 +142,34 @@ impl Page<'_> {
             o.push_str("</g>\n");
         }
         o.push_str("</g>\n");
+    }
+
+    /// A transaction's tooltip: its statement, its steps and time, its waits on locks, why it
+    /// aborted, and the statement's SQL.
+    fn tx_title(&self, b: &Bar) -> String {
+        let mut title = format!(
+            "`{}`: {} of {} statement(s) from {} to {}",
+            b.statement.name(),
+            b.steps.len(),
+            b.of,
+            crate::secs(b.start),
+            crate::secs(b.end)
+        );
+        let waited: u64 = b.steps.iter().map(|(s, d, _)| d - s).sum();
+        if waited > 0 {
+            let _ = write!(title, "; waited {} on locks", crate::secs(waited));
+        }
+        if let Some(why) = b.failed {
+            let _ = write!(title, "; aborted: {}", why.describe());
+        }
+        if let Some((_, sql)) = self
+            .view
+            .statements
+            .iter()
+            .find(|(n, _)| n == b.statement.name())
+        {
+            let _ = write!(title, "\n{sql}");
+        }
+        title
     }
 }

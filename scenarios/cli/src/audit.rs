@@ -51,6 +51,24 @@ pub(super) fn audit_cmd(
     Ok(verdict.exit_code())
 }
 
+/// Every problem met reading the journal: files that failed, lines not read, lines that did
+/// not parse.
+fn problems(out: &mut dyn Write, j: &Journal, failed: &[String]) -> Result<(), UsageError> {
+    for e in failed {
+        io(writeln!(out, "problem: {e}"))?;
+    }
+    for u in &j.unread {
+        io(writeln!(out, "problem: {u}"))?;
+    }
+    for p in &j.problems {
+        io(writeln!(out, "problem: {}: {}", j.place(p.at), p.what))?;
+    }
+    if j.problems_more > 0 {
+        io(writeln!(out, "problem: {} more not shown", j.problems_more))?;
+    }
+    Ok(())
+}
+
 fn text(
     out: &mut dyn Write,
     j: &Journal,
@@ -89,18 +107,7 @@ fn text(
     for s in &a.skipped {
         io(writeln!(out, "skipped: {s}"))?;
     }
-    for e in failed {
-        io(writeln!(out, "problem: {e}"))?;
-    }
-    for u in &j.unread {
-        io(writeln!(out, "problem: {u}"))?;
-    }
-    for p in &j.problems {
-        io(writeln!(out, "problem: {}: {}", j.place(p.at), p.what))?;
-    }
-    if j.problems_more > 0 {
-        io(writeln!(out, "problem: {} more not shown", j.problems_more))?;
-    }
+    problems(out, j, failed)?;
     let reached: Vec<String> = a
         .hazards
         .iter()

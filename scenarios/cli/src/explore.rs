@@ -37,6 +37,23 @@ pub(super) struct ExploreArgs {
 /// The progress bar, on a terminal only.
 struct Bar(Option<indicatif::ProgressBar>);
 
+impl Bar {
+    /// A bar on a terminal for text output; none otherwise.
+    fn for_format(format: Format) -> Bar {
+        Bar(
+            (format == Format::Text && std::io::stderr().is_terminal()).then(|| {
+                let bar = indicatif::ProgressBar::new(0);
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} plans ({per_sec}, eta {eta})",
+                ) {
+                    bar.set_style(style);
+                }
+                bar
+            }),
+        )
+    }
+}
+
 impl Progress for Bar {
     fn advanced(&self, done: u64, total: u64) {
         if let Some(bar) = &self.0 {
@@ -58,13 +75,9 @@ fn thousands(n: u64) -> String {
     out
 }
 
-pub(super) fn explore_cmd(
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-    a: &ExploreArgs,
-    scen: &[leasesim::ScenarioDef],
-) -> Result<i32, UsageError> {
-    let def = super::scenario(scen, &a.scenario)?;
+/// The fault kinds asked for, once the number of faults and the budget are known to be in
+/// range.
+fn kinds_checked(a: &ExploreArgs) -> Result<Vec<Kind>, UsageError> {
     let kinds = match &a.kinds {
         Some(k) => Kind::parse_list(k)?,
         None => Kind::ALL.to_vec(),
@@ -81,6 +94,17 @@ pub(super) fn explore_cmd(
             "--budget 0 runs nothing: give at least 1 plan".into(),
         ));
     }
+    Ok(kinds)
+}
+
+pub(super) fn explore_cmd(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    a: &ExploreArgs,
+    scen: &[leasesim::ScenarioDef],
+) -> Result<i32, UsageError> {
+    let def = super::scenario(scen, &a.scenario)?;
+    let kinds = kinds_checked(a)?;
     let (shard, shard_source) = super::shard_from(a.shard)?;
     let config = ExploreConfig {
         kinds,
@@ -95,16 +119,7 @@ pub(super) fn explore_cmd(
     leasesim::pool::threads(a.jobs, 1)?;
     let dir = OutDir::prepare("--failures-dir", &a.failures_dir)?;
     let graceful = Graceful::enter();
-    let bar = (a.format == Format::Text && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} plans ({per_sec}, eta {eta})",
-        ) {
-            bar.set_style(style);
-        }
-        bar
-    });
-    let progress = Bar(bar);
+    let progress = Bar::for_format(a.format);
     let result = explore::explore(&config, graceful.stop(), &progress);
     if let Some(bar) = &progress.0 {
         bar.finish_and_clear();
@@ -143,12 +158,41 @@ pub(super) fn explore_cmd(
     Ok(if x.held() { 0 } else { 1 })
 }
 
+/// The exploration in words: the space, what was covered, each violated invariant with its
+/// first plan and what was saved of it, and the claim the exploration makes.
 fn text(
     out: &mut dyn Write,
     x: &Explored,
     saved: &[Saved],
     machines: &Machines,
 ) -> Result<(), UsageError> {
+    space_text(out, x)?;
+    covered_text(out, x)?;
+    for (invariant, n) in &x.violating {
+        violation_text(out, x, invariant, *n, saved, machines)?;
+    }
+    if x.unfinished.0 > 0 {
+        io(writeln!(
+            out,
+            "UNFINISHED: {} plan(s) ended at a limit without a finding; the first is plan {}",
+            thousands(x.unfinished.0),
+            x.unfinished.1.first().map_or(0, |p| p + 1)
+        ))?;
+    }
+    if x.interrupted {
+        io(writeln!(
+            out,
+            "explore: INTERRUPTED after {} of {} plans",
+            thousands(x.covered()),
+            thousands(x.share.end - x.share.start)
+        ))?;
+    }
+    io(writeln!(out, "{}", x.claim()))?;
+    Ok(())
+}
+
+/// The space explored: the scenario, the baseline run, the plans by number of faults.
+fn space_text(out: &mut dyn Write, x: &Explored) -> Result<(), UsageError> {
     let sp = &x.space;
     let kinds: Vec<&str> = x.kinds.iter().map(|k| k.name()).collect();
     let durations: Vec<String> = sp
@@ -199,6 +243,11 @@ fn text(
             }
         ))?;
     }
+    Ok(())
+}
+
+/// How much of the space was covered, how fast, and the hazards its plans reached.
+fn covered_text(out: &mut dyn Write, x: &Explored) -> Result<(), UsageError> {
     io(writeln!(
         out,
         "covered {} plans ({} run) on {} thread(s) in {:.2}s ({:.0} runs/s): {} distinct runs (traces)",
@@ -223,69 +272,64 @@ fn text(
             hazards.join(", ")
         }
     ))?;
-    for (invariant, n) in &x.violating {
-        let first = &x.violations[invariant][0];
+    Ok(())
+}
+
+/// One violated invariant: how many plans broke it, the first of them, and what was saved of
+/// it (the shrunk plan, what the finding depends on, the replay and the timeline).
+fn violation_text(
+    out: &mut dyn Write,
+    x: &Explored,
+    invariant: &str,
+    n: u64,
+    saved: &[Saved],
+    machines: &Machines,
+) -> Result<(), UsageError> {
+    let first = &x.violations[invariant][0];
+    io(writeln!(
+        out,
+        "VIOLATED {invariant}: {} plan(s); the first is plan {} of the space:",
+        thousands(n),
+        first.plan + 1
+    ))?;
+    for l in &first.labels {
+        io(writeln!(out, "    {l}"))?;
+    }
+    let Some(s) = saved.iter().find(|s| s.invariant == invariant) else {
+        return Ok(());
+    };
+    if let Some(sh) = &s.shrunk {
         io(writeln!(
             out,
-            "VIOLATED {invariant}: {} plan(s); the first is plan {} of the space:",
-            thousands(*n),
-            first.plan + 1
+            "  minimal plan (shrunk, {} fault(s) -> {}):",
+            s.faults_before, s.faults_after
         ))?;
-        for l in &first.labels {
+        for l in sh.lines() {
             io(writeln!(out, "    {l}"))?;
         }
-        if let Some(s) = saved.iter().find(|s| s.invariant == *invariant) {
-            if let Some(sh) = &s.shrunk {
-                io(writeln!(
-                    out,
-                    "  minimal plan (shrunk, {} fault(s) -> {}):",
-                    s.faults_before, s.faults_after
-                ))?;
-                for l in sh.lines() {
-                    io(writeln!(out, "    {l}"))?;
-                }
-            }
-            if !s.depends.is_empty() {
-                io(writeln!(
-                    out,
-                    "  what the finding depends on (the minimal plan run without each fault):"
-                ))?;
-                for l in &s.depends {
-                    io(writeln!(out, "    {l}"))?;
-                }
-            }
-            if let Some(p) = &s.replay {
-                io(writeln!(
-                    out,
-                    "  replay: {}",
-                    leasesim::run::rerun_command(machines, &x.space.base.scenario, p)
-                ))?;
-            }
-            if let Some(h) = &s.html {
-                io(writeln!(out, "  timeline: {}", h.display()))?;
-            }
-            if let Some(e) = &s.error {
-                io(writeln!(out, "  note: {e}"))?;
-            }
+    }
+    if !s.depends.is_empty() {
+        io(writeln!(
+            out,
+            "  what the finding depends on (the minimal plan run without each fault):"
+        ))?;
+        for l in &s.depends {
+            io(writeln!(out, "    {l}"))?;
         }
     }
-    if x.unfinished.0 > 0 {
+    if let Some(p) = &s.replay {
         io(writeln!(
             out,
-            "UNFINISHED: {} plan(s) ended at a limit without a finding; the first is plan {}",
-            thousands(x.unfinished.0),
-            x.unfinished.1.first().map_or(0, |p| p + 1)
+            "  replay: {}",
+            leasesim::run::rerun_command(machines, &x.space.base.scenario, p)
         ))?;
     }
-    if x.interrupted {
-        io(writeln!(
-            out,
-            "explore: INTERRUPTED after {} of {} plans",
-            thousands(x.covered()),
-            thousands(x.share.end - x.share.start)
-        ))?;
+    if let Some(h) = &s.html {
+        io(writeln!(out, "  timeline: {}", h.display()))?;
     }
-    io(writeln!(out, "{}", x.claim()))?;
+    if let Some(e) = &s.error {
+        io(writeln!(out, "  note: {e}"))?;
+    }
     Ok(())
 }
 

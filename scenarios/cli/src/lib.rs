@@ -611,6 +611,8 @@ pub fn run_cli(
     }
 }
 
+/// Runs one parsed command.
+// Long: one arm per subcommand, each only unpacking its arguments for the command's function.
 fn dispatch(
     command: Command,
     out: &mut dyn Write,

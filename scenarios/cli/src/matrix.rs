@@ -16,6 +16,7 @@ use leasesim_protocol::Variant;
 use leasesim_results::files::ReportFiles;
 use leasesim_results::matrix::{finish_whole, result_json, write_reports, WholeOutputs};
 use std::io::Write;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 pub(super) struct MatrixArgs {
@@ -51,46 +52,102 @@ pub(super) fn matrix_cmd(
     let threads = pool::threads(a.jobs, (held.end - held.start).max(1))?;
     a.reports.check(&[])?;
     let shard = shard.zip(source.as_deref());
-    let n = scen.len() as u64;
-    let name = |i: u64| {
+    let run = MatrixRun {
+        a,
+        cat,
+        scen,
+        threads,
+        shard,
+    };
+    if partial {
+        return run.shard_only(out, &held);
+    }
+    // The folder is made ready before the matrix runs, so its tables always have a home.
+    let dir = OutDir::prepare("--out", &a.dir)?;
+    if a.format == Format::Text {
+        run.announce(out, &held)?;
+    }
+    #[allow(clippy::disallowed_methods)] // the matrix's own duration, never the simulated world
+    let started = std::time::Instant::now();
+    let cells = matrix::cells(cat, scen, a.seeds, threads, None);
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut m = matrix::assemble(cat, scen, a.seeds, cells.clone()).map_err(UsageError)?;
+    if let Some((subject, command)) = &a.subject {
+        m.subject = subject.clone();
+        m.command = command.clone();
+    }
+    let doc = result_json(cat, a.seeds, shard, &cells, Some(&m), elapsed, scen);
+    let to = WholeOutputs {
+        dir: Some(&dir.path),
+        reports: &a.reports,
+        format: a.format.lib(),
+        footer: format!(
+            "matrix written to {} ({elapsed:.1}s on {threads} thread(s))",
+            dir.path.join("matrix.md").display()
+        ),
+        page_limit: a.page_limit.map(|kb| kb.saturating_mul(1_000)),
+    };
+    Ok(finish_whole(out, &m, doc, &to, cat, scen)?)
+}
+
+/// A matrix about to run: its arguments, machines, scenarios, threads and shard.
+struct MatrixRun<'a> {
+    a: &'a MatrixArgs,
+    cat: &'a [Machines],
+    scen: &'a [ScenarioDef],
+    threads: usize,
+    /// The shard and where it came from.
+    shard: Option<(Shard, &'a str)>,
+}
+
+impl MatrixRun<'_> {
+    /// A cell's name: `machines x scenario`.
+    fn name(&self, i: u64) -> String {
+        let n = self.scen.len() as u64;
         format!(
             "{} x {}",
-            cat[(i / n) as usize].name(),
-            scen[(i % n) as usize].name
+            self.cat[(i / n) as usize].name(),
+            self.scen[(i % n) as usize].name
         )
-    };
-    let announce = |out: &mut dyn Write| -> Result<(), UsageError> {
-        if let Some((s, src)) = shard {
+    }
+
+    /// Which cells a shard holds, before they run.
+    fn announce(&self, out: &mut dyn Write, held: &Range<u64>) -> Result<(), UsageError> {
+        if let Some((s, src)) = self.shard {
             io(writeln!(
                 out,
                 "shard {s} (from {src}): cells {}..{} of {} ({} to {})",
                 held.start,
                 held.end,
-                cat.len() as u64 * n,
+                self.cat.len() as u64 * self.scen.len() as u64,
                 if held.is_empty() {
                     "none".into()
                 } else {
-                    name(held.start)
+                    self.name(held.start)
                 },
                 if held.is_empty() {
                     "none".into()
                 } else {
-                    name(held.end - 1)
+                    self.name(held.end - 1)
                 },
             ))?;
         }
         Ok(())
-    };
-    if partial {
-        // A shard: its cells, no table (a row's verdict needs every scenario).
+    }
+
+    /// A shard: its cells, no table (a row's verdict needs every scenario); fails when
+    /// machines expected to hold broke in one of them.
+    fn shard_only(&self, out: &mut dyn Write, held: &Range<u64>) -> Result<i32, UsageError> {
+        let (a, cat, scen, threads) = (self.a, self.cat, self.scen, self.threads);
+        let n = scen.len() as u64;
         if a.format == Format::Text {
-            announce(out)?;
+            self.announce(out, held)?;
         }
         #[allow(clippy::disallowed_methods)] // the matrix's own duration, never the simulated world
         let started = std::time::Instant::now();
-        let cells = matrix::cells(cat, scen, a.seeds, threads, shard.map(|(s, _)| s));
+        let cells = matrix::cells(cat, scen, a.seeds, threads, self.shard.map(|(s, _)| s));
         let elapsed = started.elapsed().as_secs_f64();
-        let doc = result_json(cat, a.seeds, shard, &cells, None, elapsed, scen);
+        let doc = result_json(cat, a.seeds, self.shard, &cells, None, elapsed, scen);
         write_reports(&a.reports, &doc, None)?;
         let mut held_failed = false;
         if a.format == Format::Json {
@@ -117,34 +174,8 @@ pub(super) fn matrix_cmd(
                 cells.len()
             ))?;
         }
-        return Ok(i32::from(held_failed));
+        Ok(i32::from(held_failed))
     }
-    // The folder is made ready before the matrix runs, so its tables always have a home.
-    let dir = OutDir::prepare("--out", &a.dir)?;
-    if a.format == Format::Text {
-        announce(out)?;
-    }
-    #[allow(clippy::disallowed_methods)] // the matrix's own duration, never the simulated world
-    let started = std::time::Instant::now();
-    let cells = matrix::cells(cat, scen, a.seeds, threads, None);
-    let elapsed = started.elapsed().as_secs_f64();
-    let mut m = matrix::assemble(cat, scen, a.seeds, cells.clone()).map_err(UsageError)?;
-    if let Some((subject, command)) = &a.subject {
-        m.subject = subject.clone();
-        m.command = command.clone();
-    }
-    let doc = result_json(cat, a.seeds, shard, &cells, Some(&m), elapsed, scen);
-    let to = WholeOutputs {
-        dir: Some(&dir.path),
-        reports: &a.reports,
-        format: a.format.lib(),
-        footer: format!(
-            "matrix written to {} ({elapsed:.1}s on {threads} thread(s))",
-            dir.path.join("matrix.md").display()
-        ),
-        page_limit: a.page_limit.map(|kb| kb.saturating_mul(1_000)),
-    };
-    Ok(finish_whole(out, &m, doc, &to, cat, scen)?)
 }
 
 /// A cell in a few words: `caught at seed 3: no-stale-commit (I1)`, `held over 200 seeds`.

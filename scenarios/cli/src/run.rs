@@ -373,65 +373,66 @@ fn present(
             opts.engine.name()
         )));
     }
-    let EngineResult {
-        result: r,
-        determinism,
-        problems: engine_problems,
-        stats: shell_stats,
-    } = run_on_engine(setup, seed, opts, m)?;
+    let e = run_on_engine(setup, seed, opts, m)?;
+    let r = &e.result;
     let verdict = r.verdict();
-    let metrics = journal::metrics(&r);
-    let deterministic = !matches!(determinism, Some(Err(_)));
-    let code = if deterministic && engine_problems.is_empty() {
+    let metrics = journal::metrics(r);
+    let deterministic = !matches!(e.determinism, Some(Err(_)));
+    let code = if deterministic && e.problems.is_empty() {
         verdict.exit_code()
     } else {
         1
     };
     if opts.format == RunFormat::Story {
         io(writeln!(out, "{header}"))?;
-        io(out.write_all(story::story(setup, &r)?.as_bytes()))?;
+        io(out.write_all(story::story(setup, r)?.as_bytes()))?;
         if verdict != Verdict::Held {
             io(writeln!(out, "reproduce: {reproduce}"))?;
         }
     } else if opts.format == RunFormat::Json {
-        let doc = json!({
-            "scenario": setup.scenario,
-            "variant": setup.variant.name(),
-            "seed": seed,
-            "verdict": verdict,
-            "end": r.end,
-            "end_ns": r.end_ns,
-            "events": r.events,
-            "trace_hash": format!("{:016x}", r.trace_hash()),
-            "findings": findings_json(&r),
-            "skipped": r.skipped.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "machine_error": r.machine_fault,
-            "unfinished": r.unfinished,
-            "hazards": r.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-            "metrics": metrics.to_json(),
-            "deterministic": determinism.as_ref().map(|d| d.is_ok()),
-            "determinism_error": determinism.as_ref().and_then(|d| d.as_ref().err()),
-            "engine_problems": engine_problems,
-            "reproduce": reproduce,
-            "engine": opts.engine.name(),
-            "shell": shell_stats,
-        });
+        let doc = run_json(setup, seed, &e, &metrics, reproduce, opts);
         io(writeln!(out, "{doc:#}"))?;
     } else {
-        print_text(
-            out,
-            header,
-            &r,
-            &metrics,
-            reproduce,
-            opts,
-            shell_stats,
-            &engine_problems,
-            &determinism,
-        )?;
+        print_text(out, header, &e, &metrics, reproduce, opts)?;
     }
-    write_outputs(setup, seed, &r, reproduce, opts, m)?;
-    Ok((code, r))
+    write_outputs(setup, seed, r, reproduce, opts, m)?;
+    Ok((code, e.result))
+}
+
+/// `run --format json`'s document: the run, its verdict, findings, hazards and metrics, and
+/// what the engine and the determinism check said.
+fn run_json(
+    setup: &Setup,
+    seed: u64,
+    e: &EngineResult,
+    metrics: &journal::Metrics,
+    reproduce: &str,
+    opts: &RunOpts,
+) -> serde_json::Value {
+    let r = &e.result;
+    let verdict = r.verdict();
+    json!({
+        "scenario": setup.scenario,
+        "variant": setup.variant.name(),
+        "seed": seed,
+        "verdict": verdict,
+        "end": r.end,
+        "end_ns": r.end_ns,
+        "events": r.events,
+        "trace_hash": format!("{:016x}", r.trace_hash()),
+        "findings": findings_json(r),
+        "skipped": r.skipped.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "machine_error": r.machine_fault,
+        "unfinished": r.unfinished,
+        "hazards": r.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        "metrics": metrics.to_json(),
+        "deterministic": e.determinism.as_ref().map(|d| d.is_ok()),
+        "determinism_error": e.determinism.as_ref().and_then(|d| d.as_ref().err()),
+        "engine_problems": e.problems,
+        "reproduce": reproduce,
+        "engine": opts.engine.name(),
+        "shell": e.stats,
+    })
 }
 
 /// The files `run` and `replay` write, after the run was shown.
@@ -501,18 +502,18 @@ fn write_outputs(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// `run`'s text: the header, the async shell's counts, the timeline, the verdict with its
+/// findings, the hazards, the metrics and the trace hash, then what the engine and the
+/// determinism check said.
 fn print_text(
     out: &mut dyn Write,
     header: &str,
-    r: &RunResult,
+    e: &EngineResult,
     metrics: &journal::Metrics,
     reproduce: &str,
     opts: &RunOpts,
-    shell_stats: Option<leasesim_shell::ShellStats>,
-    engine_problems: &[String],
-    determinism: &Option<Result<(), String>>,
 ) -> Result<(), UsageError> {
+    let r = &e.result;
     let verdict = r.verdict();
     let node_names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
     let names = Names {
@@ -520,18 +521,8 @@ fn print_text(
         ops: &r.op_names,
     };
     io(writeln!(out, "{header}"))?;
-    if let Some(s) = shell_stats {
-        io(writeln!(
-            out,
-            "engine: {} (async shell: {} tool calls, {} answered, {} cancelled by lease loss, {} by client timeout, {} otherwise; {} heartbeat-task wakes)",
-            opts.engine.name(),
-            s.tool_calls,
-            s.tool_answered,
-            s.cancelled_lease_lost,
-            s.cancelled_timed_out,
-            s.cancelled_other,
-            s.heartbeat_task_wakes
-        ))?;
+    if let Some(s) = e.stats {
+        shell_line(out, opts, s)?;
     }
     io(out.write_all(reports::timeline(&names, &r.trace).as_bytes()))?;
     io(writeln!(out))?;
@@ -574,15 +565,39 @@ fn print_text(
     if verdict != Verdict::Held {
         io(writeln!(out, "reproduce: {reproduce}"))?;
     }
-    if !engine_problems.is_empty() {
+    engine_checks(out, e, opts)
+}
+
+/// What the async shell did beyond the trace.
+fn shell_line(
+    out: &mut dyn Write,
+    opts: &RunOpts,
+    s: leasesim_shell::ShellStats,
+) -> Result<(), UsageError> {
+    io(writeln!(
+        out,
+        "engine: {} (async shell: {} tool calls, {} answered, {} cancelled by lease loss, {} by client timeout, {} otherwise; {} heartbeat-task wakes)",
+        opts.engine.name(),
+        s.tool_calls,
+        s.tool_answered,
+        s.cancelled_lease_lost,
+        s.cancelled_timed_out,
+        s.cancelled_other,
+        s.heartbeat_task_wakes
+    ))
+}
+
+/// Whether the engine did what its trace says, and whether a second run was identical.
+fn engine_checks(out: &mut dyn Write, e: &EngineResult, opts: &RunOpts) -> Result<(), UsageError> {
+    if !e.problems.is_empty() {
         io(writeln!(
             out,
             "engine: the {} engine did not do what its trace says: {}",
             opts.engine.name(),
-            engine_problems.join("; ")
+            e.problems.join("; ")
         ))?;
     }
-    match determinism {
+    match &e.determinism {
         Some(Ok(())) => io(writeln!(out, "determinism: ran twice, identical traces"))?,
         Some(Err(e)) => io(writeln!(out, "determinism: NOT DETERMINISTIC: {e}"))?,
         None => {}
@@ -627,20 +642,7 @@ pub(super) fn shrink_cmd(
         false => verdict.exit_code(),
     };
     if format == Format::Json {
-        let doc = json!({
-            "stopped": shrunk.stopped,
-            "invariant": shrunk.invariant.name(),
-            "spec": shrunk.invariant.spec_id(),
-            "faults_before": shrunk.faults_before,
-            "faults_after": shrunk.replay.setup.faults.len(),
-            "workers": shrunk.replay.setup.workers.len(),
-            "jobs": shrunk.replay.setup.jobs.len(),
-            "faults": shrunk.replay.setup.faults.iter().map(replay::fault_json).collect::<Vec<_>>(),
-            "runs": shrunk.runs,
-            "elapsed_s": elapsed,
-            "shrunk": dest.display().to_string(),
-            "verdict": verdict,
-        });
+        let doc = shrink_json(&shrunk, elapsed, &dest, &verdict);
         io(writeln!(out, "{doc:#}"))?;
         return Ok(code);
     }
@@ -664,13 +666,7 @@ pub(super) fn shrink_cmd(
         shrunk.replay.setup.jobs.len(),
         shrunk.invariant.label(),
     ))?;
-    io(writeln!(out, "minimal plan:"))?;
-    if shrunk.replay.setup.faults.is_empty() {
-        io(writeln!(out, "  (no fault: the variant fails on its own)"))?;
-    }
-    for f in &shrunk.replay.setup.faults {
-        io(writeln!(out, "  {}", shrink::describe(f)))?;
-    }
+    minimal_plan(out, &shrunk.replay.setup)?;
     io(writeln!(
         out,
         "written to {}; see it with: {}",
@@ -678,6 +674,41 @@ pub(super) fn shrink_cmd(
         rerun_command(&m, &shrunk.replay.setup.scenario, &dest)
     ))?;
     Ok(code)
+}
+
+/// `shrink --format json`'s document: what was shrunk to what, in how many runs.
+fn shrink_json(
+    shrunk: &shrink::Shrunk,
+    elapsed: f64,
+    dest: &Path,
+    verdict: &Verdict,
+) -> serde_json::Value {
+    json!({
+        "stopped": shrunk.stopped,
+        "invariant": shrunk.invariant.name(),
+        "spec": shrunk.invariant.spec_id(),
+        "faults_before": shrunk.faults_before,
+        "faults_after": shrunk.replay.setup.faults.len(),
+        "workers": shrunk.replay.setup.workers.len(),
+        "jobs": shrunk.replay.setup.jobs.len(),
+        "faults": shrunk.replay.setup.faults.iter().map(replay::fault_json).collect::<Vec<_>>(),
+        "runs": shrunk.runs,
+        "elapsed_s": elapsed,
+        "shrunk": dest.display().to_string(),
+        "verdict": verdict,
+    })
+}
+
+/// The shrunk plan's faults, one a line.
+fn minimal_plan(out: &mut dyn Write, setup: &Setup) -> Result<(), UsageError> {
+    io(writeln!(out, "minimal plan:"))?;
+    if setup.faults.is_empty() {
+        io(writeln!(out, "  (no fault: the variant fails on its own)"))?;
+    }
+    for f in &setup.faults {
+        io(writeln!(out, "  {}", shrink::describe(f)))?;
+    }
+    Ok(())
 }
 
 /// `leasesim run`'s arguments.

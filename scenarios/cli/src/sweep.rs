@@ -19,6 +19,7 @@ use leasesim_results::files::ReportFiles;
 use leasesim_results::sweep::{describe_groups, groups, save_failures, Outcome, Results};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -58,6 +59,18 @@ struct ListFile {
 }
 
 impl ListFile {
+    /// A list at `path`, not created until the first failure.
+    fn new(path: PathBuf) -> ListFile {
+        ListFile {
+            path,
+            file: None,
+            next: 0,
+            pending: BTreeMap::new(),
+            error: None,
+            lines: 0,
+        }
+    }
+
     fn write_ready(&mut self) {
         let mut wrote = false;
         while let Some(text) = self.pending.remove(&self.next) {
@@ -209,125 +222,10 @@ pub(super) fn sweep_cmd(
     a: &SweepArgs,
     scen: &[ScenarioDef],
 ) -> Result<i32, UsageError> {
-    let defs = scenario_list(scen, &a.names)?;
-    let m = &a.machines;
-    if a.budget == Some(Duration::ZERO) {
-        return Err(UsageError(
-            "--for 0s runs nothing: give a budget longer than 0".into(),
-        ));
-    }
-    let (shard, shard_source) = super::shard_from(a.shard)?;
-    if a.seeds == SeedsArg::Random && shard.is_some_and(|s| s.count > 1) {
-        return Err(UsageError(
-            "--seeds random would draw a different base in every shard; give the shards one base, e.g. --seeds $CI_PIPELINE_ID.. --for 10m".into(),
-        ));
-    }
-    let (seeds, random) = resolve_seeds(a)?;
-    refuse_unsafe_timing(&defs, seeds.start, m, a.allow_unsafe_timing)?;
-    let mut config = SweepConfig {
-        check_determinism: a.check_determinism,
-        allow_unsafe_timing: a.allow_unsafe_timing,
-        shard,
-        budget: a.budget,
-        allow_skipped: a.allow_skipped.clone(),
-        ..SweepConfig::new(defs.clone(), seeds, m.clone())
-    };
-    let items = config.items()?;
-    let total = items.end - items.start;
-    config.threads = pool::threads(a.jobs, total.div_ceil(sweep::CHUNK))?;
-    a.reports.check(&[])?;
-    // Where failures go is checked before any seed runs: a sweep must never find failures it
-    // cannot save.
-    let dir = OutDir::prepare("--failures-dir", &a.failures_dir)?;
-    let share = config.share()?;
+    let p = Prepared::new(a, scen)?;
     // What is about to run, said first: a run that dies still told how to repeat it.
-    {
-        let announce: &mut dyn Write = if a.format == Format::Text { out } else { err };
-        if let Some(base) = random {
-            io(writeln!(
-                announce,
-                "seeds drawn at random: base {base}; this run is --seeds {}..{}",
-                seeds.start, seeds.end
-            ))?;
-        }
-        if let (Some(s), Some(source)) = (shard, &shard_source) {
-            io(writeln!(
-                announce,
-                "shard {s} (from {source}): {} of the {} runs, seeds {}",
-                total,
-                config.total()?,
-                describe_groups(
-                    &groups(&defs, share.iter().map(std::slice::from_ref)),
-                    defs.len()
-                )
-            ))?;
-        }
-    }
-    let bar = (a.format == Format::Text && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new(total);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} seeds ({per_sec}, eta {eta})",
-        ) {
-            bar.set_style(style);
-        }
-        bar
-    });
-    let watch = Watch {
-        defs: &defs,
-        machines: m,
-        bar,
-        list: Mutex::new(ListFile {
-            path: dir.path.join(format!("sweep-{}.txt", file_stem(m.name()))),
-            file: None,
-            next: 0,
-            pending: BTreeMap::new(),
-            error: None,
-            lines: 0,
-        }),
-    };
-    let graceful = Graceful::enter();
-    #[allow(clippy::disallowed_methods)] // the sweep's own throughput, never the simulated world
-    let started = std::time::Instant::now();
-    let report = sweep::sweep(&config, graceful.stop(), &watch);
-    let elapsed = started.elapsed().as_secs_f64().max(1e-9);
-    if let Some(bar) = &watch.bar {
-        bar.finish_and_clear();
-    }
-    let mut list = watch.list.into_inner().unwrap_or_else(|p| p.into_inner());
-    list.write_rest();
-    list.finish();
-    let saved = save_failures(
-        &dir,
-        &defs,
-        m,
-        &report,
-        !report.interrupted,
-        graceful.stop(),
-    );
-    let mut errors: Vec<String> = list.error.iter().cloned().collect();
-    errors.extend(saved.errors.iter().cloned());
-    let listed = (list.lines > 0 && list.error.is_none()).then(|| list.path.clone());
-    if list.lines == 0 && saved.replays == 0 {
-        dir.remove_if_unused();
-    }
-    let unreached = report.coverage(&config);
-    let coverage_judged = unreached.is_some();
-    let unreached = unreached.unwrap_or_default();
-    let results = Results {
-        program_scenarios: (scen.len(), leasesim::scenarios::is_stock_list(scen)),
-        defs,
-        config,
-        report,
-        shard_source,
-        random,
-        share,
-        coverage_judged,
-        unreached,
-        elapsed,
-        listed,
-        saved,
-        merged: None,
-    };
+    p.announce(if a.format == Format::Text { out } else { err })?;
+    let (results, mut errors) = p.run(a, scen);
     if a.format == Format::Json {
         io(writeln!(out, "{:#}", results.json()))?;
     } else {
@@ -342,6 +240,177 @@ pub(super) fn sweep_cmd(
         Outcome::Interrupted => leasesim::interrupt::exit_code(),
         Outcome::Held if !errors.is_empty() => 2,
         o => o.exit_code(),
+    })
+}
+
+/// A sweep whose arguments were checked and whose failures directory is ready: everything
+/// before the first seed runs.
+struct Prepared {
+    defs: Vec<ScenarioDef>,
+    config: SweepConfig,
+    shard_source: Option<String>,
+    /// The seed base drawn at random, for `--seeds random`.
+    random: Option<u64>,
+    seeds: SeedRange,
+    /// The runs of this shard.
+    total: u64,
+    /// Each scenario's seeds in this shard.
+    share: Vec<Range<u64>>,
+    dir: OutDir,
+}
+
+impl Prepared {
+    /// Checks the arguments and prepares the failures directory; refuses bad input before
+    /// anything is written.
+    fn new(a: &SweepArgs, scen: &[ScenarioDef]) -> Result<Prepared, UsageError> {
+        let defs = scenario_list(scen, &a.names)?;
+        let m = &a.machines;
+        if a.budget == Some(Duration::ZERO) {
+            return Err(UsageError(
+                "--for 0s runs nothing: give a budget longer than 0".into(),
+            ));
+        }
+        let (shard, shard_source) = super::shard_from(a.shard)?;
+        if a.seeds == SeedsArg::Random && shard.is_some_and(|s| s.count > 1) {
+            return Err(UsageError(
+                "--seeds random would draw a different base in every shard; give the shards one base, e.g. --seeds $CI_PIPELINE_ID.. --for 10m".into(),
+            ));
+        }
+        let (seeds, random) = resolve_seeds(a)?;
+        refuse_unsafe_timing(&defs, seeds.start, m, a.allow_unsafe_timing)?;
+        let mut config = SweepConfig {
+            check_determinism: a.check_determinism,
+            allow_unsafe_timing: a.allow_unsafe_timing,
+            shard,
+            budget: a.budget,
+            allow_skipped: a.allow_skipped.clone(),
+            ..SweepConfig::new(defs.clone(), seeds, m.clone())
+        };
+        let items = config.items()?;
+        let total = items.end - items.start;
+        config.threads = pool::threads(a.jobs, total.div_ceil(sweep::CHUNK))?;
+        a.reports.check(&[])?;
+        // Where failures go is checked before any seed runs: a sweep must never find failures
+        // it cannot save.
+        let dir = OutDir::prepare("--failures-dir", &a.failures_dir)?;
+        let share = config.share()?;
+        Ok(Prepared {
+            defs,
+            config,
+            shard_source,
+            random,
+            seeds,
+            total,
+            share,
+            dir,
+        })
+    }
+
+    /// The seeds drawn at random and this shard's part, before any seed runs.
+    fn announce(&self, announce: &mut dyn Write) -> Result<(), UsageError> {
+        let seeds = &self.seeds;
+        if let Some(base) = self.random {
+            io(writeln!(
+                announce,
+                "seeds drawn at random: base {base}; this run is --seeds {}..{}",
+                seeds.start, seeds.end
+            ))?;
+        }
+        if let (Some(s), Some(source)) = (self.config.shard, &self.shard_source) {
+            io(writeln!(
+                announce,
+                "shard {s} (from {source}): {} of the {} runs, seeds {}",
+                self.total,
+                self.config.total()?,
+                describe_groups(
+                    &groups(&self.defs, self.share.iter().map(std::slice::from_ref)),
+                    self.defs.len()
+                )
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// Runs the sweep with a progress bar, lists and saves its failures as they come, and
+    /// judges its coverage; returns the results and what could not be written.
+    fn run(self, a: &SweepArgs, scen: &[ScenarioDef]) -> (Results, Vec<String>) {
+        let Prepared {
+            defs,
+            config,
+            shard_source,
+            random,
+            seeds: _,
+            total,
+            share,
+            dir,
+        } = self;
+        let m = &a.machines;
+        let watch = Watch {
+            defs: &defs,
+            machines: m,
+            bar: progress_bar(a.format, total),
+            list: Mutex::new(ListFile::new(
+                dir.path.join(format!("sweep-{}.txt", file_stem(m.name()))),
+            )),
+        };
+        let graceful = Graceful::enter();
+        #[allow(clippy::disallowed_methods)]
+        // the sweep's own throughput, never the simulated world
+        let started = std::time::Instant::now();
+        let report = sweep::sweep(&config, graceful.stop(), &watch);
+        let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+        if let Some(bar) = &watch.bar {
+            bar.finish_and_clear();
+        }
+        let mut list = watch.list.into_inner().unwrap_or_else(|p| p.into_inner());
+        list.write_rest();
+        list.finish();
+        let saved = save_failures(
+            &dir,
+            &defs,
+            m,
+            &report,
+            !report.interrupted,
+            graceful.stop(),
+        );
+        let mut errors: Vec<String> = list.error.iter().cloned().collect();
+        errors.extend(saved.errors.iter().cloned());
+        let listed = (list.lines > 0 && list.error.is_none()).then(|| list.path.clone());
+        if list.lines == 0 && saved.replays == 0 {
+            dir.remove_if_unused();
+        }
+        let unreached = report.coverage(&config);
+        let coverage_judged = unreached.is_some();
+        let unreached = unreached.unwrap_or_default();
+        let results = Results {
+            program_scenarios: (scen.len(), leasesim::scenarios::is_stock_list(scen)),
+            defs,
+            config,
+            report,
+            shard_source,
+            random,
+            share,
+            coverage_judged,
+            unreached,
+            elapsed,
+            listed,
+            saved,
+            merged: None,
+        };
+        (results, errors)
+    }
+}
+
+/// A progress bar of `total` seeds on a terminal, for text output; none otherwise.
+fn progress_bar(format: Format, total: u64) -> Option<indicatif::ProgressBar> {
+    (format == Format::Text && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} seeds ({per_sec}, eta {eta})",
+        ) {
+            bar.set_style(style);
+        }
+        bar
     })
 }
 

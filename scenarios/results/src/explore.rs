@@ -3,7 +3,8 @@
 
 use leasesim::explore::Explored;
 use leasesim::files::OutDir;
-use leasesim::{report, Invariant, Machines};
+use leasesim::replay::Replay;
+use leasesim::{report, Invariant, Machines, RunResult};
 use std::path::PathBuf;
 
 /// What was saved for one violated invariant.
@@ -75,18 +76,7 @@ pub fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> 
             Err(e) => s.error = Some(e),
         }
         if let Ok(r) = replay.run_on(machines) {
-            let broken = Invariant::ALL.iter().find(|i| i.name() == invariant);
-            if let Some((finding, deps)) = broken.and_then(|&i| {
-                leasesim::shrink::depends_on(&replay.setup, replay.seed, machines, i)
-            }) {
-                let name = |n: leasesim_sim::NodeId| {
-                    r.nodes
-                        .get(n as usize)
-                        .map_or(format!("node {n}"), |x| x.name.clone())
-                };
-                s.depends =
-                    leasesim::shrink::describe_dependence(&replay.setup, &finding, &deps, &name);
-            }
+            s.depends = dependence(&replay, &r, machines, invariant);
             let (html, _) = report::render(
                 &r,
                 &report::title(&replay.setup, replay.seed),
@@ -101,6 +91,23 @@ pub fn save(dir: &OutDir, x: &Explored, machines: &Machines, scenario: &str) -> 
         out.push(s);
     }
     out
+}
+
+/// What the broken invariant's finding depends on in the replay's run, in words (empty when
+/// nothing is found).
+fn dependence(replay: &Replay, r: &RunResult, machines: &Machines, invariant: &str) -> Vec<String> {
+    let broken = Invariant::ALL.iter().find(|i| i.name() == invariant);
+    let Some((finding, deps)) =
+        broken.and_then(|&i| leasesim::shrink::depends_on(&replay.setup, replay.seed, machines, i))
+    else {
+        return Vec::new();
+    };
+    let name = |n: leasesim_sim::NodeId| {
+        r.nodes
+            .get(n as usize)
+            .map_or(format!("node {n}"), |x| x.name.clone())
+    };
+    leasesim::shrink::describe_dependence(&replay.setup, &finding, &deps, &name)
 }
 
 /// The JSON document of an exploration (`leasesim explore --format json`).

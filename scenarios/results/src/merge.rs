@@ -16,7 +16,7 @@ use crate::files::ReportFiles;
 use crate::sweep::{Merged, Results, Saved};
 use crate::{io, BadInput, Format};
 use check::{MatrixShard, SweepShard};
-use doc::{bad, CellDoc, Doc, MatrixDoc, ScenarioDoc, Seconds, Span, SweepDoc};
+use doc::{bad, CellDoc, Doc, FailureDoc, MatrixDoc, ScenarioDoc, Seconds, Span, SweepDoc};
 use leasesim::files::OutDir;
 use leasesim::hazard::Hazard;
 use leasesim::matrix::{self, Cell};
@@ -360,8 +360,14 @@ impl Sum {
             let count = o.skipped_runs.entry(judgement).or_default();
             *count = add(file, &field(&name), *count, k)?;
         }
+        self.keep_failures(j, s.failures.0);
+        Ok(())
+    }
+
+    /// Keeps scenario `j`'s lowest failing seeds over every file, with their replay files.
+    fn keep_failures(&mut self, j: usize, failures: Vec<FailureDoc>) {
         let kept = &mut self.kept[j];
-        for x in s.failures.0 {
+        for x in failures {
             let invariants = Invariant::ALL
                 .iter()
                 .map(|i| i.name())
@@ -388,18 +394,10 @@ impl Sum {
                 }
             }
         }
-        Ok(())
     }
 
-    /// The merged result, with what keeps it from being the whole sweep.
-    fn results(
-        mut self,
-        base: SweepConfig,
-        count: u64,
-        random: Option<u64>,
-        scen: &[leasesim::ScenarioDef],
-    ) -> Results {
-        let seeds = base.seeds;
+    /// Says which of the `count` shards no file gave.
+    fn name_missing_shards(&mut self, count: u64, seeds: &SeedRange) {
         let missing: Vec<String> = (1..=count)
             .filter(|k| !self.taken.contains_key(k))
             .map(|k| format!("{k}/{count}"))
@@ -412,6 +410,18 @@ impl Sum {
                 seeds.end
             ));
         }
+    }
+
+    /// The merged result, with what keeps it from being the whole sweep.
+    fn results(
+        mut self,
+        base: SweepConfig,
+        count: u64,
+        random: Option<u64>,
+        scen: &[leasesim::ScenarioDef],
+    ) -> Results {
+        let seeds = base.seeds;
+        self.name_missing_shards(count, &seeds);
         for (o, k) in self.scenarios.iter_mut().zip(self.kept) {
             o.failures = k.into_values().collect();
             o.ran = union(std::mem::take(&mut o.ran));
@@ -519,67 +529,18 @@ fn merge_matrix(
     format: Format,
     scen: &[leasesim::ScenarioDef],
 ) -> Result<i32, BadInput> {
+    same_matrix(&files)?;
     let first = &files[0];
-    let want = matrix_identity(&first.doc);
-    for f in &files[1..] {
-        for ((what, a), (_, b)) in want.iter().zip(matrix_identity(&f.doc)) {
-            if *a != b {
-                return Err(bad(
-                    &f.name,
-                    format!(
-                        "not a shard of the same matrix as {}: its {what} is {b}, there {a}; merge the shards of one matrix, run by one leasesim",
-                        first.name
-                    ),
-                ));
-            }
-        }
-    }
     let seeds = first.doc.seeds;
     // The matrix's own machines, in its order, from this program's catalogue.
     let machines = first.machines.clone();
-    let count = first.shard().map_or(1, |s| s.count);
     let given = files.len();
-    let mut problems = Vec::new();
-    let mut taken: BTreeMap<u64, String> = BTreeMap::new();
-    let mut cells: Vec<(u64, Cell)> = Vec::new();
-    let mut merged_files = Vec::new();
-    let mut elapsed = 0f64;
-    for f in files {
-        let shard = f.shard();
-        let index = shard.map_or(1, |s| s.index);
-        if let Some(other) = taken.get(&index) {
-            problems.push(format!(
-                "shard {index}/{count} is given twice ({other} and {}); {} is left out",
-                f.name, f.name
-            ));
-            continue;
-        }
-        taken.insert(index, f.name.clone());
-        let doc = *f.doc;
-        let mine: Vec<(u64, Cell)> = doc
-            .cells
-            .0
-            .into_iter()
-            .map(|c| matrix_cell(c, scen))
-            .collect();
-        elapsed = elapsed.max(doc.elapsed_s.0);
-        merged_files.push(json!({
-            "file": f.name,
-            "shard": shard.map(|s| s.to_string()),
-            "cells": mine.len(),
-        }));
-        cells.extend(mine);
-    }
-    let missing: Vec<String> = (1..=count)
-        .filter(|k| !taken.contains_key(k))
-        .map(|k| format!("{k}/{count}"))
-        .collect();
-    if !missing.is_empty() {
-        problems.push(format!(
-            "shard(s) {} missing: the merged matrix lacks their cells",
-            missing.join(", ")
-        ));
-    }
+    let Gathered {
+        problems,
+        cells,
+        merged_files,
+        elapsed,
+    } = gather(files, scen);
     let whole = if problems.is_empty() {
         Some(matrix::assemble(&machines, scen, seeds, cells.clone()).map_err(BadInput)?)
     } else {
@@ -622,20 +583,109 @@ fn merge_matrix(
         dir: dir.as_ref().map(|d| d.path.as_path()),
         reports,
         format,
-        footer: format!(
-            "matrix merged from {} shard result(s){}; verdict {}",
-            given,
-            dir.as_ref().map_or(String::new(), |d| format!(
-                ", written to {}",
-                d.path.join("matrix.md").display()
-            )),
-            if m.reference_clean && m.all_caught {
-                "HELD"
-            } else {
-                "FAILED"
-            }
-        ),
+        footer: merged_footer(given, dir.as_ref(), &m),
         page_limit: None,
     };
     crate::matrix::finish_whole(out, &m, doc, &to, &machines, scen)
+}
+
+/// The merged matrix's last line: how many shards, where it was written, its verdict.
+fn merged_footer(given: usize, dir: Option<&OutDir>, m: &matrix::Matrix) -> String {
+    format!(
+        "matrix merged from {} shard result(s){}; verdict {}",
+        given,
+        dir.map_or(String::new(), |d| format!(
+            ", written to {}",
+            d.path.join("matrix.md").display()
+        )),
+        if m.reference_clean && m.all_caught {
+            "HELD"
+        } else {
+            "FAILED"
+        }
+    )
+}
+
+/// Refuses files that are not shards of the first one's matrix.
+fn same_matrix(files: &[MatrixShard]) -> Result<(), BadInput> {
+    let first = &files[0];
+    let want = matrix_identity(&first.doc);
+    for f in &files[1..] {
+        for ((what, a), (_, b)) in want.iter().zip(matrix_identity(&f.doc)) {
+            if *a != b {
+                return Err(bad(
+                    &f.name,
+                    format!(
+                        "not a shard of the same matrix as {}: its {what} is {b}, there {a}; merge the shards of one matrix, run by one leasesim",
+                        first.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The cells of a matrix's shards, each shard taken once.
+struct Gathered {
+    /// A shard given twice or missing.
+    problems: Vec<String>,
+    /// Every cell, by its index in the whole matrix.
+    cells: Vec<(u64, Cell)>,
+    /// Each file merged: its name, shard and number of cells.
+    merged_files: Vec<serde_json::Value>,
+    /// The longest shard's time.
+    elapsed: f64,
+}
+
+/// Takes the cells of each shard once, in the files' order, and names the shards missing.
+fn gather(files: Vec<MatrixShard>, scen: &[leasesim::ScenarioDef]) -> Gathered {
+    let count = files[0].shard().map_or(1, |s| s.count);
+    let mut problems = Vec::new();
+    let mut taken: BTreeMap<u64, String> = BTreeMap::new();
+    let mut cells: Vec<(u64, Cell)> = Vec::new();
+    let mut merged_files = Vec::new();
+    let mut elapsed = 0f64;
+    for f in files {
+        let shard = f.shard();
+        let index = shard.map_or(1, |s| s.index);
+        if let Some(other) = taken.get(&index) {
+            problems.push(format!(
+                "shard {index}/{count} is given twice ({other} and {}); {} is left out",
+                f.name, f.name
+            ));
+            continue;
+        }
+        taken.insert(index, f.name.clone());
+        let doc = *f.doc;
+        let mine: Vec<(u64, Cell)> = doc
+            .cells
+            .0
+            .into_iter()
+            .map(|c| matrix_cell(c, scen))
+            .collect();
+        elapsed = elapsed.max(doc.elapsed_s.0);
+        merged_files.push(json!({
+            "file": f.name,
+            "shard": shard.map(|s| s.to_string()),
+            "cells": mine.len(),
+        }));
+        cells.extend(mine);
+    }
+    let missing: Vec<String> = (1..=count)
+        .filter(|k| !taken.contains_key(k))
+        .map(|k| format!("{k}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        problems.push(format!(
+            "shard(s) {} missing: the merged matrix lacks their cells",
+            missing.join(", ")
+        ));
+    }
+    Gathered {
+        problems,
+        cells,
+        merged_files,
+        elapsed,
+    }
 }

@@ -15,9 +15,19 @@ fn cell(s: &str) -> String {
 
 /// The summary.
 pub fn markdown(r: &Results) -> String {
+    let mut s = String::new();
+    heading(&mut s, r);
+    failures(&mut s, r);
+    coverage(&mut s, r);
+    skipped(&mut s, r);
+    s.push('\n');
+    s
+}
+
+/// The verdict, the run in one line, a spent time budget and a merge's problems.
+fn heading(s: &mut String, r: &Results) {
     let report = &r.report;
     let m = &r.config.machines;
-    let mut s = String::new();
     let _ = writeln!(
         s,
         "## leasesim sweep: {} ({})\n",
@@ -67,6 +77,12 @@ pub fn markdown(r: &Results) -> String {
             s.push('\n');
         }
     }
+}
+
+/// One row per failing scenario, then its first failing seeds folded away.
+fn failures(s: &mut String, r: &Results) {
+    let report = &r.report;
+    let m = &r.config.machines;
     let failing: Vec<usize> = (0..r.defs.len())
         .filter(|&i| report.scenarios[i].failing > 0)
         .collect();
@@ -108,6 +124,11 @@ pub fn markdown(r: &Results) -> String {
         }
         s.push_str("\n</details>\n\n");
     }
+}
+
+/// The hazards each scenario's seeds reached, and whether every declared one was.
+fn coverage(s: &mut String, r: &Results) {
+    let report = &r.report;
     s.push_str("### Hazard coverage\n\nSeeds that reached each hazard; **bold**: declared by the scenario.\n\n| scenario | runs | hazards reached | declared, never reached |\n|---|---|---|---|\n");
     for (i, d) in r.defs.iter().enumerate() {
         let o = &report.scenarios[i];
@@ -154,6 +175,11 @@ pub fn markdown(r: &Results) -> String {
             r.unreached.len()
         );
     }
+}
+
+/// The judgements the checkers skipped, and why; a judgement never made fails the sweep.
+fn skipped(s: &mut String, r: &Results) {
+    let report = &r.report;
     if report.scenarios.iter().any(|o| !o.skipped.is_empty()) {
         s.push_str("\n### Skipped judgements\n\nRuns in which the checkers did not make a judgement, and why; a verdict that held does not rest on them. *Voided by the story*: the scenario is built to void it.\n\n| scenario | judgement | runs | cause |\n|---|---|---|---|\n");
         for (d, o) in r.defs.iter().zip(&report.scenarios) {
@@ -184,6 +210,4 @@ pub fn markdown(r: &Results) -> String {
             cell(&causes.join("; "))
         );
     }
-    s.push('\n');
-    s
 }

@@ -9,7 +9,7 @@ use leasesim::run::{command_prefix, reproduce_command_for};
 use leasesim::run::{rerun_command, run};
 use leasesim::scenarios::ScenarioDef;
 use leasesim::shrink;
-use leasesim::sweep::{describe_ranges, Failure, Shard, SweepConfig, SweepReport};
+use leasesim::sweep::{describe_ranges, Failure, ScenarioOutcome, Shard, SweepConfig, SweepReport};
 use leasesim::Machines;
 use leasesim_reports::matrix::file_stem;
 use serde_json::json;
@@ -53,7 +53,7 @@ pub struct Saved {
     pub errors: Vec<String>,
 }
 /// Why seeds were not expressible, most frequent first.
-fn reasons(o: &leasesim::sweep::ScenarioOutcome) -> String {
+fn reasons(o: &ScenarioOutcome) -> String {
     let mut rs: Vec<(&String, &u64)> = o.not_expressible_reasons.iter().collect();
     rs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     rs.iter()
@@ -355,7 +355,6 @@ impl Results {
     pub fn json(&self) -> serde_json::Value {
         let r = &self.report;
         let m = &self.config.machines;
-        let range = |s: &Range<u64>| json!({"start": s.start, "end": s.end});
         let mut doc = json!({
             "format": RESULT_FORMAT,
             "format_version": RESULT_VERSION,
@@ -389,41 +388,7 @@ impl Results {
                 "problems": mg.problems,
                 "elapsed_sum_s": mg.elapsed_sum,
             })),
-            "scenarios": self.defs.iter().enumerate().map(|(i, d)| {
-                let o = &r.scenarios[i];
-                json!({
-                    "name": d.name,
-                    "runs": o.runs,
-                    "share": range(&self.share[i]),
-                    "ran": o.ran.iter().map(range).collect::<Vec<_>>(),
-                    "failing": o.failing,
-                    "unfinished": o.unfinished,
-                    "nondeterministic": o.nondeterministic,
-                    "nondeterministic_seeds": o.nondeterministic_seeds.iter().map(|(seed, e)| json!({"seed": seed, "difference": e})).collect::<Vec<_>>(),
-                    "busy_s": o.busy.as_secs_f64(),
-                    "slowest_seed_s": o.slowest_seed.as_secs_f64(),
-                    "not_expressible": o.not_expressible,
-                    "not_expressible_reasons": o.not_expressible_reasons,
-                    "hazards": o.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-                    "declared_hazards": d.hazards.iter().map(|h| h.name()).collect::<Vec<_>>(),
-                    "unreached_hazards": self.unreached.iter().filter(|(s, _)| *s == i).map(|(_, h)| h.name()).collect::<Vec<_>>(),
-                    "skipped": o.skipped.iter().map(|(k, n)| json!({
-                        "judgement": k.judgement,
-                        "invariant": k.invariant,
-                        "spec": k.spec,
-                        "cause": k.cause,
-                        "runs": n,
-                    })).collect::<Vec<_>>(),
-                    "skipped_runs": o.skipped_runs,
-                    "never_judged": self.never_judged().iter().filter(|(s, _, _)| *s == i).map(|(_, j, _)| j.clone()).collect::<Vec<_>>(),
-                    "failures_listed": o.failures.len(),
-                    "failures": o.failures.iter().map(|f| failure_json(
-                        f,
-                        reproduce_command_for(m, &d.name, f.seed),
-                        self.replay(i, f.seed),
-                    )).collect::<Vec<_>>(),
-                })
-            }).collect::<Vec<_>>(),
+            "scenarios": self.defs.iter().enumerate().map(|(i, d)| self.scenario_json(i, d)).collect::<Vec<_>>(),
             "runs": r.runs,
             "share_runs": self.share_runs(),
             "failing": r.failing(),
@@ -456,10 +421,25 @@ impl Results {
         doc
     }
 
-    /// The text a terminal shows.
+    /// The text a terminal shows: the merged files, one line per scenario with its first
+    /// failing seeds, the hazard coverage, what was saved and checked, how the sweep stopped,
+    /// and the totals.
     pub fn text(&self, out: &mut dyn Write) -> Result<(), BadInput> {
-        let r = &self.report;
-        let m = &self.config.machines;
+        self.merged_files(out)?;
+        for (i, d) in self.defs.iter().enumerate() {
+            self.scenario_text(out, d, &self.report.scenarios[i])?;
+        }
+        self.coverage(out)?;
+        self.saved_and_checked(out)?;
+        self.how_it_stopped(out)?;
+        if let Some(why) = self.empty() {
+            io(writeln!(out, "sweep: NOTHING RAN, no verdict: {why}"))?;
+        }
+        self.totals(out)
+    }
+
+    /// The result files a merge read, one line each.
+    fn merged_files(&self, out: &mut dyn Write) -> Result<(), BadInput> {
         if let Some(mg) = &self.merged {
             for (file, shard, runs) in &mg.files {
                 io(writeln!(
@@ -469,47 +449,62 @@ impl Results {
                 ))?;
             }
         }
-        for (i, d) in self.defs.iter().enumerate() {
-            let o = &r.scenarios[i];
-            let verdict = if o.runs > 0 && o.not_expressible == o.runs {
-                "NOT EXPRESSIBLE".to_string()
-            } else if o.failing == 0 {
-                "held".to_string()
-            } else {
-                format!("{} FAILING", o.failing)
-            };
-            let skipped = match o.not_expressible {
-                0 => String::new(),
-                n if n == o.runs => format!(": {}", reasons(o)),
-                n => format!(" ({n} not expressible: {})", reasons(o)),
-            };
+        Ok(())
+    }
+
+    /// A scenario's line, its first failing seeds with the commands that reproduce them, and
+    /// how many more there are.
+    fn scenario_text(
+        &self,
+        out: &mut dyn Write,
+        d: &ScenarioDef,
+        o: &ScenarioOutcome,
+    ) -> Result<(), BadInput> {
+        let m = &self.config.machines;
+        let verdict = if o.runs > 0 && o.not_expressible == o.runs {
+            "NOT EXPRESSIBLE".to_string()
+        } else if o.failing == 0 {
+            "held".to_string()
+        } else {
+            format!("{} FAILING", o.failing)
+        };
+        let skipped = match o.not_expressible {
+            0 => String::new(),
+            n if n == o.runs => format!(": {}", reasons(o)),
+            n => format!(" ({n} not expressible: {})", reasons(o)),
+        };
+        io(writeln!(
+            out,
+            "{:<26} {} seeds  {verdict}{skipped}",
+            d.name, o.runs,
+        ))?;
+        for f in o.failures.iter().take(PRINT_FAILURES_MAX) {
+            io(writeln!(out, "  seed {}: {}", f.seed, f.first))?;
             io(writeln!(
                 out,
-                "{:<26} {} seeds  {verdict}{skipped}",
-                d.name, o.runs,
+                "    reproduce: {}",
+                reproduce_command_for(m, &d.name, f.seed)
             ))?;
-            for f in o.failures.iter().take(PRINT_FAILURES_MAX) {
-                io(writeln!(out, "  seed {}: {}", f.seed, f.first))?;
-                io(writeln!(
-                    out,
-                    "    reproduce: {}",
-                    reproduce_command_for(m, &d.name, f.seed)
-                ))?;
-            }
-            let more = o.failing.saturating_sub(PRINT_FAILURES_MAX as u64);
-            if more > 0 {
-                io(writeln!(out, "  ... and {more} more failing seeds"))?;
-            }
-            if o.failing > o.failures.len() as u64 {
-                io(writeln!(
-                    out,
-                    "  (the lowest {} of its {} failing seeds are kept in the results)",
-                    o.failures.len(),
-                    o.failing
-                ))?;
-            }
         }
-        self.coverage(out)?;
+        let more = o.failing.saturating_sub(PRINT_FAILURES_MAX as u64);
+        if more > 0 {
+            io(writeln!(out, "  ... and {more} more failing seeds"))?;
+        }
+        if o.failing > o.failures.len() as u64 {
+            io(writeln!(
+                out,
+                "  (the lowest {} of its {} failing seeds are kept in the results)",
+                o.failures.len(),
+                o.failing
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// Where the failing seeds were saved, the shrunk first failure, and the determinism check.
+    fn saved_and_checked(&self, out: &mut dyn Write) -> Result<(), BadInput> {
+        let r = &self.report;
+        let m = &self.config.machines;
         if let Some(path) = &self.listed {
             io(writeln!(
                 out,
@@ -550,20 +545,13 @@ impl Results {
                 io(writeln!(out, "INCOMPLETE: {p}"))?;
             }
         }
-        // A merge's rates are over the time of every shard (the machines' throughput); its wall
-        // time, with the shards in parallel, is the longest shard's.
-        let secs = self.busy_seconds();
-        let time = match &self.merged {
-            Some(mg) => format!(
-                "in {:.2}s over every shard on up to {} thread(s) each, {:.2}s the longest",
-                mg.elapsed_sum, r.threads, self.elapsed
-            ),
-            None if r.threads < self.config.threads => format!(
-                "on {} thread(s), of {} asked (the process's address-space limit or the system let no more start), in {:.2}s",
-                r.threads, self.config.threads, self.elapsed
-            ),
-            None => format!("on {} thread(s) in {:.2}s", r.threads, self.elapsed),
-        };
+        Ok(())
+    }
+
+    /// How the sweep stopped (interrupted, out of time, or one shard's seeds) and how to repeat
+    /// exactly its runs.
+    fn how_it_stopped(&self, out: &mut dyn Write) -> Result<(), BadInput> {
+        let r = &self.report;
         let ran = describe_groups(
             &groups(&self.defs, r.scenarios.iter().map(|o| o.ran.as_slice())),
             self.defs.len(),
@@ -605,14 +593,32 @@ impl Results {
                 self.repeat().join("; ")
             ))?;
         }
+        Ok(())
+    }
+
+    /// The last line: runs, scope, variant, time, rates, failures and what was not judged.
+    fn totals(&self, out: &mut dyn Write) -> Result<(), BadInput> {
+        let r = &self.report;
+        let m = &self.config.machines;
+        // A merge's rates are over the time of every shard (the machines' throughput); its wall
+        // time, with the shards in parallel, is the longest shard's.
+        let secs = self.busy_seconds();
+        let time = match &self.merged {
+            Some(mg) => format!(
+                "in {:.2}s over every shard on up to {} thread(s) each, {:.2}s the longest",
+                mg.elapsed_sum, r.threads, self.elapsed
+            ),
+            None if r.threads < self.config.threads => format!(
+                "on {} thread(s), of {} asked (the process's address-space limit or the system let no more start), in {:.2}s",
+                r.threads, self.config.threads, self.elapsed
+            ),
+            None => format!("on {} thread(s) in {:.2}s", r.threads, self.elapsed),
+        };
         let scope = match (&self.merged, self.config.shard) {
             (None, Some(s)) => format!("shard {s} of "),
             (Some(mg), _) => format!("{} merged result(s) of ", mg.files.len()),
             (None, None) => String::new(),
         };
-        if let Some(why) = self.empty() {
-            io(writeln!(out, "sweep: NOTHING RAN, no verdict: {why}"))?;
-        }
         let mut skipped = match r.not_expressible() {
             0 => String::new(),
             n => format!(
@@ -647,6 +653,45 @@ impl Results {
                 String::new()
             }
         ))
+    }
+
+    /// One scenario's part of the result document.
+    fn scenario_json(&self, i: usize, d: &ScenarioDef) -> serde_json::Value {
+        let m = &self.config.machines;
+        let range = |s: &Range<u64>| json!({"start": s.start, "end": s.end});
+        let o = &self.report.scenarios[i];
+        json!({
+            "name": d.name,
+            "runs": o.runs,
+            "share": range(&self.share[i]),
+            "ran": o.ran.iter().map(range).collect::<Vec<_>>(),
+            "failing": o.failing,
+            "unfinished": o.unfinished,
+            "nondeterministic": o.nondeterministic,
+            "nondeterministic_seeds": o.nondeterministic_seeds.iter().map(|(seed, e)| json!({"seed": seed, "difference": e})).collect::<Vec<_>>(),
+            "busy_s": o.busy.as_secs_f64(),
+            "slowest_seed_s": o.slowest_seed.as_secs_f64(),
+            "not_expressible": o.not_expressible,
+            "not_expressible_reasons": o.not_expressible_reasons,
+            "hazards": o.hazards.iter().map(|(h, n)| (h.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "declared_hazards": d.hazards.iter().map(|h| h.name()).collect::<Vec<_>>(),
+            "unreached_hazards": self.unreached.iter().filter(|(s, _)| *s == i).map(|(_, h)| h.name()).collect::<Vec<_>>(),
+            "skipped": o.skipped.iter().map(|(k, n)| json!({
+                "judgement": k.judgement,
+                "invariant": k.invariant,
+                "spec": k.spec,
+                "cause": k.cause,
+                "runs": n,
+            })).collect::<Vec<_>>(),
+            "skipped_runs": o.skipped_runs,
+            "never_judged": self.never_judged().iter().filter(|(s, _, _)| *s == i).map(|(_, j, _)| j.clone()).collect::<Vec<_>>(),
+            "failures_listed": o.failures.len(),
+            "failures": o.failures.iter().map(|f| failure_json(
+                f,
+                reproduce_command_for(m, &d.name, f.seed),
+                self.replay(i, f.seed),
+            )).collect::<Vec<_>>(),
+        })
     }
 
     fn coverage(&self, out: &mut dyn Write) -> Result<(), BadInput> {
@@ -695,6 +740,18 @@ impl Results {
                 self.report.scenarios[*i].runs
             ))?;
         }
+        self.skipped_judgements(out)?;
+        if !self.coverage_judged && !self.report.interrupted {
+            io(writeln!(
+                out,
+                "hazard coverage is judged over every shard together: `leasesim merge` of the shards' --json results"
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// The judgements the checkers skipped, and why; a judgement never made fails the sweep.
+    fn skipped_judgements(&self, out: &mut dyn Write) -> Result<(), BadInput> {
         if self.report.scenarios.iter().any(|o| !o.skipped.is_empty()) {
             io(writeln!(
                 out,
@@ -726,12 +783,6 @@ impl Results {
                 self.defs[i].name,
                 self.report.scenarios[i].judged(),
                 causes.join("; ")
-            ))?;
-        }
-        if !self.coverage_judged && !self.report.interrupted {
-            io(writeln!(
-                out,
-                "hazard coverage is judged over every shard together: `leasesim merge` of the shards' --json results"
             ))?;
         }
         Ok(())
@@ -820,30 +871,41 @@ pub fn save_failures(
     // The first failure, shrunk, so the report starts from a handful of faults.
     let stopped = stop.load(std::sync::atomic::Ordering::Relaxed);
     if let (Some((path, replay)), true) = (first, shrink_first && !stopped) {
-        #[allow(clippy::disallowed_methods)] // the shrinker's own duration
-        let started = std::time::Instant::now();
-        if let Ok(mut s) = shrink::shrink_until(&replay, m, stop) {
-            let elapsed = started.elapsed().as_secs_f64();
-            let dest = shrunk_path(&path);
-            if let Some(rec) = &mut s.replay.machines {
-                rec.rerun = rerun_command(m, &s.replay.setup.scenario, &dest);
-            }
-            match s.replay.save(&dest) {
-                Ok(()) => {
-                    saved.shrunk = Some(Shrunk {
-                        path: dest,
-                        seconds: elapsed,
-                        faults_before: s.faults_before,
-                        faults_after: s.replay.setup.faults.len(),
-                        invariant: s.invariant.label(),
-                        scenario: s.replay.setup.scenario.clone(),
-                    })
-                }
-                Err(e) => saved.errors.push(e),
-            }
-        }
+        shrink_and_save(&mut saved, &path, &replay, m, stop);
     }
     saved
+}
+
+/// Shrinks a saved failure's replay (at `path`) and saves the result beside it.
+fn shrink_and_save(
+    saved: &mut Saved,
+    path: &std::path::Path,
+    replay: &Replay,
+    m: &Machines,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    #[allow(clippy::disallowed_methods)] // the shrinker's own duration
+    let started = std::time::Instant::now();
+    if let Ok(mut s) = shrink::shrink_until(replay, m, stop) {
+        let elapsed = started.elapsed().as_secs_f64();
+        let dest = shrunk_path(path);
+        if let Some(rec) = &mut s.replay.machines {
+            rec.rerun = rerun_command(m, &s.replay.setup.scenario, &dest);
+        }
+        match s.replay.save(&dest) {
+            Ok(()) => {
+                saved.shrunk = Some(Shrunk {
+                    path: dest,
+                    seconds: elapsed,
+                    faults_before: s.faults_before,
+                    faults_after: s.replay.setup.faults.len(),
+                    invariant: s.invariant.label(),
+                    scenario: s.replay.setup.scenario.clone(),
+                })
+            }
+            Err(e) => saved.errors.push(e),
+        }
+    }
 }
 
 #[cfg(test)]

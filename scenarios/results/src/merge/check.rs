@@ -163,6 +163,12 @@ fn header(file: &str, doc: &SweepDoc, m: &Machines) -> Result<(), BadInput> {
             );
         }
     }
+    coverage_judged(file, doc)
+}
+
+/// Whether coverage was judged: only on a whole sweep that ran to its end, or a merge of one.
+fn coverage_judged(file: &str, doc: &SweepDoc) -> Result<(), BadInput> {
+    let err = |field: &str, why: String| Err(bad(file, format!("{field}: {why}")));
     let judged = match &doc.merged {
         Some(mg) => {
             if let Some(ShardAt(s)) = doc.shard {
@@ -323,6 +329,12 @@ fn counts(p: &Place, s: &ScenarioDoc, rules: &Rules) -> Result<u64, BadInput> {
     if s.nondeterministic > 0 && !rules.check_determinism {
         return Err(p.err("nondeterministic", format!("{} seeds that differed between two runs, in a sweep that ran each seed once (check_determinism is false)", s.nondeterministic)));
     }
+    reasons_add_up(p, s)?;
+    Ok(judged)
+}
+
+/// The reasons seeds were not expressible: each kept some out, and together all of them.
+fn reasons_add_up(p: &Place, s: &ScenarioDoc) -> Result<(), BadInput> {
     let mut reasons = 0u64;
     for (why, &k) in &s.not_expressible_reasons.0 {
         if k == 0 {
@@ -344,7 +356,7 @@ fn counts(p: &Place, s: &ScenarioDoc, rules: &Rules) -> Result<u64, BadInput> {
             ),
         ));
     }
-    Ok(judged)
+    Ok(())
 }
 
 /// The hazard table, the declared hazards and the unreached ones.
@@ -773,6 +785,12 @@ fn cell(
     if c.seeds_run < seeds && !(m.is_known_bad() && c.failing > 0) {
         return err("seeds_run", format!("{} of the matrix's {seeds} seeds: a cell runs them all, unless a known-bad variant stopped at its first violation", c.seeds_run));
     }
+    cell_failure(file, i, c)
+}
+
+/// A cell's first failing seed, one it ran, and its invariants, those that seed broke.
+fn cell_failure(file: &str, i: usize, c: &CellDoc) -> Result<(), BadInput> {
+    let err = |field: &str, why: String| Err(bad(file, format!("cells[{i}].{field}: {why}")));
     match c.first_failing_seed {
         Some(s) if s >= c.seeds_run => {
             return err(
