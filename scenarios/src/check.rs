@@ -87,28 +87,7 @@ impl SweepConfig {
             return Err(config.explain(f.scenario, f.seed, &f.first, &report));
         }
         if !unreached.is_empty() {
-            let journal_only = |h: &crate::Hazard| crate::hazard::JOURNAL_ONLY.contains(h);
-            let names: Vec<String> = unreached
-                .iter()
-                .map(|(i, h)| {
-                    let only = if journal_only(h) {
-                        " (only a journal shows it)"
-                    } else {
-                        ""
-                    };
-                    format!("{} {}{only}", config.scenarios[*i].name, h.name())
-                })
-                .collect();
-            let hint = if unreached.iter().any(|(_, h)| journal_only(h)) {
-                "; machines that write no journal say so with Machines::without_journal()"
-            } else {
-                ""
-            };
-            return Err(format!(
-                "leasesim: the machines '{}' held, but never reached these declared hazards, so the sweep proves little: {}{hint}",
-                config.machines.name(),
-                names.join(", ")
-            ));
+            return Err(unreached_error(&config, &unreached));
         }
         let never: Vec<String> = report
             .scenarios
@@ -342,4 +321,31 @@ fn failures_dir() -> PathBuf {
         })
         .unwrap_or_else(|| PathBuf::from("target"));
     target.join("leasesim-failures")
+}
+
+/// Why a sweep that held proves little: the declared hazards (scenario, hazard) it never
+/// reached, and a hint when only a journal shows some of them.
+fn unreached_error(config: &SweepConfig, unreached: &[(usize, crate::Hazard)]) -> String {
+    let journal_only = |h: &crate::Hazard| crate::hazard::JOURNAL_ONLY.contains(h);
+    let names: Vec<String> = unreached
+        .iter()
+        .map(|(i, h)| {
+            let only = if journal_only(h) {
+                " (only a journal shows it)"
+            } else {
+                ""
+            };
+            format!("{} {}{only}", config.scenarios[*i].name, h.name())
+        })
+        .collect();
+    let hint = if unreached.iter().any(|(_, h)| journal_only(h)) {
+        "; machines that write no journal say so with Machines::without_journal()"
+    } else {
+        ""
+    };
+    format!(
+        "leasesim: the machines '{}' held, but never reached these declared hazards, so the sweep proves little: {}{hint}",
+        config.machines.name(),
+        names.join(", ")
+    )
 }

@@ -483,31 +483,7 @@ pub fn space(config: &ExploreConfig) -> Result<Space, String> {
     if config.kinds.is_empty() {
         return Err("no fault kind to place".into());
     }
-    let mut base = config
-        .scenario
-        .build(config.seed, config.machines.setup_variant());
-    base.faults.clear();
-    // Random loss and duplication are faults too: the heal phase stops them with the rest.
-    base.net.drop_ppm = 0;
-    base.net.dup_ppm = 0;
-    base.check()
-        .map_err(|e| format!("{}: {e}", config.scenario.name))?;
-    if !config.allow_unsafe_timing {
-        base.validate_timing().map_err(|e| {
-            format!(
-                "{}: {e}; pass --allow-unsafe-timing to run it anyway",
-                config.scenario.name
-            )
-        })?;
-    }
-    config.machines.expressible(&base).map_err(|e| {
-        format!(
-            "{} cannot express {} seed {}: {e}",
-            config.machines.name(),
-            config.scenario.name,
-            config.seed
-        )
-    })?;
+    let base = fault_free(config)?;
     let baseline = run(&base, config.seed, &config.machines);
     let names = Names {
         names: base.node_infos().into_iter().map(|n| n.name).collect(),
@@ -538,22 +514,7 @@ pub fn space(config: &ExploreConfig) -> Result<Space, String> {
             &names,
         )
     };
-    // Candidates come anchor by anchor, so most share the activation of the one before.
-    let mut activations: Vec<Activation> = Vec::new();
-    let mut index: BTreeMap<String, usize> = BTreeMap::new();
-    let mut activation_of = Vec::with_capacity(candidates.len());
-    for c in &candidates {
-        let id = match activations.last() {
-            Some(last) if *last == c.activation => activations.len() - 1,
-            _ => *index
-                .entry(format!("{:?}", c.activation))
-                .or_insert_with(|| {
-                    activations.push(c.activation);
-                    activations.len() - 1
-                }),
-        };
-        activation_of.push(id);
-    }
+    let (activations, activation_of) = activations(&candidates);
     let space = Space {
         baseline_only,
         activations,
@@ -578,8 +539,73 @@ pub fn space(config: &ExploreConfig) -> Result<Space, String> {
     Ok(space)
 }
 
+/// The scenario's setup for the seed without its faults (random loss and duplication among
+/// them), refused when it is invalid, unsafely timed (unless allowed), or not expressible.
+fn fault_free(config: &ExploreConfig) -> Result<Setup, String> {
+    let mut base = config
+        .scenario
+        .build(config.seed, config.machines.setup_variant());
+    base.faults.clear();
+    // Random loss and duplication are faults too: the heal phase stops them with the rest.
+    base.net.drop_ppm = 0;
+    base.net.dup_ppm = 0;
+    base.check()
+        .map_err(|e| format!("{}: {e}", config.scenario.name))?;
+    if !config.allow_unsafe_timing {
+        base.validate_timing().map_err(|e| {
+            format!(
+                "{}: {e}; pass --allow-unsafe-timing to run it anyway",
+                config.scenario.name
+            )
+        })?;
+    }
+    config.machines.expressible(&base).map_err(|e| {
+        format!(
+            "{} cannot express {} seed {}: {e}",
+            config.machines.name(),
+            config.scenario.name,
+            config.seed
+        )
+    })?;
+    Ok(base)
+}
+
+/// The distinct activations of the candidates, and each candidate's among them.
+fn activations(candidates: &[Candidate]) -> (Vec<Activation>, Vec<usize>) {
+    // Candidates come anchor by anchor, so most share the activation of the one before.
+    let mut activations: Vec<Activation> = Vec::new();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut activation_of = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        let id = match activations.last() {
+            Some(last) if *last == c.activation => activations.len() - 1,
+            _ => *index
+                .entry(format!("{:?}", c.activation))
+                .or_insert_with(|| {
+                    activations.push(c.activation);
+                    activations.len() - 1
+                }),
+        };
+        activation_of.push(id);
+    }
+    (activations, activation_of)
+}
+
 /// The baseline's anchors: message anchors first (in trace order), then journal anchors.
 fn anchors(base: &Setup, baseline: &RunResult, names: &Names) -> (Vec<Anchor>, usize) {
+    let (mut out, marked) = message_anchors(base, baseline, names);
+    let message_anchors = out.len();
+    journal_anchors(base, baseline, names, &marked, &mut out);
+    (out, message_anchors)
+}
+
+/// The first send and the first delivery of each distinct message, and the (node, time) pairs
+/// messages mark: a journal event there is anchored by the message.
+fn message_anchors(
+    base: &Setup,
+    baseline: &RunResult,
+    names: &Names,
+) -> (Vec<Anchor>, BTreeSet<(NodeId, u64)>) {
     let mut seen: BTreeSet<(bool, String)> = BTreeSet::new();
     let mut out = Vec::new();
     // (node, time) pairs a message marks: a journal event there is anchored by the message.
@@ -624,7 +650,18 @@ fn anchors(base: &Setup, baseline: &RunResult, names: &Names) -> (Vec<Anchor>, u
             t_ns: ev.t,
         });
     }
-    let message_anchors = out.len();
+    (out, marked)
+}
+
+/// The first journal event of each name on each party that no message marks, anchored right
+/// after it.
+fn journal_anchors(
+    base: &Setup,
+    baseline: &RunResult,
+    names: &Names,
+    marked: &BTreeSet<(NodeId, u64)>,
+    out: &mut Vec<Anchor>,
+) {
     let mut journal: BTreeSet<(NodeId, &str)> = BTreeSet::new();
     for ev in &baseline.trace {
         let EventKind::Note { note } = &ev.kind else {
@@ -648,7 +685,6 @@ fn anchors(base: &Setup, baseline: &RunResult, names: &Names) -> (Vec<Anchor>, u
             t_ns: ev.t + 1,
         });
     }
-    (out, message_anchors)
 }
 
 /// Every candidate fault, anchor by anchor, kind by kind; the same fault placed twice is kept
@@ -661,203 +697,284 @@ fn candidates(
     kinds: &[Kind],
     names: &Names,
 ) -> Vec<Candidate> {
-    let mut out: Vec<Candidate> = Vec::new();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    let mut push = |fault: Fault, kind: Kind, what: String, activation: Activation| {
-        if kinds.contains(&kind) && seen.insert(format!("{fault:?}")) {
-            out.push(Candidate {
+    let mut placer = Placer {
+        base,
+        durations,
+        names,
+        kinds,
+        lease: base.classes.iter().map(|c| c.lease_ns).min().unwrap_or(0),
+        workers: (0..base.workers.len())
+            .map(|i| base.worker_node(i))
+            .collect(),
+        seen: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for a in anchors {
+        placer.at_anchor(a);
+    }
+    placer.tool_calls(baseline);
+    placer.out
+}
+
+/// Places candidates in order, each distinct fault once and only of the chosen kinds.
+struct Placer<'a> {
+    base: &'a Setup,
+    durations: &'a [u64],
+    names: &'a Names,
+    kinds: &'a [Kind],
+    /// The shortest lease of any class.
+    lease: u64,
+    workers: Vec<NodeId>,
+    seen: BTreeSet<String>,
+    out: Vec<Candidate>,
+}
+
+/// Where a fault is placed: the anchor's trigger, in words, and what sets it off.
+struct Spot<'a> {
+    start: Trigger,
+    activation: Activation,
+    at: &'a str,
+    /// The node that sends the anchoring message, if the anchor is a send.
+    sender: Option<NodeId>,
+}
+
+impl Placer<'_> {
+    fn push(&mut self, fault: Fault, kind: Kind, what: String, activation: Activation) {
+        if self.kinds.contains(&kind) && self.seen.insert(format!("{fault:?}")) {
+            self.out.push(Candidate {
                 fault,
                 label: what,
                 kind,
                 activation,
             });
         }
-    };
-    let lease = base.classes.iter().map(|c| c.lease_ns).min().unwrap_or(0);
-    let workers: Vec<NodeId> = (0..base.workers.len())
-        .map(|i| base.worker_node(i))
-        .collect();
-    for a in anchors {
+    }
+
+    /// Every candidate at one anchor: on each party, on the anchored message, by the operator.
+    fn at_anchor(&mut self, a: &Anchor) {
         let start = a.trigger;
-        let activation = match start {
-            Trigger::Sent { pattern, .. } => Activation::Msg {
-                sent: true,
-                pattern,
+        let spot = Spot {
+            start,
+            activation: match start {
+                Trigger::Sent { pattern, .. } => Activation::Msg {
+                    sent: true,
+                    pattern,
+                },
+                Trigger::Delivered { pattern, .. } => Activation::Msg {
+                    sent: false,
+                    pattern,
+                },
+                Trigger::At { t_ns } => Activation::At { t_ns },
             },
-            Trigger::Delivered { pattern, .. } => Activation::Msg {
-                sent: false,
-                pattern,
+            at: &a.label,
+            sender: match start {
+                Trigger::Sent { pattern, .. } => pattern.from,
+                _ => None,
             },
-            Trigger::At { t_ns } => Activation::At { t_ns },
         };
-        let sender = match start {
-            Trigger::Sent { pattern, .. } => pattern.from,
-            _ => None,
-        };
-        let at = &a.label;
         for &n in &a.parties {
-            let who = names.node(n).to_string();
-            for &d in durations {
-                let ds = secs(d);
-                push(
-                    Fault::new(start, FaultKind::Isolate { node: n }).until(start.after(d)),
-                    Kind::Isolate,
-                    format!("isolate {who} for {ds} {at}"),
-                    activation,
-                );
-                for peer in peers(base, n) {
-                    let (x, y) = (n.min(peer), n.max(peer));
-                    push(
-                        Fault::new(
-                            start,
-                            FaultKind::Partition {
-                                a: x,
-                                b: y,
-                                one_way: false,
-                            },
-                        )
-                        .until(start.after(d)),
-                        Kind::Partition,
-                        format!("cut {} <-> {} for {ds} {at}", names.node(x), names.node(y)),
-                        activation,
-                    );
-                }
-                push(
-                    Fault::new(
-                        start,
-                        FaultKind::Pause {
-                            node: n,
-                            frozen: false,
-                            duration_ns: d,
-                            hold_anchor: sender == Some(n),
-                        },
-                    ),
-                    Kind::Pause,
-                    format!("pause {who} for {ds} {at}"),
-                    activation,
-                );
-                push(
-                    Fault::new(
-                        start,
-                        FaultKind::Crash {
-                            node: n,
-                            restart_after_ns: Some(d),
-                        },
-                    ),
-                    Kind::Crash,
-                    format!("crash {who}, restart after {ds}, {at}"),
-                    activation,
-                );
-                push(
-                    Fault::new(
-                        start,
-                        FaultKind::Slow {
-                            node: n,
-                            extra_ns: d,
-                        },
-                    )
-                    .until(start.after(d)),
-                    Kind::Slow,
-                    format!("slow {who} by {ds} for {ds} {at}"),
-                    activation,
-                );
-                if workers.contains(&n) {
-                    push(
-                        Fault::new(
-                            start,
-                            FaultKind::ClockStep {
-                                node: n,
-                                delta_ns: i64::try_from(d).unwrap_or(i64::MAX),
-                                wall: false,
-                            },
-                        ),
-                        Kind::ClockStep,
-                        format!("jump {who}'s clock {ds} forward {at}"),
-                        activation,
-                    );
-                }
+            for &d in self.durations {
+                self.on_party_for(&spot, n, d);
             }
-            if let Some(w) = workers.iter().position(|&x| x == n) {
-                let step = i64::try_from(lease + lease / 2).unwrap_or(i64::MAX);
-                for delta in [step, -step] {
-                    push(
-                        Fault::new(
-                            start,
-                            FaultKind::ClockStep {
-                                node: n,
-                                delta_ns: delta,
-                                wall: true,
-                            },
-                        ),
-                        Kind::ClockStep,
-                        format!(
-                            "step {who}'s wall clock {}{} {at}",
-                            if delta > 0 { "+" } else { "-" },
-                            secs(delta.unsigned_abs())
-                        ),
-                        activation,
-                    );
-                }
-                let rho = i32::try_from(base.workers[w].config.drift_ppm_max.max(100))
-                    .unwrap_or(100_000)
-                    .min(20_000);
-                for ppm in [rho, -rho, 20 * rho, -20 * rho] {
-                    push(
-                        Fault::new(
-                            start,
-                            FaultKind::Drift {
-                                node: n,
-                                drift_ppm: ppm,
-                            },
-                        ),
-                        Kind::Drift,
-                        format!("set {who}'s drift to {ppm} ppm {at}"),
-                        activation,
-                    );
-                }
+            if let Some(w) = self.workers.iter().position(|&x| x == n) {
+                self.on_worker_clock(&spot, n, w);
             }
         }
         if let Trigger::Sent { pattern, .. } = start {
-            let msg = format!(
-                "{} from {} to {}",
-                names.message(&pattern),
-                names.node(pattern.from.unwrap_or(0)),
-                names.node(pattern.to.unwrap_or(0))
-            );
-            let mut actions = vec![(MsgAction::Drop, format!("drop the first {msg}"))];
-            for &d in durations {
-                actions.push((
-                    MsgAction::Delay { extra_ns: d },
-                    format!("delay the first {msg} by {}", secs(d)),
-                ));
-                actions.push((
-                    MsgAction::Duplicate { gap_ns: d },
-                    format!("duplicate the first {msg}, the copy {} later", secs(d)),
-                ));
-            }
-            for (action, what) in actions {
-                push(
-                    Fault::new(
-                        start,
-                        FaultKind::Message {
-                            pattern,
-                            count: 1,
-                            action,
-                        },
-                    ),
-                    Kind::Message,
-                    what,
-                    activation,
-                );
-            }
+            self.on_message(&spot, pattern);
         }
-        for (j, _) in base.jobs.iter().enumerate() {
+        self.by_operator(&spot);
+    }
+
+    /// The faults that hit party `n` for `d`: its links cut, then the party itself stalled.
+    fn on_party_for(&mut self, spot: &Spot, n: NodeId, d: u64) {
+        self.cuts_for(spot, n, d);
+        self.stalls_for(spot, n, d);
+    }
+
+    /// Party `n` isolated for `d`, then each of its links to a peer cut for `d`.
+    fn cuts_for(&mut self, spot: &Spot, n: NodeId, d: u64) {
+        let (start, activation, at) = (spot.start, spot.activation, spot.at);
+        let names = self.names;
+        let who = names.node(n).to_string();
+        let ds = secs(d);
+        self.push(
+            Fault::new(start, FaultKind::Isolate { node: n }).until(start.after(d)),
+            Kind::Isolate,
+            format!("isolate {who} for {ds} {at}"),
+            activation,
+        );
+        for peer in peers(self.base, n) {
+            let (x, y) = (n.min(peer), n.max(peer));
+            self.push(
+                Fault::new(
+                    start,
+                    FaultKind::Partition {
+                        a: x,
+                        b: y,
+                        one_way: false,
+                    },
+                )
+                .until(start.after(d)),
+                Kind::Partition,
+                format!("cut {} <-> {} for {ds} {at}", names.node(x), names.node(y)),
+                activation,
+            );
+        }
+    }
+
+    /// Party `n` paused, crashed or slowed for `d`, and a worker's monotonic clock jumped by `d`.
+    fn stalls_for(&mut self, spot: &Spot, n: NodeId, d: u64) {
+        let (start, activation, at) = (spot.start, spot.activation, spot.at);
+        let who = self.names.node(n).to_string();
+        let ds = secs(d);
+        self.push(
+            Fault::new(
+                start,
+                FaultKind::Pause {
+                    node: n,
+                    frozen: false,
+                    duration_ns: d,
+                    hold_anchor: spot.sender == Some(n),
+                },
+            ),
+            Kind::Pause,
+            format!("pause {who} for {ds} {at}"),
+            activation,
+        );
+        self.push(
+            Fault::new(
+                start,
+                FaultKind::Crash {
+                    node: n,
+                    restart_after_ns: Some(d),
+                },
+            ),
+            Kind::Crash,
+            format!("crash {who}, restart after {ds}, {at}"),
+            activation,
+        );
+        self.push(
+            Fault::new(
+                start,
+                FaultKind::Slow {
+                    node: n,
+                    extra_ns: d,
+                },
+            )
+            .until(start.after(d)),
+            Kind::Slow,
+            format!("slow {who} by {ds} for {ds} {at}"),
+            activation,
+        );
+        if self.workers.contains(&n) {
+            self.push(
+                Fault::new(
+                    start,
+                    FaultKind::ClockStep {
+                        node: n,
+                        delta_ns: i64::try_from(d).unwrap_or(i64::MAX),
+                        wall: false,
+                    },
+                ),
+                Kind::ClockStep,
+                format!("jump {who}'s clock {ds} forward {at}"),
+                activation,
+            );
+        }
+    }
+
+    /// Worker `w` (node `n`): its wall clock steps by 1.5 leases either way, and its drift is set
+    /// at and beyond its bound.
+    fn on_worker_clock(&mut self, spot: &Spot, n: NodeId, w: usize) {
+        let (start, activation, at) = (spot.start, spot.activation, spot.at);
+        let who = self.names.node(n).to_string();
+        let step = i64::try_from(self.lease + self.lease / 2).unwrap_or(i64::MAX);
+        for delta in [step, -step] {
+            self.push(
+                Fault::new(
+                    start,
+                    FaultKind::ClockStep {
+                        node: n,
+                        delta_ns: delta,
+                        wall: true,
+                    },
+                ),
+                Kind::ClockStep,
+                format!(
+                    "step {who}'s wall clock {}{} {at}",
+                    if delta > 0 { "+" } else { "-" },
+                    secs(delta.unsigned_abs())
+                ),
+                activation,
+            );
+        }
+        let rho = i32::try_from(self.base.workers[w].config.drift_ppm_max.max(100))
+            .unwrap_or(100_000)
+            .min(20_000);
+        for ppm in [rho, -rho, 20 * rho, -20 * rho] {
+            self.push(
+                Fault::new(
+                    start,
+                    FaultKind::Drift {
+                        node: n,
+                        drift_ppm: ppm,
+                    },
+                ),
+                Kind::Drift,
+                format!("set {who}'s drift to {ppm} ppm {at}"),
+                activation,
+            );
+        }
+    }
+
+    /// The anchored message itself is dropped, delayed or duplicated.
+    fn on_message(&mut self, spot: &Spot, pattern: MsgPattern) {
+        let names = self.names;
+        let msg = format!(
+            "{} from {} to {}",
+            names.message(&pattern),
+            names.node(pattern.from.unwrap_or(0)),
+            names.node(pattern.to.unwrap_or(0))
+        );
+        let mut actions = vec![(MsgAction::Drop, format!("drop the first {msg}"))];
+        for &d in self.durations {
+            actions.push((
+                MsgAction::Delay { extra_ns: d },
+                format!("delay the first {msg} by {}", secs(d)),
+            ));
+            actions.push((
+                MsgAction::Duplicate { gap_ns: d },
+                format!("duplicate the first {msg}, the copy {} later", secs(d)),
+            ));
+        }
+        for (action, what) in actions {
+            self.push(
+                Fault::new(
+                    spot.start,
+                    FaultKind::Message {
+                        pattern,
+                        count: 1,
+                        action,
+                    },
+                ),
+                Kind::Message,
+                what,
+                spot.activation,
+            );
+        }
+    }
+
+    /// The operator revokes, cancels, or hands over each job to each worker.
+    fn by_operator(&mut self, spot: &Spot) {
+        let at = spot.at;
+        for j in 0..self.base.jobs.len() {
             let job = JobId(j as u32);
             let mut actions = vec![
                 (OperatorAction::Revoke, format!("revoke {job}")),
                 (OperatorAction::Cancel, format!("cancel {job}")),
             ];
-            for w in &base.workers {
+            for w in &self.base.workers {
                 let to = w.config.name;
                 if !actions
                     .iter()
@@ -870,64 +987,71 @@ fn candidates(
                 }
             }
             for (action, what) in actions {
-                push(
-                    Fault::new(start, FaultKind::Operator { job, action }),
+                self.push(
+                    Fault::new(spot.start, FaultKind::Operator { job, action }),
                     Kind::Operator,
                     format!("operator: {what} {at}"),
-                    activation,
+                    spot.activation,
                 );
             }
         }
     }
-    // Tool faults: on the first call of each worker at each plan step the baseline made.
-    let tool = base.tool_node();
-    let mut calls: BTreeSet<(NodeId, u8)> = BTreeSet::new();
-    for ev in &baseline.trace {
-        if let EventKind::Deliver {
-            from,
-            msg: Msg::ToolRequest { step, .. },
-            ..
-        } = &ev.kind
-        {
-            if ev.node == tool && calls.insert((*from, *step)) {
-                let activation = Activation::Msg {
-                    sent: false,
-                    pattern: MsgPattern {
-                        from: Some(*from),
-                        to: Some(tool),
-                        kind: Some(MsgKind::ToolRequest),
-                        step: Some(*step),
-                        ..MsgPattern::default()
-                    },
-                };
-                let call = format!("{}'s first tool call at step {step}", names.node(*from));
-                let mut kinds_of: Vec<(ToolFaultKind, u64, String)> = vec![
-                    (ToolFaultKind::Hang, 0, "hangs".into()),
-                    (ToolFaultKind::Transient, 0, "fails transiently".into()),
-                    (ToolFaultKind::Permanent, 0, "fails for good".into()),
-                    (ToolFaultKind::AnswerLost, 0, "loses its answer".into()),
-                ];
-                for &d in durations {
-                    kinds_of.push((ToolFaultKind::Late, d, format!("answers {} late", secs(d))));
-                }
-                for (kind, late_ns, what) in kinds_of {
-                    push(
-                        Fault::untriggered(FaultKind::Tool {
-                            worker: Some(*from),
-                            step: Some(*step),
-                            nth: 1,
-                            kind,
-                            late_ns,
-                        }),
-                        Kind::Tool,
-                        format!("{call} {what}"),
-                        activation,
-                    );
+
+    /// Tool faults: on the first call of each worker at each plan step the baseline made.
+    fn tool_calls(&mut self, baseline: &RunResult) {
+        let tool = self.base.tool_node();
+        let mut calls: BTreeSet<(NodeId, u8)> = BTreeSet::new();
+        for ev in &baseline.trace {
+            if let EventKind::Deliver {
+                from,
+                msg: Msg::ToolRequest { step, .. },
+                ..
+            } = &ev.kind
+            {
+                if ev.node == tool && calls.insert((*from, *step)) {
+                    self.on_tool_call(tool, *from, *step);
                 }
             }
         }
     }
-    out
+
+    /// Worker `from`'s first call at `step` hangs, fails, loses its answer, or answers late.
+    fn on_tool_call(&mut self, tool: NodeId, from: NodeId, step: u8) {
+        let activation = Activation::Msg {
+            sent: false,
+            pattern: MsgPattern {
+                from: Some(from),
+                to: Some(tool),
+                kind: Some(MsgKind::ToolRequest),
+                step: Some(step),
+                ..MsgPattern::default()
+            },
+        };
+        let call = format!("{}'s first tool call at step {step}", self.names.node(from));
+        let mut kinds_of: Vec<(ToolFaultKind, u64, String)> = vec![
+            (ToolFaultKind::Hang, 0, "hangs".into()),
+            (ToolFaultKind::Transient, 0, "fails transiently".into()),
+            (ToolFaultKind::Permanent, 0, "fails for good".into()),
+            (ToolFaultKind::AnswerLost, 0, "loses its answer".into()),
+        ];
+        for &d in self.durations {
+            kinds_of.push((ToolFaultKind::Late, d, format!("answers {} late", secs(d))));
+        }
+        for (kind, late_ns, what) in kinds_of {
+            self.push(
+                Fault::untriggered(FaultKind::Tool {
+                    worker: Some(from),
+                    step: Some(step),
+                    nth: 1,
+                    kind,
+                    late_ns,
+                }),
+                Kind::Tool,
+                format!("{call} {what}"),
+                activation,
+            );
+        }
+    }
 }
 
 /// Which candidates' anchors a run reached, as a bit per candidate.
@@ -1283,172 +1407,36 @@ pub fn explore(
     #[allow(clippy::disallowed_methods)]
     let started = std::time::Instant::now();
     let space = space(config)?;
-    let total = space.total();
-    let mut share = match config.shard {
-        Some(s) => s.slice(&[1], total),
-        None => 0..total,
-    };
-    if let Some(b) = config.budget {
-        if b == 0 {
-            return Err("--budget must be at least 1 plan".into());
-        }
-        share.end = share.end.min(share.start.saturating_add(b));
-    }
-    let n = space.candidates.len() as u64;
+    let share = share_of(config, space.total())?;
     let threads = pool::threads(
         config.threads,
         share.end.saturating_sub(share.start).div_ceil(CHUNK),
     )?;
-    let mut levels = vec![Level::default(); config.faults_max + 1];
-    for (k, l) in levels.iter_mut().enumerate() {
-        l.plans = space.plans_of(k);
-        let first = (0..k).map(|j| space.plans_of(j)).sum::<u64>();
-        let r = first..first + l.plans;
-        l.share = r
-            .end
-            .min(share.end)
-            .saturating_sub(r.start.max(share.start));
-    }
-    let shared = Mutex::new(Shared {
-        violating_plans: 0,
-        hashes: BTreeSet::new(),
-        violating: BTreeMap::new(),
-        violations: BTreeMap::new(),
-        unfinished: (0, Vec::new()),
-        hazards: Hazards::default(),
-        levels,
-    });
-    let lock = || shared.lock().unwrap_or_else(|p| p.into_inner());
-    let first_violation = AtomicU64::new(u64::MAX);
-    let covered = AtomicU64::new(0);
+    let walk = Walk {
+        space: &space,
+        config,
+        share: share.clone(),
+        stop,
+        progress,
+        shared: Mutex::new(Shared {
+            violating_plans: 0,
+            hashes: BTreeSet::new(),
+            violating: BTreeMap::new(),
+            violations: BTreeMap::new(),
+            unfinished: (0, Vec::new()),
+            hazards: Hazards::default(),
+            levels: levels_of(&space, config.faults_max, &share),
+        }),
+        first_violation: AtomicU64::new(u64::MAX),
+        covered: AtomicU64::new(0),
+    };
+    walk.baseline();
+    let singles = walk.singles(threads);
+    walk.pairs(threads, &singles);
     let share_len = share.end - share.start;
-    let machines = &config.machines;
-    let seed = config.seed;
-    let in_share = |i: u64| share.contains(&i);
-    let run_plan = |index: u64| -> Option<(RunResult, Outcome)> {
-        let setup = space.setup_of(index);
-        if machines.expressible(&setup).is_err() {
-            return None;
-        }
-        let r = run(&setup, seed, machines);
-        let o = Outcome::of(&r);
-        Some((r, o))
-    };
-    let note = |index: u64, o: &Outcome, ran: bool| {
-        if !o.invariants.is_empty() {
-            first_violation.fetch_min(index, Ordering::Relaxed);
-        }
-        lock().count(&space, index, o, ran);
-        let done = covered.fetch_add(1, Ordering::Relaxed) + 1;
-        if done % CHUNK == 0 || done == share_len {
-            progress.advanced(done, share_len);
-        }
-    };
-    let skipped = |index: u64| {
-        let level = space.plan(index).len();
-        lock().levels[level].not_expressible += 1;
-        covered.fetch_add(1, Ordering::Relaxed);
-    };
-    let beyond_first = |index: u64| {
-        config.stop_at_first_violation && index > first_violation.load(Ordering::Relaxed)
-    };
-    // The baseline and the single faults: every shard runs them all when pairs follow, since
-    // the pairs are pruned by what the single runs reached.
-    let singles_needed = config.faults_max >= 2 && share.end > n + 1;
-    let single_range = if singles_needed {
-        0..n
-    } else {
-        let (lo, hi) = (share.start.max(1), share.end.min(n + 1));
-        if lo < hi {
-            lo - 1..hi - 1
-        } else {
-            0..0
-        }
-    };
-    if in_share(0) {
-        match run_plan(0) {
-            Some((r, o)) => {
-                note(0, &o, true);
-                crate::run::recycle(r);
-            }
-            None => skipped(0),
-        }
-    }
-    let singles: Vec<Mutex<Option<Single>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    {
-        let chunks = Chunks::new(single_range.end - single_range.start, CHUNK, stop);
-        pool::run(threads, |_| {
-            while let Some((_, items)) = chunks.take() {
-                for item in items {
-                    let c = single_range.start + item;
-                    let index = c + 1;
-                    if chunks.stopped() || beyond_first(index) {
-                        break;
-                    }
-                    let Some((r, o)) = run_plan(index) else {
-                        if in_share(index) {
-                            skipped(index);
-                        }
-                        continue;
-                    };
-                    if in_share(index) && !beyond_first(index) {
-                        note(index, &o, true);
-                    }
-                    if singles_needed {
-                        *singles[c as usize]
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner()) = Some(Single {
-                            done: r.end == End::Done,
-                            reached: reached(&space, &r),
-                            outcome: o,
-                        });
-                    }
-                    crate::run::recycle(r);
-                }
-            }
-        });
-    }
-    let singles: Vec<Option<Single>> = singles
-        .into_iter()
-        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-        .collect();
-    let pairs_start = n + 1;
-    let pairs = share.start.max(pairs_start)..share.end.max(pairs_start);
-    if config.faults_max >= 2 && !pairs.is_empty() && !stop.load(Ordering::Relaxed) {
-        let chunks = Chunks::new(pairs.end - pairs.start, CHUNK, stop);
-        pool::run(threads, |_| {
-            while let Some((_, items)) = chunks.take() {
-                for item in items {
-                    let index = pairs.start + item;
-                    if chunks.stopped() || beyond_first(index) {
-                        break;
-                    }
-                    let plan = space.plan(index);
-                    let (i, j) = (plan[0], plan[1]);
-                    // A fault whose anchor never happens in the other's run changes nothing.
-                    let equal_to = match (&singles[i], &singles[j]) {
-                        (Some(a), _) if a.done && !bit(&a.reached, j) => Some(a),
-                        (_, Some(b)) if b.done && !bit(&b.reached, i) => Some(b),
-                        _ => None,
-                    };
-                    match equal_to {
-                        Some(s) => note(index, &s.outcome, false),
-                        None => match run_plan(index) {
-                            Some((r, o)) => {
-                                note(index, &o, true);
-                                // Its trace's storage serves the next plan on this thread.
-                                crate::run::recycle(r);
-                            }
-                            None => skipped(index),
-                        },
-                    }
-                }
-            }
-        });
-    }
     let interrupted = stop.load(Ordering::Relaxed);
-    let first = first_violation.load(Ordering::Relaxed);
-    let sh = shared.into_inner().unwrap_or_else(|p| p.into_inner());
+    let first = walk.first_violation.load(Ordering::Relaxed);
+    let sh = walk.shared.into_inner().unwrap_or_else(|p| p.into_inner());
     let covered_all: u64 = sh
         .levels
         .iter()
@@ -1476,4 +1464,198 @@ pub fn explore(
         seconds: started.elapsed().as_secs_f64(),
         space,
     })
+}
+
+/// The plans this shard and budget cover, as numbers into a space of `total` plans.
+fn share_of(config: &ExploreConfig, total: u64) -> Result<Range<u64>, String> {
+    let mut share = match config.shard {
+        Some(s) => s.slice(&[1], total),
+        None => 0..total,
+    };
+    if let Some(b) = config.budget {
+        if b == 0 {
+            return Err("--budget must be at least 1 plan".into());
+        }
+        share.end = share.end.min(share.start.saturating_add(b));
+    }
+    Ok(share)
+}
+
+/// Each plan size's count in the space and in the share, none covered yet.
+fn levels_of(space: &Space, faults_max: usize, share: &Range<u64>) -> Vec<Level> {
+    let mut levels = vec![Level::default(); faults_max + 1];
+    for (k, l) in levels.iter_mut().enumerate() {
+        l.plans = space.plans_of(k);
+        let first = (0..k).map(|j| space.plans_of(j)).sum::<u64>();
+        let r = first..first + l.plans;
+        l.share = r
+            .end
+            .min(share.end)
+            .saturating_sub(r.start.max(share.start));
+    }
+    levels
+}
+
+/// One exploration's walk over its share: what every thread reads and what they count into.
+struct Walk<'a> {
+    space: &'a Space,
+    config: &'a ExploreConfig,
+    share: Range<u64>,
+    stop: &'a AtomicBool,
+    progress: &'a dyn Progress,
+    shared: Mutex<Shared>,
+    first_violation: AtomicU64,
+    covered: AtomicU64,
+}
+
+impl Walk<'_> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn in_share(&self, i: u64) -> bool {
+        self.share.contains(&i)
+    }
+
+    /// Runs plan `index`, unless the machines cannot express it.
+    fn run_plan(&self, index: u64) -> Option<(RunResult, Outcome)> {
+        let setup = self.space.setup_of(index);
+        let machines = &self.config.machines;
+        if machines.expressible(&setup).is_err() {
+            return None;
+        }
+        let r = run(&setup, self.config.seed, machines);
+        let o = Outcome::of(&r);
+        Some((r, o))
+    }
+
+    /// Counts plan `index` covered with outcome `o`, run or pruned.
+    fn note(&self, index: u64, o: &Outcome, ran: bool) {
+        if !o.invariants.is_empty() {
+            self.first_violation.fetch_min(index, Ordering::Relaxed);
+        }
+        self.lock().count(self.space, index, o, ran);
+        let share_len = self.share.end - self.share.start;
+        let done = self.covered.fetch_add(1, Ordering::Relaxed) + 1;
+        if done % CHUNK == 0 || done == share_len {
+            self.progress.advanced(done, share_len);
+        }
+    }
+
+    /// Counts plan `index` covered as not expressible.
+    fn skipped(&self, index: u64) {
+        let level = self.space.plan(index).len();
+        self.lock().levels[level].not_expressible += 1;
+        self.covered.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether plan `index` comes after a violation already found, when the walk stops there.
+    fn beyond_first(&self, index: u64) -> bool {
+        self.config.stop_at_first_violation && index > self.first_violation.load(Ordering::Relaxed)
+    }
+
+    fn baseline(&self) {
+        if self.in_share(0) {
+            match self.run_plan(0) {
+                Some((r, o)) => {
+                    self.note(0, &o, true);
+                    crate::run::recycle(r);
+                }
+                None => self.skipped(0),
+            }
+        }
+    }
+
+    /// The single faults: every shard runs them all when pairs follow, since the pairs are
+    /// pruned by what the single runs reached; what each left is returned for the pairs.
+    fn singles(&self, threads: usize) -> Vec<Option<Single>> {
+        let (share, space) = (&self.share, self.space);
+        let n = space.candidates.len() as u64;
+        let singles_needed = self.config.faults_max >= 2 && share.end > n + 1;
+        let single_range = if singles_needed {
+            0..n
+        } else {
+            let (lo, hi) = (share.start.max(1), share.end.min(n + 1));
+            if lo < hi {
+                lo - 1..hi - 1
+            } else {
+                0..0
+            }
+        };
+        let singles: Vec<Mutex<Option<Single>>> = (0..n).map(|_| Mutex::new(None)).collect();
+        let chunks = Chunks::new(single_range.end - single_range.start, CHUNK, self.stop);
+        pool::run(threads, |_| {
+            while let Some((_, items)) = chunks.take() {
+                for item in items {
+                    let c = single_range.start + item;
+                    let index = c + 1;
+                    if chunks.stopped() || self.beyond_first(index) {
+                        break;
+                    }
+                    let Some((r, o)) = self.run_plan(index) else {
+                        if self.in_share(index) {
+                            self.skipped(index);
+                        }
+                        continue;
+                    };
+                    if self.in_share(index) && !self.beyond_first(index) {
+                        self.note(index, &o, true);
+                    }
+                    if singles_needed {
+                        *singles[c as usize]
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = Some(Single {
+                            done: r.end == End::Done,
+                            reached: reached(space, &r),
+                            outcome: o,
+                        });
+                    }
+                    crate::run::recycle(r);
+                }
+            }
+        });
+        singles
+            .into_iter()
+            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .collect()
+    }
+
+    /// The pairs of the share, each pruned when a single run proves it equal, else run.
+    fn pairs(&self, threads: usize, singles: &[Option<Single>]) {
+        let pairs_start = self.space.candidates.len() as u64 + 1;
+        let pairs = self.share.start.max(pairs_start)..self.share.end.max(pairs_start);
+        if self.config.faults_max < 2 || pairs.is_empty() || self.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let chunks = Chunks::new(pairs.end - pairs.start, CHUNK, self.stop);
+        pool::run(threads, |_| {
+            while let Some((_, items)) = chunks.take() {
+                for item in items {
+                    let index = pairs.start + item;
+                    if chunks.stopped() || self.beyond_first(index) {
+                        break;
+                    }
+                    let plan = self.space.plan(index);
+                    let (i, j) = (plan[0], plan[1]);
+                    // A fault whose anchor never happens in the other's run changes nothing.
+                    let equal_to = match (&singles[i], &singles[j]) {
+                        (Some(a), _) if a.done && !bit(&a.reached, j) => Some(a),
+                        (_, Some(b)) if b.done && !bit(&b.reached, i) => Some(b),
+                        _ => None,
+                    };
+                    match equal_to {
+                        Some(s) => self.note(index, &s.outcome, false),
+                        None => match self.run_plan(index) {
+                            Some((r, o)) => {
+                                self.note(index, &o, true);
+                                // Its trace's storage serves the next plan on this thread.
+                                crate::run::recycle(r);
+                            }
+                            None => self.skipped(index),
+                        },
+                    }
+                }
+            }
+        });
+    }
 }

@@ -148,34 +148,7 @@ pub fn assemble(
 ) -> Result<Matrix, String> {
     let n = scenarios.len();
     all.sort_by_key(|(i, _)| *i);
-    let name = |i: u64| {
-        format!(
-            "{} x {}",
-            catalogue[i as usize / n].name(),
-            scenarios[i as usize % n].name
-        )
-    };
-    let total = (catalogue.len() * n) as u64;
-    // Sorted: a number below the one expected is a repeat, one above it leaves a gap.
-    let mut expect = 0u64;
-    for (i, c) in &all {
-        if *i >= total {
-            return Err(format!("cell {i} is not one of the {total} cells"));
-        }
-        if *i < expect {
-            return Err(format!("cell {} is given twice", name(*i)));
-        }
-        if *i > expect {
-            return Err(format!("cell {} is missing", name(expect)));
-        }
-        if c.scenario != scenarios[*i as usize % n].name {
-            return Err(format!("cell {} holds scenario {}", name(*i), c.scenario));
-        }
-        expect += 1;
-    }
-    if expect < total {
-        return Err(format!("cell {} is missing", name(expect)));
-    }
+    check_numbering(catalogue, scenarios, &all)?;
     let mut cells = all.into_iter().map(|(_, c)| c);
     let rows: Vec<Row> = catalogue
         .iter()
@@ -214,6 +187,44 @@ pub fn assemble(
         all_caught,
         median_seeds_to_detection,
     })
+}
+
+/// Sorted cells are numbered 0, 1, 2... each once, each holding the scenario its number names.
+fn check_numbering(
+    catalogue: &[Machines],
+    scenarios: &[ScenarioDef],
+    all: &[(u64, Cell)],
+) -> Result<(), String> {
+    let n = scenarios.len();
+    let name = |i: u64| {
+        format!(
+            "{} x {}",
+            catalogue[i as usize / n].name(),
+            scenarios[i as usize % n].name
+        )
+    };
+    let total = (catalogue.len() * n) as u64;
+    // Sorted: a number below the one expected is a repeat, one above it leaves a gap.
+    let mut expect = 0u64;
+    for (i, c) in all {
+        if *i >= total {
+            return Err(format!("cell {i} is not one of the {total} cells"));
+        }
+        if *i < expect {
+            return Err(format!("cell {} is given twice", name(*i)));
+        }
+        if *i > expect {
+            return Err(format!("cell {} is missing", name(expect)));
+        }
+        if c.scenario != scenarios[*i as usize % n].name {
+            return Err(format!("cell {} holds scenario {}", name(*i), c.scenario));
+        }
+        expect += 1;
+    }
+    if expect < total {
+        return Err(format!("cell {} is missing", name(expect)));
+    }
+    Ok(())
 }
 
 /// One row: where these machines were caught, first, and how to see it.

@@ -125,89 +125,105 @@ impl Setup {
     /// every reference points at something that exists, every range is non-empty, every size
     /// is bounded. The error names the first problem.
     pub fn check(&self) -> Result<(), String> {
-        let err = |m: String| Err(m);
+        self.check_sizes()?;
+        for (i, c) in self.classes.iter().enumerate() {
+            if c.lease_ns == 0 || c.max_attempts == 0 {
+                return Err(format!("class{i} needs a lease and at least one attempt"));
+            }
+        }
+        for (i, j) in self.jobs.iter().enumerate() {
+            if j.class.0 as usize >= self.classes.len() {
+                return Err(format!("job{i} names unknown {}", j.class));
+            }
+        }
+        self.check_plans(&self.plans, "the setup")?;
+        self.check_workers_and_clocks()?;
+        self.check_ranges()?;
+        self.check_ops()?;
+        self.check_faults()
+    }
+
+    /// Every collection holds at least one and at most its bound (faults may be none).
+    fn check_sizes(&self) -> Result<(), String> {
         if self.workers.is_empty() || self.workers.len() > WORKERS_MAX {
-            return err(format!(
+            return Err(format!(
                 "{} workers (1 to {WORKERS_MAX})",
                 self.workers.len()
             ));
         }
         if self.receivers.is_empty() || self.receivers.len() > 255 {
-            return err(format!("{} receivers (1 to 255)", self.receivers.len()));
+            return Err(format!("{} receivers (1 to 255)", self.receivers.len()));
         }
         if self.classes.is_empty()
             || self.classes.len() > 255
             || self.plans.len() != self.classes.len()
         {
-            return err(format!(
+            return Err(format!(
                 "{} classes with {} plans (1 to 255 classes, one plan each)",
                 self.classes.len(),
                 self.plans.len()
             ));
         }
         if self.jobs.is_empty() || self.jobs.len() > JOBS_MAX {
-            return err(format!("{} jobs (1 to {JOBS_MAX})", self.jobs.len()));
+            return Err(format!("{} jobs (1 to {JOBS_MAX})", self.jobs.len()));
         }
         if self.faults.len() > FAULTS_MAX {
-            return err(format!(
+            return Err(format!(
                 "{} faults (at most {FAULTS_MAX})",
                 self.faults.len()
             ));
         }
-        for (i, c) in self.classes.iter().enumerate() {
-            if c.lease_ns == 0 || c.max_attempts == 0 {
-                return err(format!("class{i} needs a lease and at least one attempt"));
-            }
-        }
-        for (i, j) in self.jobs.iter().enumerate() {
-            if j.class.0 as usize >= self.classes.len() {
-                return err(format!("job{i} names unknown {}", j.class));
-            }
-        }
+        Ok(())
+    }
+
+    /// `who`'s plans: one per class, bounded, each effect sent to a receiver and an op that
+    /// exist.
+    fn check_plans(&self, plans: &[Plan], who: &str) -> Result<(), String> {
         let receivers = self.receivers.len();
-        let check_plans = |plans: &[Plan], who: &str| -> Result<(), String> {
-            if plans.len() < self.classes.len() {
-                return Err(format!("{who} has no plan for some class"));
+        if plans.len() < self.classes.len() {
+            return Err(format!("{who} has no plan for some class"));
+        }
+        for p in plans {
+            if p.steps.len() > 250 {
+                return Err(format!(
+                    "{who} has a plan of {} steps (at most 250)",
+                    p.steps.len()
+                ));
             }
-            for p in plans {
-                if p.steps.len() > 250 {
-                    return Err(format!(
-                        "{who} has a plan of {} steps (at most 250)",
-                        p.steps.len()
-                    ));
-                }
-                for step in &p.steps {
-                    if let leasesim_protocol::Step::Effect { receiver, op } = step {
-                        if *receiver as usize >= receivers {
-                            return Err(format!(
-                                "{who} sends an effect to unknown receiver {receiver}"
-                            ));
-                        }
-                        if op.0 as usize >= self.op_names.len() {
-                            return Err(format!(
-                                "{who} has an effect of op {}, but op_names has {} entries",
-                                op.0,
-                                self.op_names.len()
-                            ));
-                        }
+            for step in &p.steps {
+                if let leasesim_protocol::Step::Effect { receiver, op } = step {
+                    if *receiver as usize >= receivers {
+                        return Err(format!(
+                            "{who} sends an effect to unknown receiver {receiver}"
+                        ));
+                    }
+                    if op.0 as usize >= self.op_names.len() {
+                        return Err(format!(
+                            "{who} has an effect of op {}, but op_names has {} entries",
+                            op.0,
+                            self.op_names.len()
+                        ));
                     }
                 }
             }
-            Ok(())
-        };
-        check_plans(&self.plans, "the setup")?;
+        }
+        Ok(())
+    }
+
+    /// Each worker's plans and periods, and every clock's drift below 50%.
+    fn check_workers_and_clocks(&self) -> Result<(), String> {
         let clock_ok = |c: &ClockSpec| c.drift_ppm.unsigned_abs() < 500_000;
         for (i, w) in self.workers.iter().enumerate() {
             let c = &w.config;
             let who = self.worker_display(i);
-            check_plans(&c.plans, &who)?;
+            self.check_plans(&c.plans, &who)?;
             if c.heartbeat_ns == 0 || c.claim_poll_ns == 0 || c.commit_retry_ns == 0 {
-                return err(format!(
+                return Err(format!(
                     "{who} needs non-zero heartbeat, poll and retry periods"
                 ));
             }
             if c.drift_ppm_max >= 500_000 || !clock_ok(&w.clock) {
-                return err(format!(
+                return Err(format!(
                     "{who}'s clock drift or drift bound is not below 50%"
                 ));
             }
@@ -217,23 +233,28 @@ impl Setup {
             .chain(self.receivers.iter().map(|r| r.clock));
         for c in clocks {
             if !clock_ok(&c) {
-                return err("a clock drifts by 50% or more".into());
+                return Err("a clock drifts by 50% or more".into());
             }
         }
+        Ok(())
+    }
+
+    /// The network's, the tool's and the limits' ranges, and the timing policy's R.
+    fn check_ranges(&self) -> Result<(), String> {
         let n = &self.net;
         if n.latency_min_ns > n.latency_max_ns || n.drop_ppm > 1_000_000 || n.dup_ppm > 1_000_000 {
-            return err("the network's latency range is empty or a probability is above 1".into());
+            return Err("the network's latency range is empty or a probability is above 1".into());
         }
         for t in &self.tool.steps {
             if t.min_ns > t.max_ns {
-                return err(format!(
+                return Err(format!(
                     "the tool's duration range at step {} is empty",
                     t.step
                 ));
             }
         }
         if self.tool.default_min_ns > self.tool.default_max_ns {
-            return err("the tool's default duration range is empty".into());
+            return Err("the tool's default duration range is empty".into());
         }
         let l = &self.limits;
         if l.event_budget == 0
@@ -242,21 +263,26 @@ impl Setup {
             || l.queue_max > QUEUE_MAX
             || l.horizon_ns == 0
         {
-            return err(format!(
+            return Err(format!(
                 "limits out of range (event budget 1 to {EVENT_BUDGET_MAX}, queue bound 1 to {QUEUE_MAX}, horizon above 0)"
             ));
         }
         if self.timing.heartbeats_per_window == 0 {
-            return err(
+            return Err(
                 "timing.heartbeats_per_window is 0: R counts heartbeats per lease window and is at least 1"
                     .into(),
             );
         }
+        Ok(())
+    }
+
+    /// Every op a receiver refuses or a fault matches is one `op_names` names.
+    fn check_ops(&self) -> Result<(), String> {
         let ops = self.op_names.len();
         let op_ok = |op: leasesim_protocol::OpId| (op.0 as usize) < ops;
         for (i, r) in self.receivers.iter().enumerate() {
             if let Some(op) = r.refused_ops.iter().find(|op| !op_ok(**op)) {
-                return err(format!(
+                return Err(format!(
                     "receiver {i} refuses op {}, but op_names has {ops} entries",
                     op.0
                 ));
@@ -268,12 +294,18 @@ impl Setup {
                 .iter()
                 .find_map(|p| p.op.filter(|op| !op_ok(*op)))
             {
-                return err(format!(
+                return Err(format!(
                     "fault {i} matches op {}, but op_names has {ops} entries",
                     op.0
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Every fault names nodes and jobs that exist, has a start trigger unless it is a tool
+    /// fault, an end trigger only if it ends by one, and a drift below 50%.
+    fn check_faults(&self) -> Result<(), String> {
         let nodes = self.operator_node() + 1;
         for (i, f) in self.faults.iter().enumerate() {
             let mut bad = None;
@@ -283,26 +315,26 @@ impl Setup {
                 }
             });
             if let Some(node) = bad {
-                return err(format!("fault {i} names node {node}; there are {nodes}"));
+                return Err(format!("fault {i} names node {node}; there are {nodes}"));
             }
             let tool = matches!(f.kind, FaultKind::Tool { .. });
             if f.start.is_some() == tool {
-                return err(format!(
+                return Err(format!(
                     "fault {i} {} a start trigger; every fault has one but a tool fault",
                     if tool { "has" } else { "lacks" }
                 ));
             }
             if f.end.is_some() && !f.kind.ends_by_trigger() {
-                return err(format!(
+                return Err(format!(
                     "fault {i} has an end trigger, but only a partition, an isolation, slowness or a message fault ends by one"
                 ));
             }
             match f.kind {
                 FaultKind::Drift { drift_ppm, .. } if drift_ppm.unsigned_abs() >= 500_000 => {
-                    return err(format!("fault {i} sets a drift of 50% or more"));
+                    return Err(format!("fault {i} sets a drift of 50% or more"));
                 }
                 FaultKind::Operator { job, .. } if job.0 as usize >= self.jobs.len() => {
-                    return err(format!("fault {i} names unknown {job}"));
+                    return Err(format!("fault {i} names unknown {job}"));
                 }
                 _ => {}
             }

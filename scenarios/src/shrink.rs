@@ -183,6 +183,7 @@ impl Shrinker<'_> {
 const TINY_NS: u64 = 1_000_000;
 
 /// Simpler versions of a fault, most aggressive first.
+// Long: one arm per fault kind, each listing its few simpler versions; split, each would be a list of one or two.
 fn simpler(f: &Fault) -> Vec<Fault> {
     let mut out = Vec::new();
     let mut kind = |k: FaultKind| out.push(f.with_kind(k));

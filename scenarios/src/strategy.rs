@@ -328,6 +328,7 @@ fn tool_kind() -> impl Strategy<Value = ToolFaultKind> {
 
 /// One fault of any kind of the catalogue; message faults twice as often as the rest (as in the
 /// swarm, where they take two of its twelve draws).
+// Long: one strategy per fault kind, then their weighted choice; split, each would be a one-expression function.
 fn fault_gen() -> impl Strategy<Value = FaultGen> {
     let len = || 0u64..=1_000;
     let partition = (
@@ -465,119 +466,14 @@ fn build(
     faults_g: &[PlannedFault],
 ) -> Setup {
     let receivers_n = receivers_g.len();
-    let classes: Vec<ClassSpec> = classes_g
-        .iter()
-        .map(|g| ClassSpec {
-            lease_ns: ms(g.lease_ms),
-            max_attempts: g.max_attempts,
-            renewal_cap_ns: RENEWAL_CAP_NS,
-            // No admission limit and the swarm's retry backoff (1 s, doubled per attempt).
-            capacity: None,
-            retry_backoff_ns: SECOND_NS,
-        })
-        .collect();
-    let plans: Vec<Plan> = classes_g
-        .iter()
-        .map(|g| Plan {
-            steps: g
-                .steps
-                .iter()
-                .map(|s| match s {
-                    StepGen::Tool => Step::Tool,
-                    StepGen::Effect { op, receiver } => Step::Effect {
-                        op: OpId(*op),
-                        receiver: receiver.index(receivers_n) as u8,
-                    },
-                })
-                .collect(),
-        })
-        .collect();
+    let classes = classes(classes_g);
+    let plans = plans(classes_g, receivers_n);
     let lease_min = classes.iter().map(|c| c.lease_ns).min().expect("a class");
     let lease_max = classes.iter().map(|c| c.lease_ns).max().expect("a class");
-    let stage_deadline_ns = ms(c.stage_deadline_ms);
-    let mut workers: Vec<WorkerSetup> = workers_g
-        .iter()
-        .enumerate()
-        .map(|(i, g)| WorkerSetup {
-            config: WorkerConfig {
-                name: WorkerName(i as u32 + 1),
-                // H between L_min/5 and L_min/3.5: with R = 2 and J = L_min/10 the lease is
-                // longer than (1+rho)/(1-rho)*R*H + J (P6), checked by the property.
-                heartbeat_ns: lease_min * g.heartbeat_permille / 1_000,
-                drift_ppm_max: DRIFT_BOUND_PPM,
-                stop_margin_ns: ms(g.stop_margin_ms).min(lease_min / 4),
-                tool_timeout_ns: ms(c.tool_timeout_ms),
-                stage_deadline_ns,
-                claim_poll_ns: ms(g.poll_ms),
-                commit_retry_ns: ms(g.commit_retry_ms),
-                commit_attempts_max: COMMIT_ATTEMPTS_MAX,
-                start_delay_ns: ms(g.start_delay_ms),
-                plans: plans.clone(),
-            },
-            clock: ClockSpec {
-                offset_ns: ms(g.offset_ms),
-                drift_ppm: g.drift_ppm,
-            },
-        })
-        .collect();
-    if workers.len() >= 2 && c.shared_name {
-        let last = workers.len() - 1;
-        workers[last].config.name = WorkerName(1);
-    }
-    let receivers: Vec<ReceiverSetup> = receivers_g
-        .iter()
-        .map(|g| ReceiverSetup {
-            supports_fence: g.supports_fence,
-            // As in the swarm: every receiver answers status queries and refuses no operation.
-            supports_status: true,
-            refused_ops: Vec::new(),
-            clock: ClockSpec {
-                offset_ns: ms(g.offset_ms),
-                drift_ppm: g.drift_ppm,
-            },
-        })
-        .collect();
-    let latency_min_ns = net_g.latency_min_us * 1_000;
-    let net = NetConfig {
-        latency_min_ns,
-        latency_max_ns: latency_min_ns + ms(net_g.spread_ms),
-        drop_ppm: net_g.drop_ppm,
-        dup_ppm: net_g.dup_ppm,
-    };
+    let workers = workers(workers_g, c, lease_min, &plans);
     let safety_ns = ms(c.safety_ms);
-    // The swarm's liveness bound (I7), from the upper bounds of the drawn periods: after the
-    // heal, wait out a lease; then each attempt polls, works up to the stage deadline and asks
-    // for its commit with bounded retries, plus one more lease; jobs share the workers
-    // (ceil(jobs / workers) rounds and a spare), each up to the attempt limit. Two terms more
-    // than the swarm: each attempt may first wait out the longest retry backoff (1 s doubled
-    // per attempt, P11), and a worker that crashed without a restart time comes back at the
-    // heal and waits out its start delay before its first claim.
-    let attempts_max = classes
-        .iter()
-        .map(|c| c.max_attempts as u64)
-        .max()
-        .expect("a class");
-    let backoff_max_ns = SECOND_NS << (attempts_max - 1);
-    let attempt_ns = ms(POLL_MAX_MS)
-        + backoff_max_ns
-        + stage_deadline_ns
-        + ms(COMMIT_RETRY_MAX_MS) * COMMIT_ATTEMPTS_MAX as u64
-        + lease_max;
-    let rounds = (jobs_g.len() as u64).div_ceil(workers.len() as u64) + 1;
-    let liveness_bound_ns = lease_max + ms(START_DELAY_MAX_MS) + rounds * attempts_max * attempt_ns;
-    let jobs: Vec<JobSpec> = jobs_g
-        .iter()
-        .enumerate()
-        .map(|(i, g)| {
-            let class = g.class.index(classes.len());
-            let lease = classes[class].lease_ns;
-            JobSpec {
-                class: ClassId(class as u8),
-                payload_hash: g.payload_hash ^ i as u64,
-                payload_lease_ns: Some(lease * g.asked_permille / 1_000),
-            }
-        })
-        .collect();
+    let liveness_bound_ns = liveness_bound(&classes, ms(c.stage_deadline_ms), jobs_g, &workers);
+    let jobs = jobs(jobs_g, &classes);
     let mut setup = Setup {
         scenario: "property".into(),
         variant: Variant::Reference,
@@ -590,7 +486,7 @@ fn build(
             drift_ppm: 0,
         },
         workers,
-        receivers,
+        receivers: receivers(receivers_g),
         tool: ToolSetup {
             steps: Vec::new(),
             default_min_ns: 10 * MILLI_NS,
@@ -603,7 +499,7 @@ fn build(
             offset_ns: ms(c.tool_offset_ms),
             drift_ppm: c.tool_drift_ppm,
         },
-        net,
+        net: net(net_g),
         limits: Limits {
             event_budget: 1_000_000,
             horizon_ns: safety_ns + liveness_bound_ns + 60 * SECOND_NS,
@@ -625,8 +521,155 @@ fn build(
     setup
 }
 
+fn classes(classes_g: &[ClassGen]) -> Vec<ClassSpec> {
+    classes_g
+        .iter()
+        .map(|g| ClassSpec {
+            lease_ns: ms(g.lease_ms),
+            max_attempts: g.max_attempts,
+            renewal_cap_ns: RENEWAL_CAP_NS,
+            // No admission limit and the swarm's retry backoff (1 s, doubled per attempt).
+            capacity: None,
+            retry_backoff_ns: SECOND_NS,
+        })
+        .collect()
+}
+
+/// Each class's plan, its effects sent to receivers among `receivers_n`.
+fn plans(classes_g: &[ClassGen], receivers_n: usize) -> Vec<Plan> {
+    classes_g
+        .iter()
+        .map(|g| Plan {
+            steps: g
+                .steps
+                .iter()
+                .map(|s| match s {
+                    StepGen::Tool => Step::Tool,
+                    StepGen::Effect { op, receiver } => Step::Effect {
+                        op: OpId(*op),
+                        receiver: receiver.index(receivers_n) as u8,
+                    },
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The workers, each with a copy of the plans; the last may share the first one's name.
+fn workers(
+    workers_g: &[WorkerGen],
+    c: &CommonGen,
+    lease_min: Nanos,
+    plans: &[Plan],
+) -> Vec<WorkerSetup> {
+    let stage_deadline_ns = ms(c.stage_deadline_ms);
+    let mut workers: Vec<WorkerSetup> = workers_g
+        .iter()
+        .enumerate()
+        .map(|(i, g)| WorkerSetup {
+            config: WorkerConfig {
+                name: WorkerName(i as u32 + 1),
+                // H between L_min/5 and L_min/3.5: with R = 2 and J = L_min/10 the lease is
+                // longer than (1+rho)/(1-rho)*R*H + J (P6), checked by the property.
+                heartbeat_ns: lease_min * g.heartbeat_permille / 1_000,
+                drift_ppm_max: DRIFT_BOUND_PPM,
+                stop_margin_ns: ms(g.stop_margin_ms).min(lease_min / 4),
+                tool_timeout_ns: ms(c.tool_timeout_ms),
+                stage_deadline_ns,
+                claim_poll_ns: ms(g.poll_ms),
+                commit_retry_ns: ms(g.commit_retry_ms),
+                commit_attempts_max: COMMIT_ATTEMPTS_MAX,
+                start_delay_ns: ms(g.start_delay_ms),
+                plans: plans.to_vec(),
+            },
+            clock: ClockSpec {
+                offset_ns: ms(g.offset_ms),
+                drift_ppm: g.drift_ppm,
+            },
+        })
+        .collect();
+    if workers.len() >= 2 && c.shared_name {
+        let last = workers.len() - 1;
+        workers[last].config.name = WorkerName(1);
+    }
+    workers
+}
+
+fn receivers(receivers_g: &[ReceiverGen]) -> Vec<ReceiverSetup> {
+    receivers_g
+        .iter()
+        .map(|g| ReceiverSetup {
+            supports_fence: g.supports_fence,
+            // As in the swarm: every receiver answers status queries and refuses no operation.
+            supports_status: true,
+            refused_ops: Vec::new(),
+            clock: ClockSpec {
+                offset_ns: ms(g.offset_ms),
+                drift_ppm: g.drift_ppm,
+            },
+        })
+        .collect()
+}
+
+fn net(net_g: &NetGen) -> NetConfig {
+    let latency_min_ns = net_g.latency_min_us * 1_000;
+    NetConfig {
+        latency_min_ns,
+        latency_max_ns: latency_min_ns + ms(net_g.spread_ms),
+        drop_ppm: net_g.drop_ppm,
+        dup_ppm: net_g.dup_ppm,
+    }
+}
+
+/// The swarm's liveness bound (I7), from the upper bounds of the drawn periods: after the
+/// heal, wait out a lease; then each attempt polls, works up to the stage deadline and asks
+/// for its commit with bounded retries, plus one more lease; jobs share the workers
+/// (ceil(jobs / workers) rounds and a spare), each up to the attempt limit. Two terms more
+/// than the swarm: each attempt may first wait out the longest retry backoff (1 s doubled
+/// per attempt, P11), and a worker that crashed without a restart time comes back at the
+/// heal and waits out its start delay before its first claim.
+fn liveness_bound(
+    classes: &[ClassSpec],
+    stage_deadline_ns: Nanos,
+    jobs_g: &[JobGen],
+    workers: &[WorkerSetup],
+) -> Nanos {
+    let lease_max = classes.iter().map(|c| c.lease_ns).max().expect("a class");
+    let attempts_max = classes
+        .iter()
+        .map(|c| c.max_attempts as u64)
+        .max()
+        .expect("a class");
+    let backoff_max_ns = SECOND_NS << (attempts_max - 1);
+    let attempt_ns = ms(POLL_MAX_MS)
+        + backoff_max_ns
+        + stage_deadline_ns
+        + ms(COMMIT_RETRY_MAX_MS) * COMMIT_ATTEMPTS_MAX as u64
+        + lease_max;
+    let rounds = (jobs_g.len() as u64).div_ceil(workers.len() as u64) + 1;
+    lease_max + ms(START_DELAY_MAX_MS) + rounds * attempts_max * attempt_ns
+}
+
+/// The jobs, each of its class and asking for a share of its class's lease.
+fn jobs(jobs_g: &[JobGen], classes: &[ClassSpec]) -> Vec<JobSpec> {
+    jobs_g
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let class = g.class.index(classes.len());
+            let lease = classes[class].lease_ns;
+            JobSpec {
+                class: ClassId(class as u8),
+                payload_hash: g.payload_hash ^ i as u64,
+                payload_lease_ns: Some(lease * g.asked_permille / 1_000),
+            }
+        })
+        .collect()
+}
+
 /// Resolves one generated fault against the setup's node layout (coordinator 0, workers,
 /// receivers, tool, operator).
+// Long: one arm per fault kind, each resolving its indexes in a few lines; split, each would be a one-expression function.
 fn fault(s: &Setup, safety_ns: Nanos, lease_max: Nanos, g: &PlannedFault) -> Fault {
     let worker = |i: &Index| s.worker_node(i.index(s.workers.len()));
     let coordinator = Setup::COORDINATOR;
@@ -676,20 +719,7 @@ fn fault(s: &Setup, safety_ns: Nanos, lease_max: Nanos, g: &PlannedFault) -> Fau
             action,
             len,
         } => {
-            let action = match action {
-                ActionGen::Drop => MsgAction::Drop,
-                ActionGen::Delay { permille } => MsgAction::Delay {
-                    extra_ns: scaled(10 * MILLI_NS, lease_max, *permille),
-                },
-                ActionGen::Duplicate { permille } => MsgAction::Duplicate {
-                    gap_ns: scaled(0, lease_max / 2, *permille),
-                },
-                ActionGen::Hold { permille } => MsgAction::Hold {
-                    release: Trigger::at(
-                        start_ns + scaled(10 * MILLI_NS, 2 * lease_max, *permille),
-                    ),
-                },
-            };
+            let action = msg_action(action, start_ns, lease_max);
             let pattern = MsgPattern {
                 kind: Some(*kind),
                 ..MsgPattern::default()
@@ -760,5 +790,21 @@ fn fault(s: &Setup, safety_ns: Nanos, lease_max: Nanos, g: &PlannedFault) -> Fau
                 },
             },
         }),
+    }
+}
+
+/// What a message fault does to the message, its times scaled to the longest lease.
+fn msg_action(action: &ActionGen, start_ns: Nanos, lease_max: Nanos) -> MsgAction {
+    match action {
+        ActionGen::Drop => MsgAction::Drop,
+        ActionGen::Delay { permille } => MsgAction::Delay {
+            extra_ns: scaled(10 * MILLI_NS, lease_max, *permille),
+        },
+        ActionGen::Duplicate { permille } => MsgAction::Duplicate {
+            gap_ns: scaled(0, lease_max / 2, *permille),
+        },
+        ActionGen::Hold { permille } => MsgAction::Hold {
+            release: Trigger::at(start_ns + scaled(10 * MILLI_NS, 2 * lease_max, *permille)),
+        },
     }
 }

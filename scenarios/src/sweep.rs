@@ -20,7 +20,7 @@
 
 use crate::machines::Machines;
 use crate::pool::{self, Chunks};
-use crate::run::{check_same, run, Verdict};
+use crate::run::{check_same, run, RunResult, Verdict};
 use crate::scenarios::ScenarioDef;
 use leasesim_checkers::Hazard;
 use leasesim_reports::{self as reports, Names};
@@ -690,6 +690,38 @@ fn one_seed(
     Ok(failure)
 }
 
+/// A run that did not hold as the sweep keeps it: its seed, its verdict and first finding.
+fn failure_of(
+    sc: usize,
+    seed: u64,
+    setup: &crate::Setup,
+    r: &RunResult,
+    verdict: Verdict,
+) -> Failure {
+    let node_names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
+    let names = Names {
+        nodes: &node_names,
+        ops: &r.op_names,
+    };
+    let mut invariants: Vec<&'static str> = r.findings.iter().map(|f| f.invariant.name()).collect();
+    invariants.sort_unstable();
+    invariants.dedup();
+    Failure {
+        scenario: sc,
+        seed,
+        first: match (r.findings.first(), &r.machine_fault, &r.unfinished) {
+            (Some(f), _, _) => reports::finding(&names, f),
+            (None, Some(fault), _) => format!("{}: {fault}", verdict.word()),
+            (None, None, Some(why)) => format!("{}: {why}", verdict.word()),
+            (None, None, None) => verdict.word(),
+        },
+        verdict,
+        invariants,
+        faults: setup.faults.len(),
+        events: r.events,
+    }
+}
+
 fn judge_seed(
     config: &SweepConfig,
     sc: usize,
@@ -738,28 +770,7 @@ fn judge_seed(
         crate::run::recycle(r);
         return None;
     }
-    let node_names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
-    let names = Names {
-        nodes: &node_names,
-        ops: &r.op_names,
-    };
-    let mut invariants: Vec<&'static str> = r.findings.iter().map(|f| f.invariant.name()).collect();
-    invariants.sort_unstable();
-    invariants.dedup();
-    let failure = Failure {
-        scenario: sc,
-        seed,
-        first: match (r.findings.first(), &r.machine_fault, &r.unfinished) {
-            (Some(f), _, _) => reports::finding(&names, f),
-            (None, Some(fault), _) => format!("{}: {fault}", verdict.word()),
-            (None, None, Some(why)) => format!("{}: {why}", verdict.word()),
-            (None, None, None) => verdict.word(),
-        },
-        verdict,
-        invariants,
-        faults: setup.faults.len(),
-        events: r.events,
-    };
+    let failure = failure_of(sc, seed, setup, &r, verdict);
     // A failure is kept as its seed and first finding; a replay runs it again in full.
     crate::run::recycle(r);
     Some(failure)
@@ -768,6 +779,7 @@ fn judge_seed(
 /// Sweeps every seed of every scenario of `config` (its shard's share of them), stopping
 /// between two runs once `stop` is set, starting no seed once its budget is spent; the observer
 /// sees each chunk as it finishes.
+// Long: the pool's worker closure shares the chunk queue, the clock and the stop flags with the report after it.
 pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -> SweepReport {
     let n = config.scenarios.len();
     let items = config.items().unwrap_or(0..u64::MAX);
@@ -840,6 +852,38 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
     let mut shared = shared.into_inner().unwrap_or_else(|p| p.into_inner());
     // Fewer than asked when the address space or the system let no more start.
     let ran_on = locals.len();
+    let (events, trace_events, last_end) = merge(&mut shared, locals);
+    shared.finish(config);
+    let runs = shared.scenarios.iter().map(|s| s.runs).sum();
+    let budget = config.budget.map(|b| BudgetOutcome {
+        budget: b,
+        spent: runs < total && spent(),
+        overrun: last_end.saturating_sub(b),
+        slowest_seed: shared
+            .scenarios
+            .iter()
+            .map(|o| o.slowest_seed)
+            .max()
+            .unwrap_or_default(),
+    });
+    let budget_ended = budget.is_some_and(|b| b.spent) && !stop.load(Ordering::Relaxed);
+    SweepReport {
+        scenarios: shared.scenarios,
+        runs,
+        events,
+        trace_events,
+        threads: ran_on,
+        interrupted: runs < total && !violated.load(Ordering::Relaxed) && !budget_ended,
+        budget: budget.map(|b| BudgetOutcome {
+            overrun: if b.spent { b.overrun } else { Duration::ZERO },
+            ..b
+        }),
+    }
+}
+
+/// Adds each thread's counts to the scenarios' outcomes; returns the events run and traced,
+/// and when the last seed ended.
+fn merge(shared: &mut Shared, locals: Vec<Local>) -> (u64, u64, Duration) {
     let (mut events, mut trace_events, mut last_end) = (0, 0, Duration::ZERO);
     for local in locals {
         events += local.events;
@@ -871,32 +915,7 @@ pub fn sweep(config: &SweepConfig, stop: &AtomicBool, observer: &dyn Observer) -
             outcome.slowest_seed = outcome.slowest_seed.max(slowest);
         }
     }
-    shared.finish(config);
-    let runs = shared.scenarios.iter().map(|s| s.runs).sum();
-    let budget = config.budget.map(|b| BudgetOutcome {
-        budget: b,
-        spent: runs < total && spent(),
-        overrun: last_end.saturating_sub(b),
-        slowest_seed: shared
-            .scenarios
-            .iter()
-            .map(|o| o.slowest_seed)
-            .max()
-            .unwrap_or_default(),
-    });
-    let budget_ended = budget.is_some_and(|b| b.spent) && !stop.load(Ordering::Relaxed);
-    SweepReport {
-        scenarios: shared.scenarios,
-        runs,
-        events,
-        trace_events,
-        threads: ran_on,
-        interrupted: runs < total && !violated.load(Ordering::Relaxed) && !budget_ended,
-        budget: budget.map(|b| BudgetOutcome {
-            overrun: if b.spent { b.overrun } else { Duration::ZERO },
-            ..b
-        }),
-    }
+    (events, trace_events, last_end)
 }
 
 /// The sweep's own wall time (its budget, the time its seeds take), outside any simulated world.

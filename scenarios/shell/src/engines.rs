@@ -317,17 +317,7 @@ pub fn compare(
     oth: &Outcome,
 ) -> Option<String> {
     let name = other.name();
-    let cmd = |engine: Engine, seed: u64| {
-        let prefix = match engine {
-            Engine::Madsim => format!("{MADSIM_CARGO} run"),
-            _ => "cargo run --release -- run".to_string(),
-        };
-        format!(
-            "{prefix} {scenario} --seed {seed} --variant {} --engine {}",
-            machines.name(),
-            engine.name()
-        )
-    };
+    let cmd = |engine: Engine, seed: u64| rerun(engine, scenario, machines, seed);
     let mut why = Vec::new();
     if !oth.problems.is_empty() {
         why.push(format!(
@@ -351,48 +341,71 @@ pub fn compare(
             ));
         }
     } else {
-        // A variant fails a seed by a violation or by a runaway run. When it fails on one
-        // engine only, the other engine's misses count against it only if they would be
-        // unlikely at the same rate: k failures in n seeds leave a chance of about e^-k to miss
-        // all n, so k >= RARE_MIN (under 1%) is a disagreement, fewer is too rare to tell.
-        let fail = |o: &Outcome| o.first_violation.or(o.first_unfinished);
-        let one_sided = |k: u64, who: &str, seed: u64, cmd: String, other: &str| {
-            if k >= RARE_MIN {
-                Some(format!(
-                    "fails on {who} ({k} of the seeds, first seed {seed}: `{cmd}`) but on no {other} seed of {}..{}",
-                    seeds.start, seeds.end
-                ))
-            } else {
-                None
-            }
-        };
-        match (fail(sim), fail(oth)) {
-            (Some(a), None) => why.extend(one_sided(
-                sim.violated + sim.unfinished,
-                "sim",
-                a,
-                cmd(Engine::Sim, a),
-                name,
-            )),
-            (None, Some(b)) => why.extend(one_sided(
-                oth.violated + oth.unfinished,
-                name,
-                b,
-                cmd(other, b),
-                "sim",
-            )),
-            (Some(a), Some(b)) => {
-                let both_named = !sim.invariants.is_empty() && !oth.invariants.is_empty();
-                let disjoint = !sim.invariants.iter().any(|i| oth.invariants.contains(i));
-                if both_named && disjoint {
-                    why.push(format!(
-                        "different invariants: sim seed {a} names {:?}, {name} seed {b} names {:?}",
-                        sim.invariants, oth.invariants
-                    ));
-                }
-            }
-            (None, None) => {}
-        }
+        why.extend(known_bad_disagreement(
+            other, scenario, machines, seeds, sim, oth,
+        ));
     }
     (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// The command that reruns `scenario` seed `seed` on `engine`.
+fn rerun(engine: Engine, scenario: &str, machines: &Machines, seed: u64) -> String {
+    let prefix = match engine {
+        Engine::Madsim => format!("{MADSIM_CARGO} run"),
+        _ => "cargo run --release -- run".to_string(),
+    };
+    format!(
+        "{prefix} {scenario} --seed {seed} --variant {} --engine {}",
+        machines.name(),
+        engine.name()
+    )
+}
+
+/// Where a known-bad variant, which must fail somewhere, fails differently on the two engines.
+fn known_bad_disagreement(
+    other: Engine,
+    scenario: &str,
+    machines: &Machines,
+    seeds: std::ops::Range<u64>,
+    sim: &Outcome,
+    oth: &Outcome,
+) -> Option<String> {
+    let name = other.name();
+    let cmd = |engine: Engine, seed: u64| rerun(engine, scenario, machines, seed);
+    // A variant fails a seed by a violation or by a runaway run. When it fails on one
+    // engine only, the other engine's misses count against it only if they would be
+    // unlikely at the same rate: k failures in n seeds leave a chance of about e^-k to miss
+    // all n, so k >= RARE_MIN (under 1%) is a disagreement, fewer is too rare to tell.
+    let fail = |o: &Outcome| o.first_violation.or(o.first_unfinished);
+    let one_sided = |k: u64, who: &str, seed: u64, cmd: String, other: &str| {
+        if k >= RARE_MIN {
+            Some(format!(
+                "fails on {who} ({k} of the seeds, first seed {seed}: `{cmd}`) but on no {other} seed of {}..{}",
+                seeds.start, seeds.end
+            ))
+        } else {
+            None
+        }
+    };
+    match (fail(sim), fail(oth)) {
+        (Some(a), None) => one_sided(
+            sim.violated + sim.unfinished,
+            "sim",
+            a,
+            cmd(Engine::Sim, a),
+            name,
+        ),
+        (None, Some(b)) => one_sided(oth.violated + oth.unfinished, name, b, cmd(other, b), "sim"),
+        (Some(a), Some(b)) => {
+            let both_named = !sim.invariants.is_empty() && !oth.invariants.is_empty();
+            let disjoint = !sim.invariants.iter().any(|i| oth.invariants.contains(i));
+            (both_named && disjoint).then(|| {
+                format!(
+                    "different invariants: sim seed {a} names {:?}, {name} seed {b} names {:?}",
+                    sim.invariants, oth.invariants
+                )
+            })
+        }
+        (None, None) => None,
+    }
 }

@@ -539,27 +539,29 @@ impl World {
     }
 
     fn apply_one(&mut self, c: Command) {
+        let Some(node) = self.act(c) else {
+            return;
+        };
+        self.record(node, EventKind::Fault { command: c });
+        if let Command::Crash { node } = c {
+            self.lose_with(node);
+        }
+    }
+
+    /// Carries out `c`; returns the node its fault event is recorded at, or `None` when it
+    /// records none (a timer, a release, a signal, a command that changes nothing) or its own.
+    fn act(&mut self, c: Command) -> Option<NodeId> {
         let now = self.now;
-        let node = match c {
+        match c {
             Command::Alarm { at, tag } => {
                 self.alarm_seq += 1;
                 self.alarms.insert((at.max(now), self.alarm_seq, tag));
                 self.alarm_added = true;
-                return;
+                None
             }
             Command::Release { id } => {
-                let Some(env) = self.held.remove(&id) else {
-                    return;
-                };
-                self.record(env.from, EventKind::Release { id, delay_ns: 0 });
-                if self.crashed[env.to as usize] {
-                    self.record(env.to, EventKind::Lost { id });
-                } else {
-                    self.in_flight.insert(id, (env.to, 1));
-                    self.stats.sent += 1;
-                    self.control.relay(env, 0);
-                }
-                return;
+                self.release(id);
+                None
             }
             Command::Signal { node, tag } => {
                 // A stimulus to a paused or crashed node finds nobody there and is lost.
@@ -568,125 +570,153 @@ impl World {
                         let _ = l.signals.send(tag);
                     }
                 }
-                return;
+                None
             }
             Command::Cut { from, to } => {
                 self.cut.insert((from, to));
                 self.control.clog(from, to);
-                WORLD
+                Some(WORLD)
             }
             Command::Heal { from, to } => {
                 self.cut.remove(&(from, to));
                 self.control.unclog(from, to);
-                WORLD
+                Some(WORLD)
             }
-            Command::Pause { node, frozen } => {
-                let i = node as usize;
-                if self.crashed[i] || self.paused[i] {
-                    return;
-                }
-                self.paused[i] = true;
-                if frozen {
-                    self.frozen_at[i] = Some(self.clocks[i].local(now));
-                }
-                self.control.pause(node);
-                node
-            }
-            Command::Resume { node } => {
-                let i = node as usize;
-                if !self.paused[i] {
-                    return;
-                }
-                self.paused[i] = false;
-                if let Some(reading) = self.frozen_at[i].take() {
-                    self.clocks[i].anchor_true = now;
-                    self.clocks[i].anchor_local = reading;
-                }
-                self.control.resume(node);
-                self.rearm(node);
-                node
-            }
-            Command::Crash { node } => {
-                let i = node as usize;
-                if self.crashed[i] {
-                    return;
-                }
-                self.crashed[i] = true;
-                self.paused[i] = false;
-                self.frozen_at[i] = None;
-                self.wake[i] = None;
-                self.nodes[i].crash();
-                self.control.kill(node);
-                self.links[i] = None;
-                if self.call[i].take().is_some() {
-                    self.stats.cancelled_other += 1;
-                }
-                self.call_end[i].clear();
-                node
-            }
+            Command::Pause { node, frozen } => self.pause(node, frozen),
+            Command::Resume { node } => self.resume(node),
+            Command::Crash { node } => self.crash(node),
             Command::Restart { node } => {
-                let i = node as usize;
-                if !self.crashed[i] {
-                    return;
-                }
-                self.crashed[i] = false;
-                self.starting[i] = true;
-                self.record(node, EventKind::Fault { command: c });
-                self.control.restart(node);
-                return;
+                self.restart(node, c);
+                None
             }
             Command::SetSlow { node, extra_ns } => {
                 self.slow[node as usize] = extra_ns;
-                node
+                Some(node)
             }
             Command::SetNetwork { drop_ppm, dup_ppm } => {
                 self.net.drop_ppm = drop_ppm.min(1_000_000);
                 self.net.dup_ppm = dup_ppm.min(1_000_000);
-                WORLD
+                Some(WORLD)
             }
             Command::WallStep { node, delta_ns } => {
                 self.clocks[node as usize].step_wall(delta_ns);
-                node
+                Some(node)
             }
             Command::ClockStep { node, delta_ns } => {
                 self.clocks[node as usize].step(now, delta_ns);
                 self.rearm(node);
-                node
+                Some(node)
             }
             Command::SetDrift { node, drift_ppm } => {
                 self.clocks[node as usize].set_drift(now, drift_ppm);
                 self.rearm(node);
-                node
+                Some(node)
             }
+        }
+    }
+
+    /// A held message goes on its way, or is lost when its receiver is down.
+    fn release(&mut self, id: u64) {
+        let Some(env) = self.held.remove(&id) else {
+            return;
         };
-        self.record(node, EventKind::Fault { command: c });
-        if let Command::Crash { node } = c {
-            // What was on its way to the crashed process is lost with it (should the network
-            // still bring it to the restarted process, it is discarded). What the process had
-            // produced but its tasks not yet handed to the network was already sent in the
-            // simulator's terms: it goes on from the network.
-            let to_it: Vec<u64> = self
-                .in_flight
-                .iter()
-                .filter(|(_, (to, _))| *to == node)
-                .map(|(id, _)| *id)
-                .collect();
-            for id in to_it {
-                self.in_flight.remove(&id);
-                self.strays.insert(id);
-                self.record(node, EventKind::Lost { id });
-            }
-            let from_it: Vec<Env> = self
-                .unsent
-                .values()
-                .filter(|e| e.from == node)
-                .copied()
-                .collect();
-            for env in from_it {
-                self.unsent.remove(&env.id);
-                if !self.cut_ids.remove(&env.id) && self.in_flight.contains_key(&env.id) {
-                    self.control.relay(env, 0);
-                }
+        self.record(env.from, EventKind::Release { id, delay_ns: 0 });
+        if self.crashed[env.to as usize] {
+            self.record(env.to, EventKind::Lost { id });
+        } else {
+            self.in_flight.insert(id, (env.to, 1));
+            self.stats.sent += 1;
+            self.control.relay(env, 0);
+        }
+    }
+
+    /// Pauses a running node (its clock stops too when `frozen`).
+    fn pause(&mut self, node: NodeId, frozen: bool) -> Option<NodeId> {
+        let i = node as usize;
+        if self.crashed[i] || self.paused[i] {
+            return None;
+        }
+        self.paused[i] = true;
+        if frozen {
+            self.frozen_at[i] = Some(self.clocks[i].local(self.now));
+        }
+        self.control.pause(node);
+        Some(node)
+    }
+
+    /// Resumes a paused node, its frozen clock going on from the reading it stopped at.
+    fn resume(&mut self, node: NodeId) -> Option<NodeId> {
+        let i = node as usize;
+        if !self.paused[i] {
+            return None;
+        }
+        self.paused[i] = false;
+        if let Some(reading) = self.frozen_at[i].take() {
+            self.clocks[i].anchor_true = self.now;
+            self.clocks[i].anchor_local = reading;
+        }
+        self.control.resume(node);
+        self.rearm(node);
+        Some(node)
+    }
+
+    /// Kills a live node's process; its timers, its link and its tool call go with it.
+    fn crash(&mut self, node: NodeId) -> Option<NodeId> {
+        let i = node as usize;
+        if self.crashed[i] {
+            return None;
+        }
+        self.crashed[i] = true;
+        self.paused[i] = false;
+        self.frozen_at[i] = None;
+        self.wake[i] = None;
+        self.nodes[i].crash();
+        self.control.kill(node);
+        self.links[i] = None;
+        if self.call[i].take().is_some() {
+            self.stats.cancelled_other += 1;
+        }
+        self.call_end[i].clear();
+        Some(node)
+    }
+
+    /// Starts a crashed node's process again, recording `c` as it does.
+    fn restart(&mut self, node: NodeId, c: Command) {
+        let i = node as usize;
+        if self.crashed[i] {
+            self.crashed[i] = false;
+            self.starting[i] = true;
+            self.record(node, EventKind::Fault { command: c });
+            self.control.restart(node);
+        }
+    }
+
+    /// What was on its way to the crashed process is lost with it (should the network still
+    /// bring it to the restarted process, it is discarded). What the process had produced but
+    /// its tasks not yet handed to the network was already sent in the simulator's terms: it
+    /// goes on from the network.
+    fn lose_with(&mut self, node: NodeId) {
+        let to_it: Vec<u64> = self
+            .in_flight
+            .iter()
+            .filter(|(_, (to, _))| *to == node)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in to_it {
+            self.in_flight.remove(&id);
+            self.strays.insert(id);
+            self.record(node, EventKind::Lost { id });
+        }
+        let from_it: Vec<Env> = self
+            .unsent
+            .values()
+            .filter(|e| e.from == node)
+            .copied()
+            .collect();
+        for env in from_it {
+            self.unsent.remove(&env.id);
+            if !self.cut_ids.remove(&env.id) && self.in_flight.contains_key(&env.id) {
+                self.control.relay(env, 0);
             }
         }
     }
@@ -916,7 +946,7 @@ pub(crate) async fn node_main<P: Port>(
 ) {
     let port = std::rc::Rc::new(port);
     let (out_tx, out_rx) = mpsc::unbounded_channel();
-    let (sig_tx, mut sig_rx) = mpsc::unbounded_channel();
+    let (sig_tx, sig_rx) = mpsc::unbounded_channel();
     let timer = Arc::new(Notify::new());
     let is_worker = matches!(sh.lock().nodes[node as usize], Node::Worker(..));
     let mut calls = None;
@@ -953,7 +983,16 @@ pub(crate) async fn node_main<P: Port>(
             client_bound_ns,
         ));
     }
-    // The inbox: messages and outside stimuli, one at a time.
+    inbox(sh, port, node, sig_rx).await;
+}
+
+/// The inbox: messages and outside stimuli, one at a time.
+async fn inbox<P: Port>(
+    sh: Arc<Shared>,
+    port: std::rc::Rc<P>,
+    node: NodeId,
+    mut sig_rx: mpsc::UnboundedReceiver<u64>,
+) {
     loop {
         tokio::select! {
             biased;

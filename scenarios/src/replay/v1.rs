@@ -663,6 +663,7 @@ impl TryFrom<&plan::Fault> for Fault {
 
     /// Fails for a fault this version cannot state: a start missing or given where the kind
     /// has none, an end on a kind that has none (`Setup::check` refuses the same).
+    // Long: one arm per fault kind of the file, each a field-by-field copy; split, each would be one expression.
     fn try_from(f: &plan::Fault) -> Result<Self, String> {
         use plan::FaultKind as K;
         if f.start.is_some() && matches!(f.kind, K::Tool { .. }) {
@@ -1005,6 +1006,7 @@ impl From<OperatorAction> for protocol::OperatorAction {
 }
 
 impl From<Fault> for plan::Fault {
+    // Long: one arm per fault kind of the file, each a field-by-field copy; split, each would be one expression.
     fn from(f: Fault) -> Self {
         use plan::FaultKind as K;
         let timed = |start: Trigger, end: Option<Trigger>, kind| plan::Fault {

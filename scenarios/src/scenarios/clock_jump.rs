@@ -46,6 +46,7 @@ pub const DEF: Stock = Stock {
     build,
 };
 
+// Long: one story read top to bottom, its seed-drawn clock steps in the order they draw.
 fn build(seed: u64, variant: Variant) -> Setup {
     let mut s = Story::new(
         "clock-jump",

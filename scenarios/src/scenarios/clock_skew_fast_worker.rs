@@ -40,6 +40,7 @@ pub const DEF: Stock = Stock {
     build,
 };
 
+// Long: one story read top to bottom, its seed-drawn clocks and faults in the order they draw.
 fn build(seed: u64, variant: Variant) -> Setup {
     let effect = |op: u8| Step::Effect {
         op: OpId(op),

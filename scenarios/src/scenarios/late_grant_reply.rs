@@ -56,6 +56,7 @@ pub const DEF: Stock = Stock {
     build,
 };
 
+// Long: one story read top to bottom, its seed-drawn faults in the order they strike and draw.
 fn build(seed: u64, variant: Variant) -> Setup {
     let effect = |op: OpId| Step::Effect { op, receiver: 0 };
     let mut s = Story::new(

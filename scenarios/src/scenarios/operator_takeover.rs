@@ -46,6 +46,7 @@ const SLOW_STEP: u8 = 1;
 /// The short call's plan step.
 const SHORT_STEP: u8 = 3;
 
+// Long: one story read top to bottom, its seed-drawn faults in the order they strike and draw.
 fn build(seed: u64, variant: Variant) -> Setup {
     let effect = |op| Step::Effect { op, receiver: 0 };
     let steps = [

@@ -44,6 +44,7 @@ const LOOKUP_STEP: u8 = 1;
 /// The long request's plan step.
 const FETCH_STEP: u8 = 3;
 
+// Long: one story read top to bottom, its seed-drawn faults in the order they strike and draw.
 fn build(seed: u64, variant: Variant) -> Setup {
     let steps = [
         Step::Effect {

@@ -50,6 +50,7 @@ impl Story {
         Story::build(name, seed, variant, workers, steps.as_ref(), jobs)
     }
 
+    // Long: the setup built in place from recycled storage, its draws in the order that gives each seed its meaning.
     fn build(
         name: &str,
         seed: u64,
@@ -84,37 +85,7 @@ impl Story {
                 steps: steps.to_vec(),
             }),
         }
-        workers.truncate(names.len());
-        for (i, &n) in names.iter().enumerate() {
-            let mut worker_plans = match workers.get_mut(i) {
-                Some(w) => std::mem::take(&mut w.config.plans),
-                None => Vec::new(),
-            };
-            copy_plans(&mut worker_plans, &plans);
-            let w = WorkerSetup {
-                config: WorkerConfig {
-                    name: WorkerName(n),
-                    heartbeat_ns,
-                    drift_ppm_max: DRIFT_BOUND_PPM,
-                    stop_margin_ns: ms(&mut r, 500, 2_000),
-                    tool_timeout_ns: 120 * SECOND_NS,
-                    stage_deadline_ns: 300 * SECOND_NS,
-                    claim_poll_ns: ms(&mut r, 500, 2_000),
-                    commit_retry_ns: ms(&mut r, 500, 2_000),
-                    commit_attempts_max: 60,
-                    start_delay_ns: 0,
-                    plans: worker_plans,
-                },
-                clock: ClockSpec {
-                    offset_ns: r.range(0, 5 * SECOND_NS),
-                    drift_ppm: r.range_i64(-200, 200) as i32,
-                },
-            };
-            match workers.get_mut(i) {
-                Some(kept) => *kept = w,
-                None => workers.push(w),
-            }
-        }
+        draw_workers(&mut r, names, heartbeat_ns, &plans, &mut workers);
         let latency_min_ns = r.range(500_000, 2 * MILLI_NS);
         let net = NetConfig {
             latency_min_ns,
@@ -269,6 +240,48 @@ impl Story {
     /// The finished setup.
     pub fn finish(self) -> Setup {
         self.setup
+    }
+}
+
+/// The story's workers under their logical `names`, each with the plans and its own seed-drawn
+/// margins, periods and clock.
+fn draw_workers(
+    r: &mut Prng,
+    names: &[u32],
+    heartbeat_ns: Nanos,
+    plans: &[Plan],
+    workers: &mut Vec<WorkerSetup>,
+) {
+    workers.truncate(names.len());
+    for (i, &n) in names.iter().enumerate() {
+        let mut worker_plans = match workers.get_mut(i) {
+            Some(w) => std::mem::take(&mut w.config.plans),
+            None => Vec::new(),
+        };
+        copy_plans(&mut worker_plans, plans);
+        let w = WorkerSetup {
+            config: WorkerConfig {
+                name: WorkerName(n),
+                heartbeat_ns,
+                drift_ppm_max: DRIFT_BOUND_PPM,
+                stop_margin_ns: ms(r, 500, 2_000),
+                tool_timeout_ns: 120 * SECOND_NS,
+                stage_deadline_ns: 300 * SECOND_NS,
+                claim_poll_ns: ms(r, 500, 2_000),
+                commit_retry_ns: ms(r, 500, 2_000),
+                commit_attempts_max: 60,
+                start_delay_ns: 0,
+                plans: worker_plans,
+            },
+            clock: ClockSpec {
+                offset_ns: r.range(0, 5 * SECOND_NS),
+                drift_ppm: r.range_i64(-200, 200) as i32,
+            },
+        };
+        match workers.get_mut(i) {
+            Some(kept) => *kept = w,
+            None => workers.push(w),
+        }
     }
 }
 

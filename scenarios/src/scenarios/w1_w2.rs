@@ -25,6 +25,7 @@ pub const FETCH_STEP: u8 = 3;
 
 /// Builds a W1/W2 story; the seed varies timings, latencies and clocks inside ranges that keep
 /// the story.
+// Long: one story read top to bottom, its seed-drawn faults in the order they strike and draw.
 pub fn build(seed: u64, variant: Variant) -> Setup {
     let effect = |op| Step::Effect { op, receiver: 0 };
     let steps = [

@@ -65,6 +65,29 @@ pub struct Grant {
     pub effects_attempted: u16,
 }
 
+/// A holder's request: who sent it (and gets the answer), its number, and the job, worker and
+/// token it is made under.
+#[derive(Copy, Clone)]
+struct Asked {
+    from: u32,
+    req: u64,
+    job: JobId,
+    worker: WorkerName,
+    token: Token,
+}
+
+impl Asked {
+    fn new(from: u32, req: u64, job: JobId, worker: WorkerName, token: Token) -> Asked {
+        Asked {
+            from,
+            req,
+            job,
+            worker,
+            token,
+        }
+    }
+}
+
 /// The coordinator.
 #[derive(Clone, Debug)]
 pub struct Coordinator {
@@ -325,18 +348,14 @@ impl Coordinator {
 
     // ---- holder requests ----
 
-    #[allow(clippy::too_many_arguments)]
-    fn on_heartbeat(
-        &mut self,
-        now: Nanos,
-        from: u32,
-        req: u64,
-        job: JobId,
-        worker: WorkerName,
-        token: Token,
-        in_jeopardy: bool,
-        effects: u16,
-    ) {
+    fn on_heartbeat(&mut self, now: Nanos, asked: Asked, in_jeopardy: bool, effects: u16) {
+        let Asked {
+            from,
+            req,
+            job,
+            worker,
+            token,
+        } = asked;
         let mut verdict = self.check(job, now, worker, token);
         if verdict.is_ok() {
             let row = &self.rows[job.0 as usize];
@@ -383,17 +402,14 @@ impl Coordinator {
         self.reply(from, msg);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn on_checkpoint(
-        &mut self,
-        now: Nanos,
-        from: u32,
-        req: u64,
-        job: JobId,
-        worker: WorkerName,
-        token: Token,
-        step: u8,
-    ) {
+    fn on_checkpoint(&mut self, now: Nanos, asked: Asked, step: u8) {
+        let Asked {
+            from,
+            req,
+            job,
+            worker,
+            token,
+        } = asked;
         let saved = match self.check(job, now, worker, token) {
             Ok(()) => {
                 let lease = self.lease_of(job);
@@ -435,17 +451,14 @@ impl Coordinator {
         );
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn on_commit(
-        &mut self,
-        now: Nanos,
-        from: u32,
-        req: u64,
-        job: JobId,
-        worker: WorkerName,
-        token: Token,
-        outcome: Outcome,
-    ) {
+    fn on_commit(&mut self, now: Nanos, asked: Asked, outcome: Outcome) {
+        let Asked {
+            from,
+            req,
+            job,
+            worker,
+            token,
+        } = asked;
         let accepted = if self.accepted.get(&(job, token)) == Some(&(worker, outcome)) {
             // Asked and answered already.
             true
@@ -544,21 +557,7 @@ impl Coordinator {
             return false;
         };
         if action == OperatorAction::HumanResolves {
-            // The human finishes the job under their own lease.
-            let token = row.token;
-            if self.check(job, now, HUMAN, token).is_err() {
-                return false;
-            }
-            let row = &mut self.rows[job.0 as usize];
-            row.state = JobState::Succeeded;
-            row.expires = None;
-            self.log(Event::ResultAccepted {
-                job,
-                worker: HUMAN,
-                token,
-                state: JobState::Succeeded,
-            });
-            return true;
+            return self.human_resolves(now, job);
         }
         let nothing_to_end = row.state.is_terminal()
             || (row.state == JobState::Queued && action == OperatorAction::Revoke);
@@ -595,37 +594,62 @@ impl Coordinator {
             action,
         });
         if let Some((to, length)) = successor {
-            let row = &mut self.rows[job.0 as usize];
-            row.state = JobState::Running;
-            row.holder = Some(to);
-            row.expires = Some(now + length);
-            row.attempts += 1;
-            let attempt = row.attempts;
-            if to != HUMAN {
-                self.handed.insert(job, to);
-            }
-            self.grants.push(Grant {
-                job,
-                holder: to,
-                token: epoch,
-                issued_at: now,
-                reason: GrantReason::Operator,
-                took_over: Some(old),
-                renewals: Vec::new(),
-                holder_in_jeopardy: false,
-                effects_attempted: 0,
-            });
-            self.log(Event::LeaseGranted {
-                job,
-                holder: to,
-                token: epoch,
-                attempt,
-                lease_until: now + length,
-                took_over: Some(old),
-                reason: GrantReason::Operator,
-            });
+            self.hand_over(now, job, to, length, old);
         }
         true
+    }
+
+    /// The human finishes the job handed to them, under their own lease.
+    fn human_resolves(&mut self, now: Nanos, job: JobId) -> bool {
+        let token = self.rows[job.0 as usize].token;
+        if self.check(job, now, HUMAN, token).is_err() {
+            return false;
+        }
+        let row = &mut self.rows[job.0 as usize];
+        row.state = JobState::Succeeded;
+        row.expires = None;
+        self.log(Event::ResultAccepted {
+            job,
+            worker: HUMAN,
+            token,
+            state: JobState::Succeeded,
+        });
+        true
+    }
+
+    /// The operator grants the job to `to` for `length`, under the token after `old` (the row
+    /// holds it already).
+    fn hand_over(&mut self, now: Nanos, job: JobId, to: WorkerName, length: Nanos, old: Token) {
+        let row = &mut self.rows[job.0 as usize];
+        let epoch = row.token;
+        row.state = JobState::Running;
+        row.holder = Some(to);
+        row.expires = Some(now + length);
+        row.attempts += 1;
+        let attempt = row.attempts;
+        if to != HUMAN {
+            self.handed.insert(job, to);
+        }
+        self.grants.push(Grant {
+            job,
+            holder: to,
+            token: epoch,
+            issued_at: now,
+            reason: GrantReason::Operator,
+            took_over: Some(old),
+            renewals: Vec::new(),
+            holder_in_jeopardy: false,
+            effects_attempted: 0,
+        });
+        self.log(Event::LeaseGranted {
+            job,
+            holder: to,
+            token: epoch,
+            attempt,
+            lease_until: now + length,
+            took_over: Some(old),
+            reason: GrantReason::Operator,
+        });
     }
 }
 
@@ -641,23 +665,17 @@ impl CoordinatorMachine for Coordinator {
                 in_jeopardy,
                 effects_attempted,
                 ..
-            } => self.on_heartbeat(
-                now,
-                from,
-                req,
-                job,
-                worker,
-                token,
-                in_jeopardy,
-                effects_attempted,
-            ),
+            } => {
+                let asked = Asked::new(from, req, job, worker, token);
+                self.on_heartbeat(now, asked, in_jeopardy, effects_attempted)
+            }
             Msg::Checkpoint {
                 req,
                 job,
                 worker,
                 token,
                 step,
-            } => self.on_checkpoint(now, from, req, job, worker, token, step),
+            } => self.on_checkpoint(now, Asked::new(from, req, job, worker, token), step),
             Msg::Commit {
                 req,
                 job,
@@ -665,7 +683,7 @@ impl CoordinatorMachine for Coordinator {
                 token,
                 outcome,
                 ..
-            } => self.on_commit(now, from, req, job, worker, token, outcome),
+            } => self.on_commit(now, Asked::new(from, req, job, worker, token), outcome),
             Msg::Operator { req, job, action } => {
                 let applied = self.on_operator(now, job, action);
                 self.reply(from, Msg::OperatorDone { req, job, applied });

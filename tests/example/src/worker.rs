@@ -189,6 +189,17 @@ pub struct Worker {
     out: VecDeque<Output>,
 }
 
+/// A grant the coordinator sent me, as its message states it.
+#[derive(Copy, Clone)]
+struct Grant {
+    req: u64,
+    job: JobId,
+    token: Token,
+    lease: Nanos,
+    class: ClassId,
+    checkpoint: Option<u8>,
+}
+
 impl Worker {
     /// A worker with this configuration, with or without the bug.
     pub fn new(cfg: WorkerConfig, bug: Bug) -> Self {
@@ -267,17 +278,15 @@ impl Worker {
         self.alarms.poll = Some(now + self.cfg.claim_poll_ns);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn granted(
-        &mut self,
-        now: Nanos,
-        req: u64,
-        job: JobId,
-        token: Token,
-        lease: Nanos,
-        class: ClassId,
-        checkpoint: Option<u8>,
-    ) {
+    fn granted(&mut self, now: Nanos, grant: Grant) {
+        let Grant {
+            req,
+            job,
+            token,
+            lease,
+            class,
+            checkpoint,
+        } = grant;
         if self.held.is_some() {
             // One job at a time; the coordinator lets an unused grant expire.
             return;
@@ -596,26 +605,7 @@ impl Worker {
             }
             ToolAnswer::Failure { transient } => {
                 a.waiting = Waiting::Nothing;
-                self.alarms.patience = None;
-                self.log(Event::ToolAnswered {
-                    job,
-                    token,
-                    request: req,
-                    success: false,
-                });
-                // A validation error is final; anything else may work on another attempt.
-                let error = if transient {
-                    ErrorCode::ToolFailed
-                } else {
-                    ErrorCode::Validation
-                };
-                self.commit(
-                    now,
-                    Outcome::Failure {
-                        error,
-                        retryable: transient,
-                    },
-                );
+                self.tool_failed(now, req, transient);
             }
             ToolAnswer::Running => {
                 // My status question's answer: still working. Give it another timeout.
@@ -646,9 +636,37 @@ impl Worker {
         }
     }
 
+    /// The tool answered call `req` with a failure: the attempt ends with it, retryable when
+    /// the failure was transient.
+    fn tool_failed(&mut self, now: Nanos, req: u64, transient: bool) {
+        let Some(a) = self.held.as_ref() else {
+            return;
+        };
+        let (job, token) = (a.job, a.token);
+        self.alarms.patience = None;
+        self.log(Event::ToolAnswered {
+            job,
+            token,
+            request: req,
+            success: false,
+        });
+        // A validation error is final; anything else may work on another attempt.
+        let error = if transient {
+            ErrorCode::ToolFailed
+        } else {
+            ErrorCode::Validation
+        };
+        self.commit(
+            now,
+            Outcome::Failure {
+                error,
+                retryable: transient,
+            },
+        );
+    }
+
     /// The thing I wait for did not answer in time.
     fn out_of_patience(&mut self, now: Nanos) {
-        let timeout = self.cfg.tool_timeout_ns;
         let Some(a) = self.held.as_mut() else {
             return;
         };
@@ -667,22 +685,7 @@ impl Worker {
                     asked: true,
                     resent,
                 };
-                let query = self.req();
-                self.log(Event::ToolStatusQueried {
-                    job,
-                    token,
-                    request: req,
-                });
-                self.send(
-                    Peer::Tool,
-                    Msg::ToolStatus {
-                        req: query,
-                        job,
-                        request: req,
-                        step,
-                    },
-                );
-                self.alarms.patience = Some(now + timeout);
+                self.ask_tool_status(now, req, step);
             }
             Waiting::Tool { req, .. } => {
                 a.waiting = Waiting::Nothing;
@@ -728,6 +731,31 @@ impl Worker {
             }
             Waiting::Nothing | Waiting::Checkpoint { .. } | Waiting::Commit { .. } => {}
         }
+    }
+
+    /// Asks the tool what became of call `req` at `step`, and gives it another timeout.
+    fn ask_tool_status(&mut self, now: Nanos, req: u64, step: u8) {
+        let timeout = self.cfg.tool_timeout_ns;
+        let Some(a) = self.held.as_ref() else {
+            return;
+        };
+        let (job, token) = (a.job, a.token);
+        let query = self.req();
+        self.log(Event::ToolStatusQueried {
+            job,
+            token,
+            request: req,
+        });
+        self.send(
+            Peer::Tool,
+            Msg::ToolStatus {
+                req: query,
+                job,
+                request: req,
+                step,
+            },
+        );
+        self.alarms.patience = Some(now + timeout);
     }
 
     /// Asks a receiver whether a payment took place (P12 c, P17). The question carries my fence:
@@ -1085,7 +1113,17 @@ impl WorkerMachine for Worker {
                 lease_ns,
                 class,
                 checkpoint,
-            } => self.granted(now, req, job, token, lease_ns, class, checkpoint),
+            } => {
+                let grant = Grant {
+                    req,
+                    job,
+                    token,
+                    lease: lease_ns,
+                    class,
+                    checkpoint,
+                };
+                self.granted(now, grant)
+            }
             Msg::ClaimEmpty { req } => self.claims.retain(|(r, _)| *r != req),
             Msg::HeartbeatOk {
                 req, job, token, ..
