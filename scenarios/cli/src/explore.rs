@@ -9,12 +9,12 @@ use super::args::whole;
 use super::args::OutDir;
 use super::{io, Format, UsageError};
 use super::{pick_with, sql, FAILURES_DIR};
-use leasesim::explore::{self, ExploreConfig, Explored, Kind, Progress};
+use leasesim::explore::{self, ExploreConfig, Kind, Progress};
 use leasesim::interrupt::Graceful;
 use leasesim::sweep::Shard;
 use leasesim::Machines;
 use leasesim::ScenarioDef;
-use leasesim_results::explore::{json, save, Saved};
+use leasesim_results::explore::{json, save, text};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -61,18 +61,6 @@ impl Progress for Bar {
             bar.set_position(done);
         }
     }
-}
-
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The fault kinds asked for, once the number of faults and the budget are known to be in
@@ -145,7 +133,7 @@ pub(super) fn explore_cmd(
         dir.remove_if_unused();
     }
     match a.format {
-        Format::Text => text(out, &x, &saved, &a.machines)?,
+        Format::Text => io(text(out, &x, &saved, &a.machines))?,
         Format::Json => io(writeln!(
             out,
             "{}",
@@ -156,181 +144,6 @@ pub(super) fn explore_cmd(
         return Ok(leasesim::interrupt::exit_code());
     }
     Ok(if x.held() { 0 } else { 1 })
-}
-
-/// The exploration in words: the space, what was covered, each violated invariant with its
-/// first plan and what was saved of it, and the claim the exploration makes.
-fn text(
-    out: &mut dyn Write,
-    x: &Explored,
-    saved: &[Saved],
-    machines: &Machines,
-) -> Result<(), UsageError> {
-    space_text(out, x)?;
-    covered_text(out, x)?;
-    for (invariant, n) in &x.violating {
-        violation_text(out, x, invariant, *n, saved, machines)?;
-    }
-    if x.unfinished.0 > 0 {
-        io(writeln!(
-            out,
-            "UNFINISHED: {} plan(s) ended at a limit without a finding; the first is plan {}",
-            thousands(x.unfinished.0),
-            x.unfinished.1.first().map_or(0, |p| p + 1)
-        ))?;
-    }
-    if x.interrupted {
-        io(writeln!(
-            out,
-            "explore: INTERRUPTED after {} of {} plans",
-            thousands(x.covered()),
-            thousands(x.share.end - x.share.start)
-        ))?;
-    }
-    io(writeln!(out, "{}", x.claim()))?;
-    Ok(())
-}
-
-/// The space explored: the scenario, the baseline run, the plans by number of faults.
-fn space_text(out: &mut dyn Write, x: &Explored) -> Result<(), UsageError> {
-    let sp = &x.space;
-    let kinds: Vec<&str> = x.kinds.iter().map(|k| k.name()).collect();
-    let durations: Vec<String> = sp
-        .durations
-        .iter()
-        .map(|&d| leasesim_sim::time::secs_rounded(d.into(), leasesim_sim::time::Round::Nearest))
-        .collect();
-    io(writeln!(
-        out,
-        "explore {} seed {} on {}: plans of at most {} fault(s) from {}",
-        sp.base.scenario,
-        x.seed,
-        x.machines,
-        sp.faults_max,
-        kinds.join(", ")
-    ))?;
-    io(writeln!(
-        out,
-        "baseline (no fault): {}, trace {:016x}; {} anchors ({} message sends and deliveries, {} journal events); {} candidate faults; durations {}",
-        sp.baseline_verdict.word(),
-        sp.baseline_hash,
-        sp.anchors.len(),
-        sp.message_anchors,
-        sp.anchors.len() - sp.message_anchors,
-        thousands(sp.candidates.len() as u64),
-        durations.join(", ")
-    ))?;
-    let sizes: Vec<String> = (0..=sp.faults_max)
-        .map(|k| thousands(sp.plans_of(k)))
-        .collect();
-    io(writeln!(
-        out,
-        "space: {} = {} plans",
-        sizes.join(" + "),
-        thousands(sp.total())
-    ))?;
-    for (k, l) in x.levels.iter().enumerate() {
-        io(writeln!(
-            out,
-            "  {k} fault(s): {:>11} plans, {:>11} run, {:>11} proved equal to a run of one fault fewer{}",
-            thousands(l.share),
-            thousands(l.ran),
-            thousands(l.pruned),
-            if l.not_expressible > 0 {
-                format!(", {} not expressible", thousands(l.not_expressible))
-            } else {
-                String::new()
-            }
-        ))?;
-    }
-    Ok(())
-}
-
-/// How much of the space was covered, how fast, and the hazards its plans reached.
-fn covered_text(out: &mut dyn Write, x: &Explored) -> Result<(), UsageError> {
-    io(writeln!(
-        out,
-        "covered {} plans ({} run) on {} thread(s) in {:.2}s ({:.0} runs/s): {} distinct runs (traces)",
-        thousands(x.covered()),
-        thousands(x.ran()),
-        x.threads,
-        x.seconds,
-        x.ran() as f64 / x.seconds.max(1e-9),
-        thousands(x.distinct)
-    ))?;
-    let hazards: Vec<String> = x
-        .hazards
-        .iter()
-        .map(|(h, n)| format!("{} ({})", h.name(), thousands(*n)))
-        .collect();
-    io(writeln!(
-        out,
-        "hazards reached (plans): {}",
-        if hazards.is_empty() {
-            "none".to_string()
-        } else {
-            hazards.join(", ")
-        }
-    ))?;
-    Ok(())
-}
-
-/// One violated invariant: how many plans broke it, the first of them, and what was saved of
-/// it (the shrunk plan, what the finding depends on, the replay and the timeline).
-fn violation_text(
-    out: &mut dyn Write,
-    x: &Explored,
-    invariant: &str,
-    n: u64,
-    saved: &[Saved],
-    machines: &Machines,
-) -> Result<(), UsageError> {
-    let first = &x.violations[invariant][0];
-    io(writeln!(
-        out,
-        "VIOLATED {invariant}: {} plan(s); the first is plan {} of the space:",
-        thousands(n),
-        first.plan + 1
-    ))?;
-    for l in &first.labels {
-        io(writeln!(out, "    {l}"))?;
-    }
-    let Some(s) = saved.iter().find(|s| s.invariant == invariant) else {
-        return Ok(());
-    };
-    if let Some(sh) = &s.shrunk {
-        io(writeln!(
-            out,
-            "  minimal plan (shrunk, {} fault(s) -> {}):",
-            s.faults_before, s.faults_after
-        ))?;
-        for l in sh.lines() {
-            io(writeln!(out, "    {l}"))?;
-        }
-    }
-    if !s.depends.is_empty() {
-        io(writeln!(
-            out,
-            "  what the finding depends on (the minimal plan run without each fault):"
-        ))?;
-        for l in &s.depends {
-            io(writeln!(out, "    {l}"))?;
-        }
-    }
-    if let Some(p) = &s.replay {
-        io(writeln!(
-            out,
-            "  replay: {}",
-            leasesim::run::rerun_command(machines, &x.space.base.scenario, p)
-        ))?;
-    }
-    if let Some(h) = &s.html {
-        io(writeln!(out, "  timeline: {}", h.display()))?;
-    }
-    if let Some(e) = &s.error {
-        io(writeln!(out, "  note: {e}"))?;
-    }
-    Ok(())
 }
 
 /// `leasesim explore`'s arguments.

@@ -1,10 +1,12 @@
 //! What `leasesim explore` found, kept and said: each violated invariant's first plan shrunk and
-//! saved as a replay with its HTML timeline ([`save`]), and the JSON document ([`json`]).
+//! saved as a replay with its HTML timeline ([`save`]), the JSON document ([`json`]) and the
+//! words `explore` prints ([`text`]).
 
 use leasesim::explore::Explored;
 use leasesim::files::OutDir;
 use leasesim::replay::Replay;
 use leasesim::{report, Invariant, Machines, RunResult};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// What was saved for one violated invariant.
@@ -158,4 +160,192 @@ pub fn json(x: &Explored, saved: &[Saved]) -> serde_json::Value {
         "threads": x.threads,
         "claim": x.claim(),
     })
+}
+
+/// The exploration in words: the space, what was covered, each violated invariant with its
+/// first plan and what was saved of it, and the claim the exploration makes.
+pub fn text(
+    out: &mut dyn Write,
+    x: &Explored,
+    saved: &[Saved],
+    machines: &Machines,
+) -> std::io::Result<()> {
+    space_text(out, x)?;
+    covered_text(out, x)?;
+    for (invariant, n) in &x.violating {
+        violation_text(out, x, invariant, *n, saved, machines)?;
+    }
+    if x.unfinished.0 > 0 {
+        writeln!(
+            out,
+            "UNFINISHED: {} plan(s) ended at a limit without a finding; the first is plan {}",
+            thousands(x.unfinished.0),
+            x.unfinished.1.first().map_or(0, |p| p + 1)
+        )?;
+    }
+    if x.interrupted {
+        writeln!(
+            out,
+            "explore: INTERRUPTED after {} of {} plans",
+            thousands(x.covered()),
+            thousands(x.share.end - x.share.start)
+        )?;
+    }
+    writeln!(out, "{}", x.claim())?;
+    Ok(())
+}
+
+/// The space explored: the scenario, the baseline run, the plans by number of faults.
+fn space_text(out: &mut dyn Write, x: &Explored) -> std::io::Result<()> {
+    let sp = &x.space;
+    let kinds: Vec<&str> = x.kinds.iter().map(|k| k.name()).collect();
+    let durations: Vec<String> = sp
+        .durations
+        .iter()
+        .map(|&d| leasesim_sim::time::secs_rounded(d.into(), leasesim_sim::time::Round::Nearest))
+        .collect();
+    writeln!(
+        out,
+        "explore {} seed {} on {}: plans of at most {} fault(s) from {}",
+        sp.base.scenario,
+        x.seed,
+        x.machines,
+        sp.faults_max,
+        kinds.join(", ")
+    )?;
+    writeln!(
+        out,
+        "baseline (no fault): {}, trace {:016x}; {} anchors ({} message sends and deliveries, {} journal events); {} candidate faults; durations {}",
+        sp.baseline_verdict.word(),
+        sp.baseline_hash,
+        sp.anchors.len(),
+        sp.message_anchors,
+        sp.anchors.len() - sp.message_anchors,
+        thousands(sp.candidates.len() as u64),
+        durations.join(", ")
+    )?;
+    let sizes: Vec<String> = (0..=sp.faults_max)
+        .map(|k| thousands(sp.plans_of(k)))
+        .collect();
+    writeln!(
+        out,
+        "space: {} = {} plans",
+        sizes.join(" + "),
+        thousands(sp.total())
+    )?;
+    for (k, l) in x.levels.iter().enumerate() {
+        writeln!(
+            out,
+            "  {k} fault(s): {:>11} plans, {:>11} run, {:>11} proved equal to a run of one fault fewer{}",
+            thousands(l.share),
+            thousands(l.ran),
+            thousands(l.pruned),
+            if l.not_expressible > 0 {
+                format!(", {} not expressible", thousands(l.not_expressible))
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// How much of the space was covered, how fast, and the hazards its plans reached.
+fn covered_text(out: &mut dyn Write, x: &Explored) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "covered {} plans ({} run) on {} thread(s) in {:.2}s ({:.0} runs/s): {} distinct runs (traces)",
+        thousands(x.covered()),
+        thousands(x.ran()),
+        x.threads,
+        x.seconds,
+        x.ran() as f64 / x.seconds.max(1e-9),
+        thousands(x.distinct)
+    )?;
+    let hazards: Vec<String> = x
+        .hazards
+        .iter()
+        .map(|(h, n)| format!("{} ({})", h.name(), thousands(*n)))
+        .collect();
+    writeln!(
+        out,
+        "hazards reached (plans): {}",
+        if hazards.is_empty() {
+            "none".to_string()
+        } else {
+            hazards.join(", ")
+        }
+    )?;
+    Ok(())
+}
+
+/// One violated invariant: how many plans broke it, the first of them, and what was saved of
+/// it (the shrunk plan, what the finding depends on, the replay and the timeline).
+fn violation_text(
+    out: &mut dyn Write,
+    x: &Explored,
+    invariant: &str,
+    n: u64,
+    saved: &[Saved],
+    machines: &Machines,
+) -> std::io::Result<()> {
+    let first = &x.violations[invariant][0];
+    writeln!(
+        out,
+        "VIOLATED {invariant}: {} plan(s); the first is plan {} of the space:",
+        thousands(n),
+        first.plan + 1
+    )?;
+    for l in &first.labels {
+        writeln!(out, "    {l}")?;
+    }
+    let Some(s) = saved.iter().find(|s| s.invariant == invariant) else {
+        return Ok(());
+    };
+    if let Some(sh) = &s.shrunk {
+        writeln!(
+            out,
+            "  minimal plan (shrunk, {} fault(s) -> {}):",
+            s.faults_before, s.faults_after
+        )?;
+        for l in sh.lines() {
+            writeln!(out, "    {l}")?;
+        }
+    }
+    if !s.depends.is_empty() {
+        writeln!(
+            out,
+            "  what the finding depends on (the minimal plan run without each fault):"
+        )?;
+        for l in &s.depends {
+            writeln!(out, "    {l}")?;
+        }
+    }
+    if let Some(p) = &s.replay {
+        writeln!(
+            out,
+            "  replay: {}",
+            leasesim::run::rerun_command(machines, &x.space.base.scenario, p)
+        )?;
+    }
+    if let Some(h) = &s.html {
+        writeln!(out, "  timeline: {}", h.display())?;
+    }
+    if let Some(e) = &s.error {
+        writeln!(out, "  note: {e}")?;
+    }
+    Ok(())
+}
+
+/// A count with thousands separated by commas: `920,047`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
