@@ -60,6 +60,38 @@ fn error_name(e: ErrorCode) -> &'static str {
     }
 }
 
+/// The parameters of `enqueue` for each job, in order: its uuid, an idempotency key, and a
+/// payload naming its class and hash (and the lease it asks for, if any).
+fn enqueue_rows(
+    enqueue: &crate::file::Statement,
+    jobs: &[JobSpec],
+    scale: &Scale,
+) -> Vec<Vec<Value>> {
+    jobs.iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let id = JobId(i as u32);
+            let mut payload = format!(
+                "{{\"class\": {}, \"hash\": \"{:016x}\"",
+                j.class.0, j.payload_hash
+            );
+            if let Some(asked) = j.payload_lease_ns {
+                payload.push_str(&format!(", \"lease_seconds\": {}", scale.db_seconds(asked)));
+            }
+            payload.push('}');
+            enqueue
+                .params
+                .iter()
+                .map(|(p, _)| match p.as_str() {
+                    "job_id" => Value::Text(job_uuid(id)),
+                    "idempotency_key" => Value::Text(format!("tool-job:{}", id.0)),
+                    _ => Value::Text(payload.clone()),
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// What the adapter saw of a job.
 #[derive(Clone, Debug)]
 struct Seen {
@@ -134,30 +166,7 @@ impl SqlCoordinator {
         let mut conn = queue.pool.take().unwrap_or_else(|e| broken(&queue, e));
         conn.set_isolation(queue.isolation());
         let enqueue = queue.file.get("enqueue").expect("checked at open");
-        let rows: Vec<Vec<Value>> = jobs
-            .iter()
-            .enumerate()
-            .map(|(i, j)| {
-                let id = JobId(i as u32);
-                let mut payload = format!(
-                    "{{\"class\": {}, \"hash\": \"{:016x}\"",
-                    j.class.0, j.payload_hash
-                );
-                if let Some(asked) = j.payload_lease_ns {
-                    payload.push_str(&format!(", \"lease_seconds\": {}", scale.db_seconds(asked)));
-                }
-                payload.push('}');
-                enqueue
-                    .params
-                    .iter()
-                    .map(|(p, _)| match p.as_str() {
-                        "job_id" => Value::Text(job_uuid(id)),
-                        "idempotency_key" => Value::Text(format!("tool-job:{}", id.0)),
-                        _ => Value::Text(payload.clone()),
-                    })
-                    .collect()
-            })
-            .collect();
+        let rows = enqueue_rows(enqueue, jobs, &scale);
         if let Err(e) = conn.start_run(enqueue, &rows) {
             queue.pool.give(conn);
             broken(&queue, e);
@@ -574,6 +583,7 @@ impl SqlCoordinator {
         Some(until)
     }
 
+    // Long: the statement, its answer and the journal of the decision read as one story.
     fn commit(
         &mut self,
         now: Nanos,
@@ -836,6 +846,7 @@ impl CoordinatorMachine for SqlCoordinator {
 impl SqlCoordinator {
     /// Answers a request: the statement it needs runs now, or its answer is ready from the
     /// steps that ran it ([`SqlCoordinator::ready`]).
+    // Long: one arm per request, each the reply its handler decides: a table.
     fn respond(&mut self, now: Nanos, from: u32, msg: Msg) {
         let to = Peer::Addr(from);
         let reply = match msg {
