@@ -17,7 +17,6 @@
 //! setup failed drops the schema it made.
 
 use crate::file::{Piece, SqlFile, Statement};
-use crate::steps::{self, Ended, Wire};
 use crate::time::format_us;
 use postgres::{Client, NoTls, SimpleQueryMessage};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -122,6 +121,15 @@ impl Isolation {
             Isolation::Serializable => "SERIALIZABLE",
         }
     }
+}
+
+/// A connection a step's SQL is sent on and answered from: a worker's [`Session`], or the
+/// run's control connection ([`Conn`]).
+pub trait Wire {
+    /// Sends `sql`, whose `which`-th statement (0-based) answers, and waits for the answer.
+    fn exchange(&mut self, sql: &str, which: usize) -> StepResult;
+    /// The server's statement timeout on this connection.
+    fn timeout(&self) -> Duration;
 }
 
 /// How a step sent to a [`Session`] ended.
@@ -713,18 +721,6 @@ impl Conn {
         }
     }
 
-    /// Runs `st` with `values` (one per parameter, in `st.params` order) as one transaction at
-    /// database time `now_us`.
-    pub fn run(&mut self, st: &Statement, values: &[Value], now_us: i64) -> Result<Answer, String> {
-        let named: Vec<(String, Value)> = st
-            .params
-            .iter()
-            .map(|(p, _)| p.clone())
-            .zip(values.iter().cloned())
-            .collect();
-        self.run_steps(st, &named, now_us)
-    }
-
     /// The error of statement `name`: the server's message with the line, and for a statement
     /// the server cancelled (SQLSTATE 57014: only its statement timeout cancels this
     /// connection's statements) what the timeout was and how to raise it.
@@ -743,27 +739,6 @@ impl Conn {
                 leasesim_sim::time::dur(self.access.statement_timeout.as_nanos() as u64)
             ),
             _ => format!("`{name}` failed: {said}"),
-        }
-    }
-
-    /// Runs every step of `st` on this connection, one after the other, at database time
-    /// `now_us`: parameters by name from `values`, or from the columns an earlier step returned;
-    /// the answering step's answer (none when an earlier step found no row a later one needs).
-    /// A transaction the server aborted is an error here too.
-    pub fn run_steps(
-        &mut self,
-        st: &Statement,
-        values: &[(String, Value)],
-        now_us: i64,
-    ) -> Result<Answer, String> {
-        match steps::run(self, st, values, now_us)? {
-            Ended::Done(answer) => Ok(answer),
-            Ended::Aborted { step, failure } => Err(format!(
-                "`{}`: the server aborted its transaction at step {} ({})",
-                st.name,
-                step + 1,
-                failure.describe()
-            )),
         }
     }
 

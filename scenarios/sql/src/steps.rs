@@ -10,19 +10,11 @@
 //! error whose message names the statement and its line, for the run to end as a store error.
 //! This module never panics on what the server or the file says.
 
-use crate::db::{filled, line_at, Answer, Conn, StepError, StepResult, Value};
+use crate::db::{filled, line_at, Answer, Conn, StepError, StepResult, Value, Wire};
 use crate::file::{Control, Statement};
 use crate::time::format_us;
 use leasesim_protocol::StoreFailure;
 use std::time::Duration;
-
-/// A connection a step's SQL is sent on and answered from.
-pub trait Wire {
-    /// Sends `sql`, whose `which`-th statement (0-based) answers, and waits for the answer.
-    fn exchange(&mut self, sql: &str, which: usize) -> StepResult;
-    /// The server's statement timeout on this connection.
-    fn timeout(&self) -> Duration;
-}
 
 /// What one step did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -364,6 +356,43 @@ pub fn run(
         }
     }
     Err(format!("`{}` did not end after its last step", st.name))
+}
+
+/// A statement run whole on the run's control connection, for callers that want its rows or
+/// a message (opening a file, tests).
+impl Conn {
+    /// Runs `st` with `values` (one per parameter, in `st.params` order) as one transaction at
+    /// database time `now_us`.
+    pub fn run(&mut self, st: &Statement, values: &[Value], now_us: i64) -> Result<Answer, String> {
+        let named: Vec<(String, Value)> = st
+            .params
+            .iter()
+            .map(|(p, _)| p.clone())
+            .zip(values.iter().cloned())
+            .collect();
+        self.run_steps(st, &named, now_us)
+    }
+
+    /// Runs every step of `st` on this connection, one after the other, at database time
+    /// `now_us`: parameters by name from `values`, or from the columns an earlier step returned;
+    /// the answering step's answer (none when an earlier step found no row a later one needs).
+    /// A transaction the server aborted is an error here too.
+    pub fn run_steps(
+        &mut self,
+        st: &Statement,
+        values: &[(String, Value)],
+        now_us: i64,
+    ) -> Result<Answer, String> {
+        match run(self, st, values, now_us)? {
+            Ended::Done(answer) => Ok(answer),
+            Ended::Aborted { step, failure } => Err(format!(
+                "`{}`: the server aborted its transaction at step {} ({})",
+                st.name,
+                step + 1,
+                failure.describe()
+            )),
+        }
+    }
 }
 
 /// How long a poll for a step's answer waits before it looks whether the step waits on a lock.
