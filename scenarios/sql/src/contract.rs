@@ -269,6 +269,30 @@ fn check_steps(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
 }
 
 fn check_statement(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
+    check_params(spec, st, problems);
+    check_returns(spec, st, problems);
+    let mut say = |line: usize, message: String| problems.push(Problem { line, message });
+    if spec.answer != Answer::Nothing {
+        for line in &st.more_than_one {
+            say(
+                *line,
+                format!("`{}` holds more than one SQL statement", st.name),
+            );
+        }
+    }
+    for (line, what) in &st.clock_reads {
+        say(
+            *line,
+            format!(
+                "`{}` reads {what}: a run must depend on the simulated clock only; use now()",
+                st.name
+            ),
+        );
+    }
+}
+
+/// The parameters `st` uses against those leasesim passes it and those it must use.
+fn check_params(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
     let mut say = |line: usize, message: String| problems.push(Problem { line, message });
     for (param, line) in &st.params {
         if !spec.params.contains(&param.as_str()) {
@@ -298,6 +322,11 @@ fn check_statement(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
             say(st.line, format!("`{}` does not use `:{must}`", st.name));
         }
     }
+}
+
+/// The columns `st` returns against those leasesim reads.
+fn check_returns(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
+    let mut say = |line: usize, message: String| problems.push(Problem { line, message });
     let star = st.returns.iter().any(|c| c == "*");
     if spec.answer == Answer::Returning && !star {
         for col in spec.returns {
@@ -339,23 +368,6 @@ fn check_statement(spec: &Spec, st: &Statement, problems: &mut Vec<Problem>) {
                 );
             }
         }
-    }
-    if spec.answer != Answer::Nothing {
-        for line in &st.more_than_one {
-            say(
-                *line,
-                format!("`{}` holds more than one SQL statement", st.name),
-            );
-        }
-    }
-    for (line, what) in &st.clock_reads {
-        say(
-            *line,
-            format!(
-                "`{}` reads {what}: a run must depend on the simulated clock only; use now()",
-                st.name
-            ),
-        );
     }
 }
 

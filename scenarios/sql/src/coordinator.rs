@@ -16,9 +16,8 @@
 //! coordinator: the request's identity is the adapter's to keep, not the SQL's.
 
 use crate::contract;
-use crate::db::{Answer, Conn, Session, StepResult, Value};
-use crate::file::Control;
-use crate::time::format_us;
+use crate::db::{Answer, Conn, Value};
+use crate::steps::{self, Cursor, Ended, Stepped};
 use crate::time::{parse_us, Scale};
 use crate::SqlQueue;
 use leasesim_protocol::{
@@ -59,6 +58,38 @@ fn error_name(e: ErrorCode) -> &'static str {
         ErrorCode::Unauthorized => "unauthorized",
         ErrorCode::NeedsHumanReview => "needs_human_review",
     }
+}
+
+/// The parameters of `enqueue` for each job, in order: its uuid, an idempotency key, and a
+/// payload naming its class and hash (and the lease it asks for, if any).
+fn enqueue_rows(
+    enqueue: &crate::file::Statement,
+    jobs: &[JobSpec],
+    scale: &Scale,
+) -> Vec<Vec<Value>> {
+    jobs.iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let id = JobId(i as u32);
+            let mut payload = format!(
+                "{{\"class\": {}, \"hash\": \"{:016x}\"",
+                j.class.0, j.payload_hash
+            );
+            if let Some(asked) = j.payload_lease_ns {
+                payload.push_str(&format!(", \"lease_seconds\": {}", scale.db_seconds(asked)));
+            }
+            payload.push('}');
+            enqueue
+                .params
+                .iter()
+                .map(|(p, _)| match p.as_str() {
+                    "job_id" => Value::Text(job_uuid(id)),
+                    "idempotency_key" => Value::Text(format!("tool-job:{}", id.0)),
+                    _ => Value::Text(payload.clone()),
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// What the adapter saw of a job.
@@ -135,30 +166,7 @@ impl SqlCoordinator {
         let mut conn = queue.pool.take().unwrap_or_else(|e| broken(&queue, e));
         conn.set_isolation(queue.isolation());
         let enqueue = queue.file.get("enqueue").expect("checked at open");
-        let rows: Vec<Vec<Value>> = jobs
-            .iter()
-            .enumerate()
-            .map(|(i, j)| {
-                let id = JobId(i as u32);
-                let mut payload = format!(
-                    "{{\"class\": {}, \"hash\": \"{:016x}\"",
-                    j.class.0, j.payload_hash
-                );
-                if let Some(asked) = j.payload_lease_ns {
-                    payload.push_str(&format!(", \"lease_seconds\": {}", scale.db_seconds(asked)));
-                }
-                payload.push('}');
-                enqueue
-                    .params
-                    .iter()
-                    .map(|(p, _)| match p.as_str() {
-                        "job_id" => Value::Text(job_uuid(id)),
-                        "idempotency_key" => Value::Text(format!("tool-job:{}", id.0)),
-                        _ => Value::Text(payload.clone()),
-                    })
-                    .collect()
-            })
-            .collect();
+        let rows = enqueue_rows(enqueue, jobs, &scale);
         if let Err(e) = conn.start_run(enqueue, &rows) {
             queue.pool.give(conn);
             broken(&queue, e);
@@ -196,7 +204,6 @@ impl SqlCoordinator {
     /// Runs statement `name` at simulated `now` with the parameters `value` gives by name, and
     /// journals it with its row count.
     fn exec(&mut self, name: &'static str, now: Nanos, params: &[(String, Value)]) -> Answer {
-        let value = |p: &str| params.iter().find(|(n, _)| n == p).map(|(_, v)| v.clone());
         let queue = self.queue.clone();
         if self.ready.as_ref().is_some_and(|r| r.name == name) {
             let r = self.ready.take().expect("checked");
@@ -215,42 +222,23 @@ impl SqlCoordinator {
             .file
             .get(name)
             .unwrap_or_else(|| broken(&queue, format!("the file has no `{name}` statement")));
-        if !st.steps.is_empty() {
-            // A statement of several run here, not by the stepper (an operation decided
-            // otherwise than planned, as when a hand-off was revoked meanwhile): its steps one
-            // after the other on the control connection, columns carried between them.
-            let named: Vec<(String, Value)> = st
-                .params
-                .iter()
-                .filter_map(|(p, _)| value(p).map(|v| (p.clone(), v)))
-                .collect();
-            let now_us = self.scale.db_us(now);
-            let conn = self.conn.as_mut().expect("a connection while running");
-            let answer = conn
-                .run_steps(st, &named, now_us)
-                .unwrap_or_else(|e| broken(&queue, e));
-            return self.checked(name, answer);
-        }
-        let values: Vec<Value> = st
-            .params
-            .iter()
-            .map(|(p, line)| {
-                value(p).unwrap_or_else(|| {
-                    broken(
-                        &queue,
-                        format!(
-                            "line {line}: `{name}` uses `:{p}`, which leasesim does not pass there"
-                        ),
-                    )
-                })
-            })
-            .collect();
+        // Here, not by the stepper: a file of single statements, or a statement of several
+        // whose operation was decided otherwise than planned (as when a hand-off was revoked
+        // meanwhile). Its steps run one after the other on the control connection.
         let now_us = self.scale.db_us(now);
         let conn = self.conn.as_mut().expect("a connection while running");
-        let answer = conn
-            .run(st, &values, now_us)
-            .unwrap_or_else(|e| broken(&queue, e));
-        self.checked(name, answer)
+        match steps::run(conn, st, params, now_us).unwrap_or_else(|e| broken(&queue, e)) {
+            Ended::Done(answer) => self.checked(name, answer),
+            Ended::Aborted { step, failure } => {
+                self.aborted = true;
+                self.out.push_back(Output::Journal(Event::StatementFailed {
+                    statement: statement_of(name),
+                    step: step.min(255) as u8,
+                    failure,
+                }));
+                Answer::default()
+            }
+        }
     }
 
     /// Holds a statement's answer to the contract and journals it.
@@ -595,6 +583,7 @@ impl SqlCoordinator {
         Some(until)
     }
 
+    // Long: the statement, its answer and the journal of the decision read as one story.
     fn commit(
         &mut self,
         now: Nanos,
@@ -809,7 +798,11 @@ fn statement_of(name: &str) -> StoreStatement {
 impl CoordinatorMachine for SqlCoordinator {
     fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
         match &mut self.stepper {
-            None => self.respond(now, from, msg),
+            None => {
+                self.respond(now, from, msg);
+                // A refusal because the store aborted is this request's alone.
+                self.aborted = false;
+            }
             Some(stepper) => {
                 let session = stepper.session_of(&msg);
                 stepper
@@ -853,6 +846,7 @@ impl CoordinatorMachine for SqlCoordinator {
 impl SqlCoordinator {
     /// Answers a request: the statement it needs runs now, or its answer is ready from the
     /// steps that ran it ([`SqlCoordinator::ready`]).
+    // Long: one arm per request, each the reply its handler decides: a table.
     fn respond(&mut self, now: Nanos, from: u32, msg: Msg) {
         let to = Peer::Addr(from);
         let reply = match msg {
@@ -1010,17 +1004,12 @@ struct Op {
     msg: Msg,
     /// Planned: the statement and its parameters (`None` before it starts).
     plan: Option<(&'static str, Params)>,
-    next: usize,
+    /// Its steps so far: the next one, the columns carried, the answer.
+    cursor: Cursor,
     due: Nanos,
     /// Waiting on a lock since then.
     waiting: Option<Nanos>,
-    /// Columns the steps so far returned (first row), for later steps' parameters.
-    carried: Vec<(String, Option<String>)>,
-    /// The answering step's answer.
-    answer: Answer,
     failure: Option<(u8, StoreFailure)>,
-    /// When the current step was sent (real time), to bound it.
-    sent: Option<std::time::Instant>,
     /// When the current step was first sent, on the simulated clock.
     issued: Nanos,
     /// The session whose open transaction holds the lock the current step needs: the step
@@ -1034,13 +1023,10 @@ impl Op {
             from,
             msg,
             plan: None,
-            next: 0,
+            cursor: Cursor::new(true),
             due: now,
             waiting: None,
-            carried: Vec::new(),
-            answer: Answer::default(),
             failure: None,
-            sent: None,
             issued: now,
             blocked_on: None,
         }
@@ -1052,12 +1038,6 @@ struct Ready {
     name: &'static str,
     answer: Answer,
     failure: Option<(u8, StoreFailure)>,
-}
-
-/// What a sent step did.
-enum Settled {
-    Done(StepResult),
-    Waiting,
 }
 
 impl SqlCoordinator {
@@ -1096,7 +1076,8 @@ impl SqlCoordinator {
         broken(&self.queue, "a run's statements did not settle".into());
     }
 
-    /// Plans the head operation of `session` if it has not started, then sends its next step.
+    /// Plans the head operation of `session` if it has not started, then sends its next step
+    /// (the step engine's [`steps::send`]) and follows what it did.
     fn start_step(&mut self, session: usize, now: Nanos) {
         if self.head(session).plan.is_none() {
             let (from, msg) = {
@@ -1118,181 +1099,48 @@ impl SqlCoordinator {
             }
         }
         let queue = self.queue.clone();
-        let (name, step_index) = {
-            let op = self.head(session);
-            (op.plan.as_ref().expect("planned").0, op.next)
-        };
-        let st = &queue.file.get(name).expect("checked at open").each_step()[step_index];
         let now_us = self.scale.db_us(now);
-        let in_tx = self
-            .conn
-            .as_mut()
-            .expect("a connection")
-            .session(session)
-            .unwrap_or_else(|e| broken(&queue, e))
-            .in_transaction;
-        let (sql, which) = match st.control() {
-            Control::Begin => (
-                format!(
-                    "{}\n;\nSET LOCAL leasesim.now = '{}'",
-                    st.text.trim().trim_end_matches(';'),
-                    format_us(now_us)
-                ),
-                0,
-            ),
-            Control::Commit | Control::Rollback => {
-                (st.text.trim().trim_end_matches(';').to_string(), 0)
-            }
-            Control::Data => {
-                let op = self.head(session);
-                let (_, values) = op.plan.as_ref().expect("planned");
-                let mut filled = Vec::new();
-                for (p, line) in &st.params {
-                    let v = values
-                        .iter()
-                        .find(|(n, _)| n == p)
-                        .map(|(_, v)| Some(v.clone()))
-                        .or_else(|| {
-                            op.carried
-                                .iter()
-                                .find(|(n, _)| n == p)
-                                .map(|(_, v)| v.clone().map(Value::Text))
-                        });
-                    match v {
-                        Some(Some(v)) => filled.push(v),
-                        // An earlier step found no row: the operation stops there.
-                        Some(None) | None if op.carried.iter().any(|(n, _)| n == p) => {
-                            return self.stop_early(session, now);
-                        }
-                        _ => broken(
-                            &queue,
-                            format!("line {line}: `{name}` uses `:{p}`, which neither leasesim nor an earlier statement gives"),
-                        ),
-                    }
-                }
-                let text = crate::db::filled(st, &filled);
-                if in_tx {
-                    // A savepoint first: a step that must wait is cancelled and rolled back
-                    // to it, and sent again later.
-                    (format!("SAVEPOINT leasesim_step;\n{text}"), 1)
-                } else {
-                    (
-                        format!(
-                            "BEGIN;\nSET LOCAL leasesim.now = '{}';\n{text}\n;\nCOMMIT",
-                            format_us(now_us)
-                        ),
-                        2,
-                    )
-                }
-            }
-        };
-        // A bound on the real database's time, never an input of the simulated world.
-        #[allow(clippy::disallowed_methods)]
-        let sent = std::time::Instant::now();
-        self.head(session).sent = Some(sent);
         if self.head(session).waiting.is_none() {
             self.head(session).issued = now;
         }
-        self.conn
+        let conn = self.conn.as_mut().expect("a connection");
+        let op = self
+            .stepper
             .as_mut()
-            .expect("a connection")
-            .session(session)
-            .expect("opened above")
-            .send(sql, which);
-        match self.settle(session) {
-            Settled::Done(r) => self.step_done(session, r, now),
-            Settled::Waiting => self.blocked(session, in_tx, now),
+            .and_then(|s| s.queues.get_mut(&session))
+            .and_then(|q| q.front_mut())
+            .expect("an operation at the head");
+        let (name, values) = op.plan.as_ref().expect("planned");
+        let st = queue.file.get(name).expect("checked at open");
+        let step = op.cursor.step();
+        let stepped = steps::send(conn, session, &mut op.cursor, st, values, now_us)
+            .unwrap_or_else(|e| broken(&queue, e));
+        match stepped {
+            Stepped::Blocked(by) => self.blocked(session, by, now),
+            Stepped::Stopped(failure) => self.stop_early(session, failure, now),
+            answered => self.step_done(session, step, answered, now),
         }
     }
 
-    /// The step `session` sent waits on a lock. A statement never stays waiting inside the
-    /// server, where several released at once would race by the machine's timing: it is
-    /// cancelled and rolled back (to the step's savepoint inside a transaction), the operation
-    /// is marked as blocked by the session that holds the lock, and the step is sent again,
-    /// alone, after the next step anywhere ends. A cycle of blocked operations is a deadlock:
-    /// the operation that closed it is aborted.
-    fn blocked(&mut self, session: usize, in_tx: bool, now: Nanos) {
-        let queue = self.queue.clone();
-        let conn = self.conn.as_mut().expect("a connection");
-        let pids: Vec<i32> = conn.sessions().iter().map(Session::pid).collect();
-        let pid = pids[session];
-        let by = conn
-            .blocked_by(pid)
-            .unwrap_or_else(|e| broken(&queue, e))
-            .iter()
-            .find_map(|b| pids.iter().position(|p| p == b));
-        let Some(by) = by else {
-            // Held by a session outside this run (a server of the user's): wait in place.
-            let r = self.settle_outside(session);
-            return self.step_done(session, r, now);
-        };
-        conn.cancel(pid).unwrap_or_else(|e| broken(&queue, e));
-        let s = conn.session(session).expect("opened");
-        let r = s.answer(s.limit()).unwrap_or_else(|| {
-            broken(
-                &queue,
-                format!(
-                    "a cancelled statement gave no answer within {} s",
-                    s.limit().as_secs()
-                ),
-            )
-        });
-        if r.is_ok() {
-            // It finished before the cancel reached it.
-            return self.step_done(session, r, now);
-        }
-        let undo = if in_tx {
-            "ROLLBACK TO SAVEPOINT leasesim_step"
-        } else {
-            "ROLLBACK"
-        };
-        if let Err(e) = s.run(undo) {
-            broken(
-                &queue,
-                format!("cannot undo a waiting statement: {}", e.message),
-            );
-        }
+    /// The step `session` sent waited on a lock, and the engine cancelled and undid it: the
+    /// operation is marked as blocked by the session that holds the lock, and the step is sent
+    /// again, alone, after the next step anywhere ends. A cycle of blocked operations is a
+    /// deadlock: the operation that closed it is aborted.
+    fn blocked(&mut self, session: usize, by: usize, now: Nanos) {
         let op = self.head(session);
         op.waiting.get_or_insert(now);
         op.blocked_on = Some(by);
-        // Does the chain of blocked operations lead back here?
-        let mut at = by;
-        for _ in 0..=pids.len() {
-            if at == session {
-                return self.deadlock(session, now);
-            }
-            match self
-                .stepper()
+        let sessions = self.conn.as_mut().expect("a connection").sessions().len();
+        let stepper = self.stepper();
+        let cycle = steps::closes_cycle(session, by, sessions, |at| {
+            stepper
                 .queues
                 .get(&at)
                 .and_then(|q| q.front())
                 .and_then(|op| op.blocked_on)
-            {
-                Some(next) => at = next,
-                None => return,
-            }
-        }
-    }
-
-    /// Waits for a statement held by a session outside the run, up to the step's real limit.
-    fn settle_outside(&mut self, session: usize) -> StepResult {
-        let queue = self.queue.clone();
-        let s = self
-            .conn
-            .as_mut()
-            .expect("a connection")
-            .session(session)
-            .expect("opened");
-        let limit = s.limit();
-        match s.answer(limit) {
-            Some(r) => r,
-            None => broken(
-                &queue,
-                format!(
-                    "a statement waited {} s on a lock held outside this run",
-                    limit.as_secs()
-                ),
-            ),
+        });
+        if cycle {
+            self.deadlock(session, now);
         }
     }
 
@@ -1300,27 +1148,21 @@ impl SqlCoordinator {
     /// rolled back), as a server's deadlock detector would, and always this one.
     fn deadlock(&mut self, session: usize, now: Nanos) {
         let queue = self.queue.clone();
-        let s = self
-            .conn
+        let conn = self.conn.as_mut().expect("a connection");
+        let op = self
+            .stepper
             .as_mut()
-            .expect("a connection")
+            .and_then(|s| s.queues.get_mut(&session))
+            .and_then(|q| q.front_mut())
+            .expect("an operation at the head");
+        let (name, _) = op.plan.as_ref().expect("planned");
+        let st = queue.file.get(name).expect("checked at open");
+        let step = op.cursor.step();
+        let stepped = conn
             .session(session)
-            .expect("opened");
-        if s.in_transaction {
-            if let Err(e) = s.run("ROLLBACK") {
-                broken(&queue, format!("ROLLBACK failed: {}", e.message));
-            }
-            s.in_transaction = false;
-        }
-        let step = self.head(session).next;
-        self.step_done(
-            session,
-            Err(crate::db::StepError {
-                code: "40P01".into(),
-                message: format!("deadlock among the run's connections at step {}", step + 1),
-            }),
-            now,
-        );
+            .and_then(|s| op.cursor.abort(st, s))
+            .unwrap_or_else(|e| broken(&queue, e));
+        self.step_done(session, step, stepped, now);
     }
 
     /// Sends again, one at a time in session order, every step blocked by a lock, until none
@@ -1343,44 +1185,15 @@ impl SqlCoordinator {
         }
     }
 
-    /// Waits until the step `session` sent finishes or waits on a lock.
-    fn settle(&mut self, session: usize) -> Settled {
+    /// Step `step` of the head operation of `session` answered (it ran, was the last, or its
+    /// transaction was aborted): it is journaled, and the next step is due after a gap, or the
+    /// operation is done.
+    fn step_done(&mut self, session: usize, step: usize, stepped: Stepped, now: Nanos) {
         let queue = self.queue.clone();
-        loop {
-            let conn = self.conn.as_mut().expect("a connection");
-            let s = conn.session(session).expect("opened");
-            if let Some(r) = s.answer(std::time::Duration::from_millis(2)) {
-                return Settled::Done(r);
-            }
-            let (pid, limit) = (s.pid(), s.limit());
-            let blockers = conn.blocked_by(pid).unwrap_or_else(|e| broken(&queue, e));
-            if !blockers.is_empty() {
-                return Settled::Waiting;
-            }
-            // The server's statement timeout ends a statement long before this; past it, the
-            // server itself stopped answering.
-            let sent = self.head(session).sent;
-            if sent.is_some_and(|t| t.elapsed() > limit) {
-                broken(
-                    &queue,
-                    format!(
-                        "a statement of `{}` ran {} s neither finishing nor waiting on a lock, and the server did not cancel it",
-                        self.head(session).plan.as_ref().map_or("?", |p| p.0),
-                        limit.as_secs()
-                    ),
-                );
-            }
-        }
-    }
-
-    /// A step's answer: the next step is due after a gap, or the operation is done.
-    fn step_done(&mut self, session: usize, r: StepResult, now: Nanos) {
-        let queue = self.queue.clone();
-        let (name, step_index, waited, issued) = {
+        let (name, waited, issued) = {
             let op = self.head(session);
             (
                 op.plan.as_ref().expect("planned").0,
-                op.next,
                 op.waiting.take(),
                 op.issued,
             )
@@ -1392,7 +1205,7 @@ impl SqlCoordinator {
         };
         self.out.push_back(Output::Journal(Event::StepRan {
             statement: statement_of(name),
-            step: step_index.min(255) as u8,
+            step: step.min(255) as u8,
             steps: steps_n.min(255) as u8,
             connection,
             issued,
@@ -1400,110 +1213,35 @@ impl SqlCoordinator {
         if let Some(since) = waited {
             self.out.push_back(Output::Journal(Event::StatementWaited {
                 statement: statement_of(name),
-                step: step_index.min(255) as u8,
+                step: step.min(255) as u8,
                 waited: now.saturating_sub(since),
             }));
         }
-        let steps = queue.file.get(name).expect("checked").each_step();
-        let st = &steps[step_index];
-        let conn = self.conn.as_mut().expect("a connection");
-        let s = conn.session(session).expect("opened");
-        match r {
-            Ok(answer) => {
-                match st.control() {
-                    Control::Begin => s.in_transaction = true,
-                    Control::Commit | Control::Rollback => s.in_transaction = false,
-                    Control::Data => {
-                        let op = self.head(session);
-                        for (i, c) in answer.columns.iter().enumerate() {
-                            let v = answer
-                                .rows
-                                .first()
-                                .and_then(|r| r.get(i).cloned().flatten());
-                            match op.carried.iter_mut().find(|(n, _)| n == c) {
-                                Some(slot) => slot.1 = v,
-                                None => op.carried.push((c.clone(), v)),
-                            }
-                        }
-                        if answer.columns.is_empty() {
-                            // A statement that returns nothing passes nothing on.
-                        }
-                        if std::ptr::eq(st, queue.file.get(name).expect("checked").answering()) {
-                            op.answer = answer;
-                        }
-                    }
-                }
+        match stepped {
+            Stepped::Aborted(failure) => {
+                self.head(session).failure = Some((step.min(255) as u8, failure));
+                self.finish(session, now);
+            }
+            done_or_ran => {
+                // Drawn for every step that ran, the last one too: the seed's gaps stay put.
                 let gap = self.stepper().gap();
-                let op = self.head(session);
-                op.next += 1;
-                if op.next == steps.len() {
+                if done_or_ran == Stepped::Done {
                     self.finish(session, now);
                 } else {
-                    op.due = now + gap;
+                    self.head(session).due = now + gap;
                 }
-            }
-            Err(e) => {
-                let _ = s.run("ROLLBACK");
-                s.in_transaction = false;
-                let timeout = queue.pool.access().statement_timeout;
-                let ran_out = self
-                    .head(session)
-                    .sent
-                    .is_some_and(|t| t.elapsed() >= timeout);
-                let failure = match e.code.as_str() {
-                    // 57014 after the statement timeout: the server cancelled a statement that
-                    // would not end.
-                    "57014" if ran_out => broken(
-                        &queue,
-                        format!(
-                            "line {}: `{name}` ran longer than the statement timeout ({}) and the server cancelled it ({}); raise the timeout with --statement-timeout if the statement is slow on purpose",
-                            st.first_line(),
-                            leasesim_sim::time::dur(timeout.as_nanos() as u64),
-                            e.message
-                        ),
-                    ),
-                    // 57014 sooner: leasesim's own cancel of a waiting step, which reached it
-                    // after it went on; it is aborted as a deadlock's victim would be.
-                    "40P01" | "57014" => StoreFailure::Deadlock,
-                    "40001" => StoreFailure::Serialization,
-                    _ => broken(
-                        &queue,
-                        format!("line {}: `{name}` failed: {}", st.first_line(), e.message),
-                    ),
-                };
-                self.head(session).failure = Some((step_index.min(255) as u8, failure));
-                self.finish(session, now);
             }
         }
         self.stepper().retry = true;
     }
 
     /// An earlier step found no row that a later one needs: the operation ends with no row
-    /// (an open transaction is committed, as a client that found nothing would).
-    fn stop_early(&mut self, session: usize, now: Nanos) {
-        let queue = self.queue.clone();
-        let s = self
-            .conn
-            .as_mut()
-            .expect("a connection")
-            .session(session)
-            .expect("opened");
-        let mut failure = None;
-        if s.in_transaction {
-            if let Err(e) = s.run("COMMIT") {
-                let _ = s.run("ROLLBACK");
-                match e.code.as_str() {
-                    "40001" => failure = Some(StoreFailure::Serialization),
-                    "40P01" => failure = Some(StoreFailure::Deadlock),
-                    _ => broken(&queue, format!("COMMIT failed: {}", e.message)),
-                }
-            }
-            s.in_transaction = false;
-        }
+    /// (the engine committed its open transaction, as a client that found nothing would, or
+    /// the server aborted that commit).
+    fn stop_early(&mut self, session: usize, failure: Option<StoreFailure>, now: Nanos) {
         let op = self.head(session);
-        op.answer = Answer::default();
         if let Some(f) = failure {
-            op.failure = Some((op.next.min(255) as u8, f));
+            op.failure = Some((op.cursor.step().min(255) as u8, f));
         }
         self.finish(session, now);
         self.stepper().retry = true;
@@ -1511,31 +1249,16 @@ impl SqlCoordinator {
 
     /// The operation at the head of `session` is done: its request is answered now.
     fn finish(&mut self, session: usize, now: Nanos) {
-        let queue = self.queue.clone();
-        let op = self
+        let mut op = self
             .stepper()
             .queues
             .get_mut(&session)
             .and_then(VecDeque::pop_front)
             .expect("an operation");
         let (name, _) = op.plan.expect("planned");
-        let s = self
-            .conn
-            .as_mut()
-            .expect("a connection")
-            .session(session)
-            .expect("opened");
-        if s.in_transaction {
-            let _ = s.run("ROLLBACK");
-            s.in_transaction = false;
-            broken(
-                &queue,
-                format!("`{name}` ends with its transaction open: end it with `commit;`"),
-            );
-        }
         self.ready = Some(Ready {
             name,
-            answer: op.answer,
+            answer: op.cursor.take_answer(),
             failure: op.failure,
         });
         self.respond(now, op.from, op.msg);

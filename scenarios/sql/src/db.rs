@@ -123,6 +123,15 @@ impl Isolation {
     }
 }
 
+/// A connection a step's SQL is sent on and answered from: a worker's [`Session`], or the
+/// run's control connection ([`Conn`]).
+pub trait Wire {
+    /// Sends `sql`, whose `which`-th statement (0-based) answers, and waits for the answer.
+    fn exchange(&mut self, sql: &str, which: usize) -> StepResult;
+    /// The server's statement timeout on this connection.
+    fn timeout(&self) -> Duration;
+}
+
 /// How a step sent to a [`Session`] ended.
 pub type StepResult = Result<Answer, StepError>;
 
@@ -133,6 +142,32 @@ pub struct StepError {
     pub code: String,
     /// The server's message.
     pub message: String,
+    /// Where in the SQL sent the server found the error (1-based, in characters), if it said.
+    pub position: Option<usize>,
+}
+
+impl StepError {
+    /// The error of a failed query, its message without a line (the caller knows the text).
+    fn of(e: &postgres::Error) -> StepError {
+        let position = match e.as_db_error().and_then(|db| db.position()) {
+            Some(postgres::error::ErrorPosition::Original(pos)) => Some(*pos as usize),
+            _ => None,
+        };
+        StepError {
+            code: e.code().map_or_else(String::new, |c| c.code().to_string()),
+            message: describe(e, "", 0, None),
+            position,
+        }
+    }
+
+    /// An error of leasesim's own reading of a connection (no SQLSTATE).
+    fn local(message: String) -> StepError {
+        StepError {
+            code: String::new(),
+            message,
+            position: None,
+        }
+    }
 }
 
 /// A worker's own connection to the run's schema. Its statements run on a thread of their own,
@@ -145,8 +180,6 @@ pub struct Session {
     thread: Option<std::thread::JoinHandle<()>>,
     /// A statement was sent and its answer not yet taken.
     pub busy: bool,
-    /// It is inside an explicit transaction.
-    pub in_transaction: bool,
     /// The server's statement timeout on this connection.
     timeout: Duration,
 }
@@ -192,10 +225,7 @@ impl Session {
                     let r = client
                         .simple_query(&sql)
                         .map(|m| answer_of(m, which))
-                        .map_err(|e| StepError {
-                            code: e.code().map_or_else(String::new, |c| c.code().to_string()),
-                            message: describe(&e, &sql, 0, None),
-                        });
+                        .map_err(|e| StepError::of(&e));
                     if outbox.send(r).is_err() {
                         break;
                     }
@@ -208,7 +238,6 @@ impl Session {
             from,
             thread: Some(thread),
             busy: false,
-            in_transaction: false,
             timeout: access.statement_timeout,
         })
     }
@@ -237,10 +266,9 @@ impl Session {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 self.busy = false;
-                Some(Err(StepError {
-                    code: String::new(),
-                    message: "the connection's thread ended".into(),
-                }))
+                Some(Err(StepError::local(
+                    "the connection's thread ended".into(),
+                )))
             }
         }
     }
@@ -248,14 +276,7 @@ impl Session {
     /// Sends `sql` and waits for its answer (for a statement that takes no lock: `ROLLBACK`),
     /// at most the statement timeout and a grace.
     pub fn run(&mut self, sql: &str) -> StepResult {
-        self.send(sql.to_string(), 0);
-        let limit = self.limit();
-        self.answer(limit).unwrap_or_else(|| {
-            Err(StepError {
-                code: String::new(),
-                message: format!("the server gave no answer within {} s", limit.as_secs()),
-            })
-        })
+        self.exchange(sql, 0)
     }
 
     /// The server's statement timeout on this connection.
@@ -267,6 +288,23 @@ impl Session {
     /// and a grace.
     pub fn limit(&self) -> Duration {
         self.timeout + ANSWER_GRACE
+    }
+}
+
+impl Wire for Session {
+    fn exchange(&mut self, sql: &str, which: usize) -> StepResult {
+        self.send(sql.to_string(), which);
+        let limit = self.limit();
+        self.answer(limit).unwrap_or_else(|| {
+            Err(StepError::local(format!(
+                "the server gave no answer within {} s",
+                limit.as_secs()
+            )))
+        })
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
     }
 }
 
@@ -439,17 +477,24 @@ pub(crate) fn describe(
         );
     }
     if let (Some(st), Some(postgres::error::ErrorPosition::Original(pos))) = (st, db.position()) {
-        let pos = *pos as usize;
-        let chars: Vec<char> = batch.chars().collect();
-        if pos > offset && pos <= chars.len() {
-            let newlines = chars[offset..pos - 1]
-                .iter()
-                .filter(|&&c| c == '\n')
-                .count();
-            s = format!("line {}: {s}", st.line + 1 + newlines);
+        if let Some(line) = line_at(batch, offset, *pos as usize, st) {
+            s = format!("line {line}: {s}");
         }
     }
     s
+}
+
+/// The line of `st` that position `pos` (1-based, in characters) of `batch` falls on, where
+/// `st`'s text starts at character `offset`; `None` when `pos` is outside it.
+pub(crate) fn line_at(batch: &str, offset: usize, pos: usize, st: &Statement) -> Option<usize> {
+    let chars: Vec<char> = batch.chars().collect();
+    (pos > offset && pos <= chars.len()).then(|| {
+        let newlines = chars[offset..pos - 1]
+            .iter()
+            .filter(|&&c| c == '\n')
+            .count();
+        st.line + 1 + newlines
+    })
 }
 
 /// Refuses a role that can reach beyond the database: a superuser, a member of the roles that
@@ -676,26 +721,6 @@ impl Conn {
         }
     }
 
-    /// Runs `st` with `values` (one per parameter, in `st.params` order) as one transaction at
-    /// database time `now_us`.
-    pub fn run(&mut self, st: &Statement, values: &[Value], now_us: i64) -> Result<Answer, String> {
-        let mut batch = format!(
-            "BEGIN;\nSET LOCAL leasesim.now = '{}';\n",
-            format_us(now_us)
-        );
-        let offset = batch.chars().count();
-        fill(st, values, &mut batch);
-        batch.push_str("\n;\nCOMMIT");
-        let messages = match self.client.simple_query(&batch) {
-            Ok(m) => m,
-            Err(e) => {
-                let _ = self.client.batch_execute("ROLLBACK");
-                return Err(self.failed(&st.name, &e, &batch, offset, st));
-            }
-        };
-        Ok(answer_of(messages, 2))
-    }
-
     /// The error of statement `name`: the server's message with the line, and for a statement
     /// the server cancelled (SQLSTATE 57014: only its statement timeout cancels this
     /// connection's statements) what the timeout was and how to raise it.
@@ -715,98 +740,6 @@ impl Conn {
             ),
             _ => format!("`{name}` failed: {said}"),
         }
-    }
-
-    /// Runs every step of `st` on this connection, one after the other, at database time
-    /// `now_us`: parameters by name from `values`, or from the columns an earlier step returned;
-    /// the answering step's answer (none when an earlier step found no row a later one needs).
-    pub fn run_steps(
-        &mut self,
-        st: &Statement,
-        values: &[(String, Value)],
-        now_us: i64,
-    ) -> Result<Answer, String> {
-        let mut carried: Vec<(String, Option<String>)> = Vec::new();
-        let mut answer = Answer::default();
-        let mut in_tx = false;
-        let answering = st.answering();
-        for step in st.each_step() {
-            let sql = match step.control() {
-                crate::file::Control::Begin => {
-                    in_tx = true;
-                    format!(
-                        "{}\n;\nSET LOCAL leasesim.now = '{}'",
-                        step.text.trim().trim_end_matches(';'),
-                        format_us(now_us)
-                    )
-                }
-                crate::file::Control::Commit | crate::file::Control::Rollback => {
-                    in_tx = false;
-                    step.text.trim().trim_end_matches(';').to_string()
-                }
-                crate::file::Control::Data => {
-                    let mut filled_values = Vec::new();
-                    for (p, line) in &step.params {
-                        match values.iter().find(|(n, _)| n == p) {
-                            Some((_, v)) => filled_values.push(v.clone()),
-                            None => match carried.iter().find(|(n, _)| n == p) {
-                                Some((_, Some(v))) => filled_values.push(Value::Text(v.clone())),
-                                Some((_, None)) => {
-                                    if in_tx {
-                                        let _ = self.client.batch_execute("COMMIT");
-                                    }
-                                    return Ok(Answer::default());
-                                }
-                                None => {
-                                    return Err(format!(
-                                        "line {line}: `{}` uses `:{p}`, which neither leasesim nor an earlier statement gives",
-                                        st.name
-                                    ))
-                                }
-                            },
-                        }
-                    }
-                    let text = filled(step, &filled_values);
-                    if in_tx {
-                        text
-                    } else {
-                        format!(
-                            "BEGIN;\nSET LOCAL leasesim.now = '{}';\n{text}\n;\nCOMMIT",
-                            format_us(now_us)
-                        )
-                    }
-                }
-            };
-            let which = usize::from(step.control() == crate::file::Control::Data && !in_tx) * 2;
-            let messages = match self.client.simple_query(&sql) {
-                Ok(m) => m,
-                Err(e) => {
-                    let _ = self.client.batch_execute("ROLLBACK");
-                    return Err(self.failed(&st.name, &e, &sql, 0, step));
-                }
-            };
-            if step.control() == crate::file::Control::Data {
-                let a = answer_of(messages, which);
-                for (i, c) in a.columns.iter().enumerate() {
-                    let v = a.rows.first().and_then(|r| r.get(i).cloned().flatten());
-                    match carried.iter_mut().find(|(n, _)| n == c) {
-                        Some(slot) => slot.1 = v,
-                        None => carried.push((c.clone(), v)),
-                    }
-                }
-                if std::ptr::eq(step, answering) {
-                    answer = a;
-                }
-            }
-        }
-        if in_tx {
-            let _ = self.client.batch_execute("ROLLBACK");
-            return Err(format!(
-                "`{}` ends with its transaction open: end it with `commit;`",
-                st.name
-            ));
-        }
-        Ok(answer)
     }
 
     /// Whether the connection still works.
@@ -873,11 +806,9 @@ impl Conn {
                     let _ = self.cancel(pid);
                 }
             }
-            // Always: a cancelled statement of an autocommit batch leaves its failed
-            // transaction open without the flag saying so.
-            let s = &mut self.sessions[i];
-            let _ = s.run("ROLLBACK");
-            s.in_transaction = false;
+            // Always: a run may end inside a transaction, or a cancelled statement of an
+            // autocommit batch may leave its failed transaction open.
+            let _ = self.sessions[i].run("ROLLBACK");
         }
     }
 
@@ -887,6 +818,19 @@ impl Conn {
             self.sessions.clear();
             self.isolation = isolation;
         }
+    }
+}
+
+impl Wire for Conn {
+    fn exchange(&mut self, sql: &str, which: usize) -> StepResult {
+        self.client
+            .simple_query(sql)
+            .map(|m| answer_of(m, which))
+            .map_err(|e| StepError::of(&e))
+    }
+
+    fn timeout(&self) -> Duration {
+        self.access.statement_timeout
     }
 }
 

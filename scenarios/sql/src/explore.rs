@@ -6,8 +6,9 @@
 //! granted which job: two workers granted the same job at once break single-valid-lease (I3).
 
 use crate::coordinator::{job_uuid, worker_id};
-use crate::db::{filled, Answer, Conn, StepResult, Value};
-use crate::file::{Control, Statement};
+use crate::db::{Conn, Value};
+use crate::file::Statement;
+use crate::steps::{self, Cursor, Stepped};
 use crate::time::format_us;
 use crate::SqlQueue;
 use leasesim_protocol::JobId;
@@ -148,17 +149,27 @@ fn name_order(order: &[usize]) -> String {
 }
 
 /// One worker's claim, step by step.
-#[derive(Default)]
 struct Claim {
-    next: usize,
+    /// Its steps so far: the next one, the columns carried, the answer.
+    cursor: Cursor,
     /// Blocked by the open transaction of this worker's connection: its step is sent again
     /// after the next step anywhere ends.
     blocked_on: Option<usize>,
     waiting: bool,
     done: bool,
-    carried: Vec<(String, Option<String>)>,
-    answer: Answer,
     aborted: Option<String>,
+}
+
+impl Default for Claim {
+    fn default() -> Claim {
+        Claim {
+            cursor: Cursor::new(true),
+            blocked_on: None,
+            waiting: false,
+            done: false,
+            aborted: None,
+        }
+    }
 }
 
 /// Runs the claims in `order` (worker indices); returns the statements as they ran, the
@@ -207,8 +218,8 @@ fn run_order(
             let who = format!("W{}", w + 1);
             match (
                 &c.aborted,
-                c.answer.get(0, "id"),
-                c.answer.get(0, "fencing_token"),
+                c.cursor.answer().get(0, "id"),
+                c.cursor.answer().get(0, "fencing_token"),
             ) {
                 (Some(why), _, _) => format!("{who} aborted ({why})"),
                 (None, Some(id), token) => {
@@ -226,8 +237,21 @@ fn run_order(
     Ok((ran.join(" "), outcome, twice))
 }
 
-/// Sends worker `w`'s next step and follows it: it finishes, or waits (then a cycle of waits is
-/// broken), and what it lets through finishes too.
+/// The parameters leasesim gives worker `w`'s claim: its id, and the time (0: every claim of
+/// an exploration runs at one instant).
+fn values(w: usize) -> [(String, Value); 2] {
+    [
+        (
+            "worker_id".into(),
+            Value::Text(worker_id(leasesim_protocol::WorkerName(w as u32 + 1))),
+        ),
+        ("client_now".into(), Value::Text(format_us(0))),
+    ]
+}
+
+/// Sends worker `w`'s next step (the step engine's [`steps::send`]) and follows it: it
+/// finishes, or waits (then a cycle of waits is broken), and what it lets through finishes
+/// too.
 fn step(
     conn: &mut Conn,
     claim: &Statement,
@@ -235,151 +259,57 @@ fn step(
     claims: &mut [Claim],
     ran: &mut Vec<String>,
 ) -> Result<(), String> {
-    let st = &claim.each_step()[claims[w].next];
-    let in_tx = conn.session(w)?.in_transaction;
-    let (sql, which) = match st.control() {
-        Control::Begin => (
-            format!(
-                "{}\n;\nSET LOCAL leasesim.now = '{}'",
-                st.text.trim().trim_end_matches(';'),
-                format_us(0)
-            ),
-            0,
-        ),
-        Control::Commit | Control::Rollback => {
-            (st.text.trim().trim_end_matches(';').to_string(), 0)
-        }
-        Control::Data => {
-            let mut values = Vec::new();
-            for (p, line) in &st.params {
-                let v = match p.as_str() {
-                    "worker_id" => Some(Value::Text(worker_id(leasesim_protocol::WorkerName(
-                        w as u32 + 1,
-                    )))),
-                    "client_now" => Some(Value::Text(format_us(0))),
-                    _ => match claims[w].carried.iter().find(|(n, _)| n == p) {
-                        Some((_, Some(v))) => Some(Value::Text(v.clone())),
-                        Some((_, None)) => None,
-                        None => {
-                            return Err(format!(
-                                "line {line}: `claim` uses `:{p}`, which neither leasesim nor an earlier statement gives"
-                            ))
-                        }
-                    },
-                };
-                match v {
-                    Some(v) => values.push(v),
-                    None => {
-                        // An earlier step found no job: this claim ends with none.
-                        let s = conn.session(w)?;
-                        if s.in_transaction {
-                            s.run("COMMIT").map_err(|e| e.message)?;
-                            s.in_transaction = false;
-                        }
-                        claims[w].answer = Answer::default();
-                        claims[w].done = true;
-                        ran.push(format!("W{}.end", w + 1));
-                        return retry(conn, claim, claims, ran);
-                    }
-                }
-            }
-            let text = filled(st, &values);
-            if in_tx {
-                (format!("SAVEPOINT leasesim_step;\n{text}"), 1)
-            } else {
-                (
-                    format!(
-                        "BEGIN;\nSET LOCAL leasesim.now = '{}';\n{text}\n;\nCOMMIT",
-                        format_us(0)
-                    ),
-                    2,
-                )
-            }
-        }
-    };
-    conn.session(w)?.send(sql, which);
-    ran.push(format!("W{}.{}", w + 1, claims[w].next + 1));
-    match settle(conn, w)? {
-        Some(r) => {
-            claims[w].waiting = false;
-            done(conn, claim, w, r, claims)?;
+    let next = claims[w].cursor.step();
+    let stepped = steps::send(conn, w, &mut claims[w].cursor, claim, &values(w), 0)?;
+    match stepped {
+        Stepped::Stopped(failure) => {
+            // An earlier step found no job: this claim ends with none.
+            ran.push(format!("W{}.end", w + 1));
+            claims[w].aborted = failure.map(|f| f.describe().to_string());
+            claims[w].done = true;
             retry(conn, claim, claims, ran)
         }
-        None => blocked(conn, claim, w, in_tx, claims, ran),
+        Stepped::Blocked(by) => {
+            ran.push(format!("W{}.{}", w + 1, next + 1));
+            blocked(conn, claim, w, by, claims, ran)
+        }
+        answered => {
+            ran.push(format!("W{}.{}", w + 1, next + 1));
+            claims[w].waiting = false;
+            done(w, answered, claims);
+            retry(conn, claim, claims, ran)
+        }
     }
 }
 
-/// `w`'s step waits on a lock: it is cancelled and undone (as in a run, so that two statements
-/// never run at once), marked blocked, and a cycle of blocked claims aborts `w`.
+/// `w`'s step waited on a lock held by `by`'s connection, and was cancelled and undone (as in
+/// a run, so that two statements never run at once): it is marked blocked, and a cycle of
+/// blocked claims aborts `w`.
 fn blocked(
     conn: &mut Conn,
     claim: &Statement,
     w: usize,
-    in_tx: bool,
+    by: usize,
     claims: &mut [Claim],
     ran: &mut Vec<String>,
 ) -> Result<(), String> {
-    let pids: Vec<i32> = conn
-        .sessions()
-        .iter()
-        .map(crate::db::Session::pid)
-        .collect();
-    let by = conn
-        .blocked_by(pids[w])?
-        .iter()
-        .find_map(|b| pids.iter().position(|p| p == b))
-        .ok_or("a claim waits on a session outside the exploration")?;
-    conn.cancel(pids[w])?;
-    let s = conn.session(w)?;
-    let limit = s.limit();
-    let r = s.answer(limit).ok_or_else(|| {
-        format!(
-            "a cancelled statement gave no answer within {} s",
-            limit.as_secs()
-        )
-    })?;
-    if r.is_ok() {
-        done(conn, claim, w, r, claims)?;
-        return retry(conn, claim, claims, ran);
-    }
-    let undo = if in_tx {
-        "ROLLBACK TO SAVEPOINT leasesim_step"
-    } else {
-        "ROLLBACK"
-    };
-    s.run(undo).map_err(|e| e.message)?;
     if !claims[w].waiting {
         ran.push(format!("(W{} waits)", w + 1));
     }
     claims[w].waiting = true;
     claims[w].blocked_on = Some(by);
-    let mut at = by;
-    for _ in 0..=claims.len() {
-        if at == w {
-            // A cycle: `w` closed it and is aborted.
-            let s = conn.session(w)?;
-            let _ = s.run("ROLLBACK");
-            s.in_transaction = false;
-            claims[w].waiting = false;
-            claims[w].blocked_on = None;
-            done(
-                conn,
-                claim,
-                w,
-                Err(crate::db::StepError {
-                    code: "40P01".into(),
-                    message: "deadlock".into(),
-                }),
-                claims,
-            )?;
-            return retry(conn, claim, claims, ran);
-        }
-        match claims[at].blocked_on {
-            Some(next) => at = next,
-            None => break,
-        }
+    if !steps::closes_cycle(w, by, claims.len(), |at| {
+        claims.get(at).and_then(|c| c.blocked_on)
+    }) {
+        return Ok(());
     }
-    Ok(())
+    // A cycle: `w` closed it and is aborted.
+    let s = conn.session(w)?;
+    let aborted = claims[w].cursor.abort(claim, s)?;
+    claims[w].waiting = false;
+    claims[w].blocked_on = None;
+    done(w, aborted, claims);
+    retry(conn, claim, claims, ran)
 }
 
 /// Sends again, one at a time in worker order, the steps blocked on a lock, until none goes
@@ -392,9 +322,9 @@ fn retry(
 ) -> Result<(), String> {
     for w in 0..claims.len() {
         if claims[w].blocked_on.take().is_some() {
-            let before = claims[w].next;
+            let before = claims[w].cursor.step();
             step(conn, claim, w, claims, ran)?;
-            if claims[w].next != before || claims[w].done {
+            if claims[w].cursor.step() != before || claims[w].done {
                 // It went on (and `step` retried the rest after it).
                 return Ok(());
             }
@@ -403,90 +333,17 @@ fn retry(
     Ok(())
 }
 
-/// The answer of `w`'s step, or `None` when it waits on a lock.
-fn settle(conn: &mut Conn, w: usize) -> Result<Option<StepResult>, String> {
-    #[allow(clippy::disallowed_methods)] // a bound on a real database's time, not a simulated one
-    let started = std::time::Instant::now();
-    loop {
-        let s = conn.session(w)?;
-        if let Some(r) = s.answer(std::time::Duration::from_millis(2)) {
-            // A statement the server cancelled after its timeout: no deadlock of leasesim's.
-            if let Err(e) = &r {
-                if e.code == "57014" && started.elapsed() >= s.timeout() {
-                    return Err(format!(
-                        "`claim` ran longer than the statement timeout ({}) and the server cancelled it ({})",
-                        leasesim_sim::time::dur(s.timeout().as_nanos() as u64),
-                        e.message
-                    ));
-                }
-            }
-            return Ok(Some(r));
+/// What `w`'s step did, when it answered: the claim goes on, is done, or was aborted.
+fn done(w: usize, stepped: Stepped, claims: &mut [Claim]) {
+    let c = &mut claims[w];
+    match stepped {
+        Stepped::Done => c.done = true,
+        Stepped::Aborted(failure) => {
+            c.aborted = Some(failure.describe().into());
+            c.done = true;
         }
-        let (pid, limit) = (s.pid(), s.limit());
-        if !conn.blocked_by(pid)?.is_empty() {
-            return Ok(None);
-        }
-        if started.elapsed() > limit {
-            return Err(format!(
-                "a statement ran {} s neither finishing nor waiting, and the server did not cancel it",
-                limit.as_secs()
-            ));
-        }
+        Stepped::Ran | Stepped::Blocked(_) | Stepped::Stopped(_) => {}
     }
-}
-
-/// A step's answer.
-fn done(
-    conn: &mut Conn,
-    claim: &Statement,
-    w: usize,
-    r: StepResult,
-    claims: &mut [Claim],
-) -> Result<(), String> {
-    let steps = claim.each_step();
-    let st = &steps[claims[w].next];
-    let s = conn.session(w)?;
-    match r {
-        Ok(answer) => {
-            match st.control() {
-                Control::Begin => s.in_transaction = true,
-                Control::Commit | Control::Rollback => s.in_transaction = false,
-                Control::Data => {
-                    let c = &mut claims[w];
-                    for (i, col) in answer.columns.iter().enumerate() {
-                        let v = answer
-                            .rows
-                            .first()
-                            .and_then(|r| r.get(i).cloned().flatten());
-                        match c.carried.iter_mut().find(|(n, _)| n == col) {
-                            Some(slot) => slot.1 = v,
-                            None => c.carried.push((col.clone(), v)),
-                        }
-                    }
-                    if std::ptr::eq(st, claim.answering()) {
-                        c.answer = answer;
-                    }
-                }
-            }
-            claims[w].next += 1;
-            if claims[w].next == steps.len() {
-                claims[w].done = true;
-            }
-        }
-        Err(e) => {
-            let _ = s.run("ROLLBACK");
-            s.in_transaction = false;
-            let why = match e.code.as_str() {
-                "40P01" | "57014" => "deadlock",
-                "40001" => "serialization failure",
-                _ => return Err(format!("`claim` failed: {}", e.message)),
-            };
-            claims[w].aborted = Some(why.into());
-            claims[w].answer = Answer::default();
-            claims[w].done = true;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

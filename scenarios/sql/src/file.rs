@@ -273,77 +273,11 @@ impl SqlFile {
                 message: e.to_string(),
             }]
         })?;
-        // A quote left out turns what follows into a string until the next quote: when such a
-        // string swallows a marker, that quote is the problem, not the statements it hid.
-        let swallowed = tokens
-            .iter()
-            .filter(|t| matches!(t.kind, lex::Kind::String | lex::Kind::QuotedIdent))
-            .find_map(|t| {
-                let inside = t.text(text);
-                let marker = inside.match_indices('\n').find_map(|(i, _)| {
-                    let rest = &inside[i + 1..];
-                    let line = rest.trim_start_matches([' ', '\t']);
-                    line.starts_with("-- name:").then(|| inside.len() - line.len())
-                })?;
-                let what = if t.kind == lex::Kind::String {
-                    "quoted string"
-                } else {
-                    "quoted identifier"
-                };
-                Some(Problem {
-                    line: t.line,
-                    message: format!(
-                        "a {what} starts here and runs over the `-- name:` marker at line {}: is a quote missing?",
-                        t.line + inside[..marker].matches('\n').count()
-                    ),
-                })
-            });
-        if let Some(problem) = swallowed {
+        if let Some(problem) = swallowed_marker(&tokens, text) {
             return Err(vec![problem]);
         }
         let mut problems = Vec::new();
-        // (name, marker line, body start) of each statement, in order.
-        let mut marks: Vec<(String, usize, usize, usize)> = Vec::new();
-        let mut first_code = None;
-        let mut known_bad = None;
-        for t in &tokens {
-            if t.kind != lex::Kind::LineComment {
-                if t.is_code() && marks.is_empty() {
-                    first_code.get_or_insert(t.line);
-                }
-                continue;
-            }
-            let line_start = text[..t.start].rfind('\n').map_or(0, |i| i + 1);
-            if !text[line_start..t.start].trim().is_empty() {
-                continue;
-            }
-            let comment = t.text(text);
-            if let (true, Some(rest)) = (
-                marks.is_empty(),
-                comment.strip_prefix("-- leasesim: known-bad"),
-            ) {
-                let what = rest
-                    .trim()
-                    .trim_start_matches('(')
-                    .trim_end_matches(')')
-                    .trim();
-                known_bad = Some(what.to_string());
-                continue;
-            }
-            if let Some(rest) = comment.strip_prefix("-- name:") {
-                let sname = rest.split_whitespace().next().unwrap_or("").to_string();
-                if sname.is_empty() {
-                    problems.push(Problem {
-                        line: t.line,
-                        message: "a `-- name:` marker without a name".into(),
-                    });
-                }
-                let body = text[t.end..]
-                    .find('\n')
-                    .map_or(text.len(), |i| t.end + i + 1);
-                marks.push((sname, t.line, line_start, body));
-            }
-        }
+        let (marks, first_code, known_bad) = markers(&tokens, text, &mut problems);
         let mut statements: Vec<Statement> = Vec::with_capacity(marks.len());
         for (k, (sname, line, _, from)) in marks.iter().enumerate() {
             let to = marks.get(k + 1).map_or(text.len(), |m| m.2).max(*from);
@@ -363,26 +297,7 @@ impl SqlFile {
                         .into(),
             });
         }
-        let mut seen: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-        for s in &statements {
-            if let Some(first) = seen.get(s.name.as_str()) {
-                problems.push(Problem {
-                    line: s.line,
-                    message: format!(
-                        "statement `{}` is defined twice (first at line {first})",
-                        s.name
-                    ),
-                });
-            } else {
-                seen.insert(&s.name, s.line);
-            }
-            if s.text.trim().is_empty() {
-                problems.push(Problem {
-                    line: s.line,
-                    message: format!("statement `{}` is empty", s.name),
-                });
-            }
-        }
+        check_names(&statements, &mut problems);
         if !problems.is_empty() {
             problems.sort_by_key(|p| p.line);
             return Err(problems);
@@ -401,11 +316,120 @@ impl SqlFile {
     }
 }
 
+/// A string or quoted identifier that runs over a `-- name:` marker, as the one problem to
+/// report.
+fn swallowed_marker(tokens: &[Token], text: &str) -> Option<Problem> {
+    // A quote left out turns what follows into a string until the next quote: when such a
+    // string swallows a marker, that quote is the problem, not the statements it hid.
+    tokens
+        .iter()
+        .filter(|t| matches!(t.kind, lex::Kind::String | lex::Kind::QuotedIdent))
+        .find_map(|t| {
+            let inside = t.text(text);
+            let marker = inside.match_indices('\n').find_map(|(i, _)| {
+                let rest = &inside[i + 1..];
+                let line = rest.trim_start_matches([' ', '\t']);
+                line.starts_with("-- name:").then(|| inside.len() - line.len())
+            })?;
+            let what = if t.kind == lex::Kind::String {
+                "quoted string"
+            } else {
+                "quoted identifier"
+            };
+            Some(Problem {
+                line: t.line,
+                message: format!(
+                    "a {what} starts here and runs over the `-- name:` marker at line {}: is a quote missing?",
+                    t.line + inside[..marker].matches('\n').count()
+                ),
+            })
+        })
+}
+
+/// A statement's marker: (name, marker line, start of the marker's line, body start).
+type Mark = (String, usize, usize, usize);
+
+/// The `-- name:` markers of a file, in order, with the line of any code before the first
+/// and the `-- leasesim: known-bad` note; a marker without a name is a problem.
+fn markers(
+    tokens: &[Token],
+    text: &str,
+    problems: &mut Vec<Problem>,
+) -> (Vec<Mark>, Option<usize>, Option<String>) {
+    let mut marks: Vec<Mark> = Vec::new();
+    let mut first_code = None;
+    let mut known_bad = None;
+    for t in tokens {
+        if t.kind != lex::Kind::LineComment {
+            if t.is_code() && marks.is_empty() {
+                first_code.get_or_insert(t.line);
+            }
+            continue;
+        }
+        let line_start = text[..t.start].rfind('\n').map_or(0, |i| i + 1);
+        if !text[line_start..t.start].trim().is_empty() {
+            continue;
+        }
+        let comment = t.text(text);
+        if let (true, Some(rest)) = (
+            marks.is_empty(),
+            comment.strip_prefix("-- leasesim: known-bad"),
+        ) {
+            let what = rest
+                .trim()
+                .trim_start_matches('(')
+                .trim_end_matches(')')
+                .trim();
+            known_bad = Some(what.to_string());
+            continue;
+        }
+        if let Some(rest) = comment.strip_prefix("-- name:") {
+            let sname = rest.split_whitespace().next().unwrap_or("").to_string();
+            if sname.is_empty() {
+                problems.push(Problem {
+                    line: t.line,
+                    message: "a `-- name:` marker without a name".into(),
+                });
+            }
+            let body = text[t.end..]
+                .find('\n')
+                .map_or(text.len(), |i| t.end + i + 1);
+            marks.push((sname, t.line, line_start, body));
+        }
+    }
+    (marks, first_code, known_bad)
+}
+
+/// Each statement's name once, and none empty.
+fn check_names(statements: &[Statement], problems: &mut Vec<Problem>) {
+    let mut seen: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for s in statements {
+        if let Some(first) = seen.get(s.name.as_str()) {
+            problems.push(Problem {
+                line: s.line,
+                message: format!(
+                    "statement `{}` is defined twice (first at line {first})",
+                    s.name
+                ),
+            });
+        } else {
+            seen.insert(&s.name, s.line);
+        }
+        if s.text.trim().is_empty() {
+            problems.push(Problem {
+                line: s.line,
+                message: format!("statement `{}` is empty", s.name),
+            });
+        }
+    }
+}
+
 /// A code token with the parenthesis depth it is at.
 type At = (Token, usize);
 
 /// Reads one statement's body (which starts on the line after `line`), in one pass over its
 /// tokens.
+// Long: one pass keeps parameters, pieces, depth and `;`s in step; halves would share them all.
 fn statement(name: String, line: usize, body: &str) -> Result<Statement, Problem> {
     let tokens = lex::lex(body, line + 1).map_err(|e| Problem {
         line: e.line,
@@ -559,6 +583,7 @@ fn parentheses(src: &str, code: &[At]) -> std::collections::BTreeMap<usize, (usi
 /// the code as code (a statement, a function's body); a plain string's text is searched for
 /// function calls only. A string's or a dollar-quoted body's text is read again, as code, up
 /// to [`BODY_DEPTH`] deep.
+// Long: one arm per way SQL reads the real clock or randomness: a table.
 fn clock_reads_in(
     src: &str,
     code: &[At],

@@ -167,143 +167,9 @@ pub fn lex(src: &str, first_line: usize) -> Result<Vec<Token>, Unterminated> {
     let newlines = |from: usize, to: usize| b[from..to].iter().filter(|&&c| c == b'\n').count();
     while i < b.len() {
         let start = i;
-        let c = b[i];
-        let next = b.get(i + 1).copied();
-        let kind = match c {
-            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => {
-                while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
-                    i += 1;
-                }
-                Kind::Space
-            }
-            b'-' if next == Some(b'-') => {
-                while i < b.len() && b[i] != b'\n' && b[i] != b'\r' {
-                    i += 1;
-                }
-                Kind::LineComment
-            }
-            b'/' if next == Some(b'*') => {
-                let mut depth = 0u64;
-                loop {
-                    if i + 1 >= b.len() {
-                        return Err(Unterminated {
-                            line,
-                            what: "/* comment".into(),
-                        });
-                    }
-                    if b[i] == b'/' && b[i + 1] == b'*' {
-                        depth += 1;
-                        i += 2;
-                    } else if b[i] == b'*' && b[i + 1] == b'/' {
-                        depth -= 1;
-                        i += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
-                }
-                Kind::BlockComment
-            }
-            b'\'' => {
-                i = quoted(b, i + 1, b'\'', false).ok_or_else(|| Unterminated {
-                    line,
-                    what: "quoted string".into(),
-                })?;
-                Kind::String
-            }
-            b'"' => {
-                i = quoted(b, i + 1, b'"', false).ok_or_else(|| Unterminated {
-                    line,
-                    what: "quoted identifier".into(),
-                })?;
-                Kind::QuotedIdent
-            }
-            b'e' | b'E' if next == Some(b'\'') => {
-                i = quoted(b, i + 2, b'\'', true).ok_or_else(|| Unterminated {
-                    line,
-                    what: "quoted string (an E'...' string, where \\' is a quote)".into(),
-                })?;
-                Kind::String
-            }
-            b'b' | b'B' | b'x' | b'X' | b'n' | b'N' if next == Some(b'\'') => {
-                i = quoted(b, i + 2, b'\'', false).ok_or_else(|| Unterminated {
-                    line,
-                    what: "quoted string".into(),
-                })?;
-                Kind::String
-            }
-            b'u' | b'U'
-                if next == Some(b'&') && matches!(b.get(i + 2), Some(b'\'') | Some(b'"')) =>
-            {
-                let q = b[i + 2];
-                i = quoted(b, i + 3, q, false).ok_or_else(|| Unterminated {
-                    line,
-                    what: if q == b'\'' {
-                        "quoted string".into()
-                    } else {
-                        "quoted identifier".into()
-                    },
-                })?;
-                if q == b'\'' {
-                    Kind::String
-                } else {
-                    Kind::QuotedIdent
-                }
-            }
-            c if ident_start(c) => {
-                while i < b.len() && ident_cont(b[i]) {
-                    i += 1;
-                }
-                Kind::Word
-            }
-            b'$' if next.is_some_and(|d| d.is_ascii_digit()) => {
-                i += 1;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-                Kind::Positional
-            }
-            b'$' if dollar_delimiter(b, i).is_some() => {
-                let tag = dollar_delimiter(b, i).expect("checked");
-                let delimiter = &src[i..i + tag];
-                match src[i + tag..].find(delimiter) {
-                    Some(at) => i += tag + at + tag,
-                    None => {
-                        return Err(Unterminated {
-                            line,
-                            what: format!("dollar-quoted string {delimiter}"),
-                        })
-                    }
-                }
-                Kind::Dollar { tag }
-            }
-            b'0'..=b'9' => {
-                number(b, &mut i);
-                Kind::Number
-            }
-            b'.' if next.is_some_and(|d| d.is_ascii_digit()) => {
-                number(b, &mut i);
-                Kind::Number
-            }
-            b':' if next == Some(b':') => {
-                i += 2;
-                Kind::Cast
-            }
-            b':' if next.is_some_and(|d| d.is_ascii_alphabetic() || d == b'_') => {
-                i += 1;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                    i += 1;
-                }
-                Kind::Param
-            }
-            _ => {
-                // One character (a multi-byte one whole).
-                i += src[i..].chars().next().map_or(1, char::len_utf8);
-                Kind::Other
-            }
-        };
+        let (kind, end) = token(src, i, line)?;
+        // Every token takes at least one byte, so the loop ends.
+        i = end.max(start + 1);
         tokens.push(Token {
             kind,
             start,
@@ -313,6 +179,154 @@ pub fn lex(src: &str, first_line: usize) -> Result<Vec<Token>, Unterminated> {
         line += newlines(start, i);
     }
     Ok(tokens)
+}
+
+/// The kind and end (exclusive) of the token that starts at byte `i` of `src`, on `line`.
+fn token(src: &str, mut i: usize, line: usize) -> Result<(Kind, usize), Unterminated> {
+    let b = src.as_bytes();
+    let c = b[i];
+    let next = b.get(i + 1).copied();
+    if let Some(quoted) = quoted_token(b, i, line) {
+        return quoted;
+    }
+    let kind = match c {
+        b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => {
+            while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+                i += 1;
+            }
+            Kind::Space
+        }
+        b'-' if next == Some(b'-') => {
+            while i < b.len() && b[i] != b'\n' && b[i] != b'\r' {
+                i += 1;
+            }
+            Kind::LineComment
+        }
+        b'/' if next == Some(b'*') => {
+            i = block_comment(b, i, line)?;
+            Kind::BlockComment
+        }
+        c if ident_start(c) => {
+            while i < b.len() && ident_cont(b[i]) {
+                i += 1;
+            }
+            Kind::Word
+        }
+        b'$' if next.is_some_and(|d| d.is_ascii_digit()) => {
+            i += 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            Kind::Positional
+        }
+        b'$' if dollar_delimiter(b, i).is_some() => return dollar_quoted(src, i, line),
+        b'0'..=b'9' => {
+            number(b, &mut i);
+            Kind::Number
+        }
+        b'.' if next.is_some_and(|d| d.is_ascii_digit()) => {
+            number(b, &mut i);
+            Kind::Number
+        }
+        b':' if next == Some(b':') => {
+            i += 2;
+            Kind::Cast
+        }
+        b':' if next.is_some_and(|d| d.is_ascii_alphabetic() || d == b'_') => {
+            i += 1;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            Kind::Param
+        }
+        _ => {
+            // One character (a multi-byte one whole).
+            i += src[i..].chars().next().map_or(1, char::len_utf8);
+            Kind::Other
+        }
+    };
+    Ok((kind, i))
+}
+
+/// The dollar-quoted string (`$tag$ ... $tag$`) that starts at `i`, with its end.
+fn dollar_quoted(src: &str, i: usize, line: usize) -> Result<(Kind, usize), Unterminated> {
+    let tag = dollar_delimiter(src.as_bytes(), i).unwrap_or(1);
+    let delimiter = &src[i..i + tag];
+    match src[i + tag..].find(delimiter) {
+        Some(at) => Ok((Kind::Dollar { tag }, i + tag + at + tag)),
+        None => Err(Unterminated {
+            line,
+            what: format!("dollar-quoted string {delimiter}"),
+        }),
+    }
+}
+
+/// The end (exclusive) of the `/* ... */` comment that starts at `i` (nested ones inside).
+fn block_comment(b: &[u8], mut i: usize, line: usize) -> Result<usize, Unterminated> {
+    let mut depth = 0u64;
+    loop {
+        if i + 1 >= b.len() {
+            return Err(Unterminated {
+                line,
+                what: "/* comment".into(),
+            });
+        }
+        if b[i] == b'/' && b[i + 1] == b'*' {
+            depth += 1;
+            i += 2;
+        } else if b[i] == b'*' && b[i + 1] == b'/' {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                return Ok(i);
+            }
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// The quoted string or identifier that starts at `i` (`'...'`, `"..."`, `E'...'`, `B'...'`,
+/// `X'...'`, `N'...'`, `U&'...'`, `U&"..."`), with its kind and end; `None` when none starts
+/// there.
+fn quoted_token(b: &[u8], i: usize, line: usize) -> Option<Result<(Kind, usize), Unterminated>> {
+    let next = b.get(i + 1).copied();
+    let (body, q, backslash, what) = match b[i] {
+        b'\'' => (i + 1, b'\'', false, "quoted string"),
+        b'"' => (i + 1, b'"', false, "quoted identifier"),
+        b'e' | b'E' if next == Some(b'\'') => (
+            i + 2,
+            b'\'',
+            true,
+            "quoted string (an E'...' string, where \\' is a quote)",
+        ),
+        b'b' | b'B' | b'x' | b'X' | b'n' | b'N' if next == Some(b'\'') => {
+            (i + 2, b'\'', false, "quoted string")
+        }
+        b'u' | b'U' if next == Some(b'&') && matches!(b.get(i + 2), Some(b'\'') | Some(b'"')) => {
+            let q = b[i + 2];
+            let what = if q == b'\'' {
+                "quoted string"
+            } else {
+                "quoted identifier"
+            };
+            (i + 3, q, false, what)
+        }
+        _ => return None,
+    };
+    let kind = if q == b'\'' {
+        Kind::String
+    } else {
+        Kind::QuotedIdent
+    };
+    Some(
+        quoted(b, body, q, backslash)
+            .map(|end| (kind, end))
+            .ok_or_else(|| Unterminated {
+                line,
+                what: what.into(),
+            }),
+    )
 }
 
 /// The end (exclusive) of a quoted run whose body starts at `i`: `q` doubled is a `q`; with
@@ -353,6 +367,7 @@ fn number(b: &[u8], i: &mut usize) {
 
 /// An `E'...'` string's text with its escapes undone (`\n`, `\t`, `\b`, `\f`, `\r`, octal,
 /// `\xHH`, `\uXXXX`, `\UXXXXXXXX`; any other `\c` is `c`), and `''` as `'`.
+// Long: one arm per escape PostgreSQL reads in an E'...' string, a table.
 fn unescape(s: &str) -> String {
     let b: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());

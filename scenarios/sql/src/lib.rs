@@ -31,6 +31,7 @@ pub mod explore;
 pub mod file;
 pub mod lex;
 pub mod server;
+pub mod steps;
 pub mod time;
 
 use crate::coordinator::SqlCoordinator;
