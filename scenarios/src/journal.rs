@@ -1,5 +1,5 @@
 //! A run's technical journal and metrics (P8, P13, P18): the format of
-//! [`leasesim_checkers::journal`] (JOURNAL.md), written from a [`RunResult`].
+//! [`leasesim_checkers::journal`] (docs/journal-format.md), written from a [`RunResult`].
 
 use crate::run::RunResult;
 pub use leasesim_checkers::journal::node_file_name;

@@ -18,7 +18,7 @@ pub const DATABASE_URL_ENV: &str = "LEASESIM_DATABASE_URL";
 #[derive(clap::Args, Debug, Default, Clone)]
 pub(super) struct SqlArgs {
     /// Runs the coordinator as SQL: `sql:FILE`, a queue's named statements on PostgreSQL (see
-    /// README, "Test your SQL queue"); `matrix` takes it several times.
+    /// docs/sql-queue.md); `matrix` takes it several times.
     #[arg(long, value_name = "sql:FILE")]
     coordinator: Vec<String>,
     /// The same as `--coordinator sql:FILE`.
@@ -233,7 +233,7 @@ pub(super) fn check_cmd(out: &mut dyn Write, files: &[PathBuf]) -> Result<i32, U
     }
     if bad > 0 {
         return Err(UsageError(format!(
-            "{bad} problem(s) against the statement contract (see README, \"Test your SQL queue\")"
+            "{bad} problem(s) against the statement contract (see docs/sql-queue.md)"
         )));
     }
     Ok(0)

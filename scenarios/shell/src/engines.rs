@@ -21,7 +21,7 @@ pub enum Engine {
     Tokio,
 }
 
-/// The command that builds and runs `leasesim` with the madsim engine (README).
+/// The command that builds and runs `leasesim` with the madsim engine (docs/performance.md).
 pub const MADSIM_CARGO: &str = "cargo madsim";
 
 impl Engine {
@@ -63,7 +63,7 @@ impl Engine {
         match (self, cfg!(madsim)) {
             (Engine::Sim, _) | (Engine::Madsim, true) | (Engine::Tokio, false) => Ok(()),
             (Engine::Madsim, false) => Err(format!(
-                "the madsim engine is in the madsim build: run `{MADSIM_CARGO} <command> ...` (README, \"The madsim engine\")"
+                "the madsim engine is in the madsim build: run `{MADSIM_CARGO} <command> ...` (docs/performance.md, \"The madsim engine\")"
             )),
             (Engine::Tokio, true) => Err(
                 "the real-tokio engine is in the normal build (`cargo run --release -- ...`); this is the madsim build".into(),

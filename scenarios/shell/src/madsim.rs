@@ -4,7 +4,7 @@
 //! latency is madsim's, timers are madsim time. A `wire` node carries messages the plan holds
 //! or delays, which travel from the network itself.
 //!
-//! Built only under `--cfg madsim`, in its own target directory (README).
+//! Built only under `--cfg madsim`, in its own target directory (docs/performance.md, "The madsim engine").
 
 use super::{
     client_bound_ns, conclude, node_main, supervise, Env, FabricControl, Port, Shared, ShellRun,

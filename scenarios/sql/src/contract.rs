@@ -1,6 +1,6 @@
 //! The statement contract: which named statements a queue's SQL file gives, the parameters
 //! leasesim passes to each, and the columns it reads back. [`check`] holds a file to it and
-//! says what is wrong where; README's "Test your SQL queue" is the same table in words.
+//! says what is wrong where; the guide's SQL chapter (docs/sql-queue.md) is the same table in words.
 
 use crate::file::{Control, Problem, SqlFile, Statement};
 
@@ -40,7 +40,7 @@ pub struct Spec {
 /// own clock reading (only a known-bad file judges expiry by it, V5).
 const CLIENT: &str = "client_now";
 
-/// The contract, in the order README lists it.
+/// The contract, in the order the guide (docs/sql-queue.md) lists it.
 pub const CONTRACT: &[Spec] = &[
     Spec {
         name: "schema",

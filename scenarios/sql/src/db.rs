@@ -531,7 +531,7 @@ fn refuse_privileged(client: &mut Client) -> Result<(), String> {
         return Ok(());
     };
     Err(format!(
-        "the role `{role}` {what}: a SQL file run as it could reach beyond its schema; connect as a role that may only create schemas in one database (see README, \"Which role to give leasesim\"), or pass --allow-privileged-role"
+        "the role `{role}` {what}: a SQL file run as it could reach beyond its schema; connect as a role that may only create schemas in one database (see docs/sql-queue.md, \"Which role to give leasesim\"), or pass --allow-privileged-role"
     ))
 }
 
