@@ -1247,6 +1247,7 @@ impl History {
     }
 
     /// The coordinator's side: issues, refusals, revocations, the cap, decisions, failures.
+    // Long: one arm per coordinator event, each building its record and filing it in its lease.
     #[inline(always)]
     fn coordinator_note(&mut self, at: At, note: &Event) {
         match *note {
