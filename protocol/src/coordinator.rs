@@ -383,6 +383,7 @@ impl Coordinator {
     }
 
     /// Handles one request. `from` is the host address replies go to.
+    // Long: one arm per request kind, each computing its reply; a claim's is `on_claim`.
     pub fn handle_message(&mut self, now: Nanos, from: u32, msg: Msg) {
         self.advance_first_open();
         let reply_to = Peer::Addr(from);
@@ -391,61 +392,7 @@ impl Coordinator {
                 req,
                 worker,
                 client_now,
-            } => {
-                let judge = self.judge(now, client_now);
-                if self.switches.non_atomic_claim {
-                    // V10: read now, write later, never look again.
-                    match self.pick(now, judge) {
-                        Some(job) => self.pending_claims.push(PendingClaim {
-                            due: now + NON_ATOMIC_WRITE_DELAY_NS,
-                            from,
-                            req,
-                            worker,
-                            job,
-                            read_token: self.jobs[job.0 as usize].token,
-                        }),
-                        None => self.out.push(Output::Send {
-                            to: reply_to,
-                            msg: Msg::ClaimEmpty { req },
-                        }),
-                    }
-                    return;
-                }
-                // One search of the table of last claims serves the read and the write (a claim
-                // itself never touches that table).
-                let found = self.claims.search(&from);
-                let grant = match found {
-                    Ok(i) if self.claims.value_at(i).0 == req => {
-                        self.claims.value_at(i).1.filter(|&(job, token, _, _)| {
-                            let row = &self.jobs[job.0 as usize];
-                            self.check_holder(row, now, worker, token).is_ok()
-                        })
-                    }
-                    _ => {
-                        let grant = self.claim(now, judge, worker);
-                        match found {
-                            Ok(i) => *self.claims.value_at_mut(i) = (req, grant),
-                            Err(i) => self.claims.insert_at(i, from, (req, grant)),
-                        }
-                        grant
-                    }
-                };
-                let reply = match grant {
-                    Some((job, token, lease_ns, class)) => Msg::ClaimGranted {
-                        req,
-                        job,
-                        token,
-                        lease_ns,
-                        class,
-                        checkpoint: self.jobs[job.0 as usize].checkpoint,
-                    },
-                    None => Msg::ClaimEmpty { req },
-                };
-                self.out.push(Output::Send {
-                    to: reply_to,
-                    msg: reply,
-                });
-            }
+            } => self.on_claim(now, from, req, worker, client_now),
             Msg::Heartbeat {
                 req,
                 job,
@@ -530,6 +477,65 @@ impl Coordinator {
             // packet on a server port.
             _ => {}
         }
+    }
+
+    /// A claim from host `from`: a lease granted, the same grant again for a repeated claim,
+    /// or nothing to do.
+    fn on_claim(&mut self, now: Nanos, from: u32, req: u64, worker: WorkerName, client_now: Nanos) {
+        let reply_to = Peer::Addr(from);
+        let judge = self.judge(now, client_now);
+        if self.switches.non_atomic_claim {
+            // V10: read now, write later, never look again.
+            match self.pick(now, judge) {
+                Some(job) => self.pending_claims.push(PendingClaim {
+                    due: now + NON_ATOMIC_WRITE_DELAY_NS,
+                    from,
+                    req,
+                    worker,
+                    job,
+                    read_token: self.jobs[job.0 as usize].token,
+                }),
+                None => self.out.push(Output::Send {
+                    to: reply_to,
+                    msg: Msg::ClaimEmpty { req },
+                }),
+            }
+            return;
+        }
+        // One search of the table of last claims serves the read and the write (a claim
+        // itself never touches that table).
+        let found = self.claims.search(&from);
+        let grant = match found {
+            Ok(i) if self.claims.value_at(i).0 == req => {
+                self.claims.value_at(i).1.filter(|&(job, token, _, _)| {
+                    let row = &self.jobs[job.0 as usize];
+                    self.check_holder(row, now, worker, token).is_ok()
+                })
+            }
+            _ => {
+                let grant = self.claim(now, judge, worker);
+                match found {
+                    Ok(i) => *self.claims.value_at_mut(i) = (req, grant),
+                    Err(i) => self.claims.insert_at(i, from, (req, grant)),
+                }
+                grant
+            }
+        };
+        let reply = match grant {
+            Some((job, token, lease_ns, class)) => Msg::ClaimGranted {
+                req,
+                job,
+                token,
+                lease_ns,
+                class,
+                checkpoint: self.jobs[job.0 as usize].checkpoint,
+            },
+            None => Msg::ClaimEmpty { req },
+        };
+        self.out.push(Output::Send {
+            to: reply_to,
+            msg: reply,
+        });
     }
 
     /// The time lease expiry is judged at: the coordinator's own clock (P3), or, in the
@@ -856,21 +862,7 @@ impl Coordinator {
             return false;
         };
         if action == OperatorAction::HumanResolves {
-            // The human who holds the job finishes it, under their own lease (P15).
-            let token = row.token;
-            if self.check_holder(row, now, HUMAN, token).is_err() {
-                return false;
-            }
-            let row = &mut self.jobs[job.0 as usize];
-            Self::write_state(row, &mut self.tally, JobState::Succeeded);
-            row.lease_until = None;
-            self.out.push(Output::Journal(Event::ResultAccepted {
-                job,
-                worker: HUMAN,
-                token,
-                state: JobState::Succeeded,
-            }));
-            return true;
+            return self.human_resolves(now, job);
         }
         if row.state.is_terminal()
             || (row.state == JobState::Queued && action == OperatorAction::Revoke)
@@ -912,36 +904,71 @@ impl Coordinator {
             action,
         }));
         if let Some((to, lease_ns)) = new_holder {
-            let row = &mut self.jobs[job.0 as usize];
-            Self::write_state(row, &mut self.tally, JobState::Running);
-            row.owner = Some(to);
-            Self::set_lease(row, &mut self.tally, now + lease_ns);
-            row.heartbeat_at = Some(now);
-            row.started_at = Some(now);
-            row.attempt += 1;
-            let attempt = row.attempt;
-            self.leases.push(LeaseRecord {
-                job,
-                holder: to,
-                token: epoch,
-                issued_at: now,
-                renewals: Vec::new(),
-                lease_ns,
-                took_over: Some(old),
-                reason: GrantReason::Operator,
-                effects_attempted: 0,
-            });
-            self.out.push(Output::Journal(Event::LeaseGranted {
-                job,
-                holder: to,
-                token: epoch,
-                attempt,
-                lease_until: now + lease_ns,
-                took_over: Some(old),
-                reason: GrantReason::Operator,
-            }));
+            self.operator_grant(now, job, to, lease_ns, old);
         }
         true
+    }
+
+    /// P15: the human who holds the job finishes it, under their own lease. Whether it did.
+    fn human_resolves(&mut self, now: Nanos, job: JobId) -> bool {
+        let Some(row) = self.jobs.get(job.0 as usize) else {
+            return false;
+        };
+        let token = row.token;
+        if self.check_holder(row, now, HUMAN, token).is_err() {
+            return false;
+        }
+        let row = &mut self.jobs[job.0 as usize];
+        Self::write_state(row, &mut self.tally, JobState::Succeeded);
+        row.lease_until = None;
+        self.out.push(Output::Journal(Event::ResultAccepted {
+            job,
+            worker: HUMAN,
+            token,
+            state: JobState::Succeeded,
+        }));
+        true
+    }
+
+    /// An operator's takeover or handoff to a human: the new epoch (one above `old`) granted
+    /// to `to` for `lease_ns`, recorded and journaled with the operator as its reason.
+    fn operator_grant(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        to: WorkerName,
+        lease_ns: Nanos,
+        old: Token,
+    ) {
+        let epoch = Token(old.0 + 1);
+        let row = &mut self.jobs[job.0 as usize];
+        Self::write_state(row, &mut self.tally, JobState::Running);
+        row.owner = Some(to);
+        Self::set_lease(row, &mut self.tally, now + lease_ns);
+        row.heartbeat_at = Some(now);
+        row.started_at = Some(now);
+        row.attempt += 1;
+        let attempt = row.attempt;
+        self.leases.push(LeaseRecord {
+            job,
+            holder: to,
+            token: epoch,
+            issued_at: now,
+            renewals: Vec::new(),
+            lease_ns,
+            took_over: Some(old),
+            reason: GrantReason::Operator,
+            effects_attempted: 0,
+        });
+        self.out.push(Output::Journal(Event::LeaseGranted {
+            job,
+            holder: to,
+            token: epoch,
+            attempt,
+            lease_until: now + lease_ns,
+            took_over: Some(old),
+            reason: GrantReason::Operator,
+        }));
     }
 
     /// The conditions of P4 and P8: running, owner, token, unexpired (by `judge`, the
@@ -1029,6 +1056,76 @@ impl Coordinator {
         Ok(self.renew(now, job, worker, token))
     }
 
+    /// Writes an accepted commit's outcome to its job's row: succeeded with its result, or
+    /// failed, and queued again after a backoff while attempts remain (with its class's most
+    /// attempts and backoff, judged at `judge`). Returns when a retry may start, if one may.
+    fn write_outcome(
+        row: &mut JobRow,
+        tally: &mut Tally,
+        outcome: Outcome,
+        judge: Nanos,
+        (max_attempts, backoff_ns): (u32, Nanos),
+    ) -> Option<Nanos> {
+        let mut retry_at = None;
+        match outcome {
+            Outcome::Success { result } => {
+                Self::write_state(row, tally, JobState::Succeeded);
+                row.result = Some(result);
+            }
+            Outcome::Failure { error, retryable } => {
+                row.error = Some(error);
+                // P11: retry transient failures while attempts remain, after a backoff that
+                // doubles per attempt; validation errors and exhausted jobs end for good.
+                let state = if retryable && row.attempt < max_attempts {
+                    let shift = row.attempt.saturating_sub(1).min(16);
+                    let not_before = judge + backoff_ns.saturating_mul(1 << shift);
+                    row.not_before = Some(not_before);
+                    retry_at = Some(not_before);
+                    JobState::Queued
+                } else {
+                    JobState::Failed
+                };
+                Self::write_state(row, tally, state);
+            }
+        }
+        retry_at
+    }
+
+    /// Journals an accepted commit: the acceptance, then the retry scheduled (at `retry_at`)
+    /// or the failure.
+    fn journal_accepted(
+        &mut self,
+        (job, worker, token): (JobId, WorkerName, Token),
+        outcome: Outcome,
+        retry_at: Option<Nanos>,
+    ) {
+        let row = &self.jobs[job.0 as usize];
+        let (state, attempt) = (row.state, row.attempt);
+        self.out.push(Output::Journal(Event::ResultAccepted {
+            job,
+            worker,
+            token,
+            state,
+        }));
+        match (outcome, retry_at) {
+            (Outcome::Failure { .. }, Some(not_before)) => {
+                self.out.push(Output::Journal(Event::RetryScheduled {
+                    job,
+                    attempt,
+                    not_before,
+                }))
+            }
+            (Outcome::Failure { error, .. }, None) => {
+                self.out.push(Output::Journal(Event::JobFailed {
+                    job,
+                    error,
+                    attempt,
+                }))
+            }
+            _ => {}
+        }
+    }
+
     /// P8: the final commit is conditional; a refused one is journaled, never applied. Expiry
     /// is judged at `judge` (the coordinator's clock in the reference).
     fn commit(
@@ -1070,56 +1167,18 @@ impl Coordinator {
         }
         let class = &self.classes[row.class.0 as usize];
         let (max_attempts, backoff_ns) = (class.max_attempts, class.retry_backoff_ns);
-        let mut retry_at = None;
-        match outcome {
-            Outcome::Success { result } => {
-                Self::write_state(row, &mut self.tally, JobState::Succeeded);
-                row.result = Some(result);
-            }
-            Outcome::Failure { error, retryable } => {
-                row.error = Some(error);
-                // P11: retry transient failures while attempts remain, after a backoff that
-                // doubles per attempt; validation errors and exhausted jobs end for good.
-                let state = if retryable && row.attempt < max_attempts {
-                    let shift = row.attempt.saturating_sub(1).min(16);
-                    let not_before = judge + backoff_ns.saturating_mul(1 << shift);
-                    row.not_before = Some(not_before);
-                    retry_at = Some(not_before);
-                    JobState::Queued
-                } else {
-                    JobState::Failed
-                };
-                Self::write_state(row, &mut self.tally, state);
-            }
-        }
+        let retry_at = Self::write_outcome(
+            row,
+            &mut self.tally,
+            outcome,
+            judge,
+            (max_attempts, backoff_ns),
+        );
         row.lease_until = None;
         if row.state == JobState::Queued {
             row.owner = None;
         }
-        let (state, attempt) = (row.state, row.attempt);
-        self.out.push(Output::Journal(Event::ResultAccepted {
-            job,
-            worker,
-            token,
-            state,
-        }));
-        match (outcome, retry_at) {
-            (Outcome::Failure { .. }, Some(not_before)) => {
-                self.out.push(Output::Journal(Event::RetryScheduled {
-                    job,
-                    attempt,
-                    not_before,
-                }))
-            }
-            (Outcome::Failure { error, .. }, None) => {
-                self.out.push(Output::Journal(Event::JobFailed {
-                    job,
-                    error,
-                    attempt,
-                }))
-            }
-            _ => {}
-        }
+        self.journal_accepted((job, worker, token), outcome, retry_at);
         self.accepted.insert((job, worker, token), outcome);
         Ok(())
     }

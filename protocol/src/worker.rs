@@ -392,6 +392,7 @@ impl Worker {
     }
 
     /// [`Worker::handle_message`] for every other message.
+    // Long: one arm per message kind, the short answers inline, the longer ones `on_*` calls.
     #[inline(never)]
     fn handle_reply(&mut self, now: Nanos, msg: Msg) {
         match msg {
@@ -402,7 +403,7 @@ impl Worker {
                 lease_ns,
                 class,
                 checkpoint,
-            } => self.on_granted(now, req, job, token, lease_ns, class, checkpoint),
+            } => self.on_granted(now, req, (job, token), lease_ns, class, checkpoint),
             Msg::HeartbeatOk {
                 req, job, token, ..
             } => self.on_heartbeat_ok(now, req, job, token),
@@ -531,13 +532,12 @@ impl Worker {
         self.set(Timer::Poll, now + self.cfg.claim_poll_ns);
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A grant of (job, token): the attempt starts, with its deadline, timers and journal line.
     fn on_granted(
         &mut self,
         now: Nanos,
         req: u64,
-        job: JobId,
-        token: Token,
+        (job, token): (JobId, Token),
         lease_ns: Nanos,
         class: ClassId,
         checkpoint: Option<u8>,
@@ -591,11 +591,7 @@ impl Worker {
         });
         self.set(Timer::Deadline, deadline);
         // P5: the heartbeat runs on its own timer, apart from whatever the steps are doing.
-        let first = if self.switches.renew_at_last_second {
-            (sent_at + lease_ns).saturating_sub(LAST_SECOND_NS).max(now)
-        } else {
-            now + self.cfg.heartbeat_ns
-        };
+        let first = self.first_heartbeat(now, sent_at, lease_ns);
         self.set(Timer::Heartbeat, first);
         // P14: progress is bounded separately from ownership.
         self.set(Timer::Stage, now + self.cfg.stage_deadline_ns);
@@ -603,6 +599,16 @@ impl Worker {
             self.enter_jeopardy();
         }
         self.advance(now);
+    }
+
+    /// When the first heartbeat of a lease granted for `lease_ns` to a claim sent at `sent_at`
+    /// is due: a period from now, or, in V7, one second before the lease ends.
+    fn first_heartbeat(&self, now: Nanos, sent_at: Nanos, lease_ns: Nanos) -> Nanos {
+        if self.switches.renew_at_last_second {
+            (sent_at + lease_ns).saturating_sub(LAST_SECOND_NS).max(now)
+        } else {
+            now + self.cfg.heartbeat_ns
+        }
     }
 
     fn enter_jeopardy(&mut self) {
@@ -765,28 +771,30 @@ impl Worker {
                 }
                 self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
             }
-            ToolAnswer::NoRecord => {
-                // The tool never saw the call: send it again under the same request (and so the
-                // same idempotency) once (P12 c).
-                let step = match &self.state {
-                    State::Holding(a) => a.next_step as u8,
-                    State::Idle => return,
-                };
-                if let State::Holding(a) = &mut self.state {
-                    a.tool = Some(req);
-                }
-                self.send(
-                    Peer::Tool,
-                    Msg::ToolRequest {
-                        req,
-                        job,
-                        token,
-                        step,
-                    },
-                );
-                self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
-            }
+            ToolAnswer::NoRecord => self.resend_tool_request(now, req, (job, token)),
         }
+    }
+
+    /// The tool never saw the call: send it again under the same request (and so the same
+    /// idempotency) once (P12 c).
+    fn resend_tool_request(&mut self, now: Nanos, req: u64, (job, token): (JobId, Token)) {
+        let step = match &self.state {
+            State::Holding(a) => a.next_step as u8,
+            State::Idle => return,
+        };
+        if let State::Holding(a) = &mut self.state {
+            a.tool = Some(req);
+        }
+        self.send(
+            Peer::Tool,
+            Msg::ToolRequest {
+                req,
+                job,
+                token,
+                step,
+            },
+        );
+        self.set(Timer::ToolTimeout, now + self.cfg.tool_timeout_ns);
     }
 
     /// A receiver answered a status query (P12 c, P17).
@@ -823,50 +831,60 @@ impl Worker {
                 }
                 self.advance(now);
             }
-            EffectStatus::NotApplied => {
-                let in_jeopardy = match &self.state {
-                    State::Holding(a) => a.jeopardy || now >= a.deadline,
-                    State::Idle => true,
-                };
-                if in_jeopardy && !self.switches.no_jeopardy {
-                    // P13: no effect now; the step (or the end-of-plan check) is asked again
-                    // once the lease is confirmed.
-                    self.enter_jeopardy();
-                    return;
-                }
-                let fence = token;
-                let entity = EntityId(job.0);
-                let req = self.req();
-                if let State::Holding(a) = &mut self.state {
-                    if q.before_step {
-                        a.next_step += 1;
-                        self.unacked.push((key, q.receiver));
-                    }
-                    a.effects_attempted = a.effects_attempted.saturating_add(1);
-                }
-                // Do it (again) under the same key: the key makes it safe (P10).
-                self.journal(Event::EffectStarted {
-                    job,
-                    token,
-                    receiver: q.receiver,
-                    entity,
-                    key,
-                    in_jeopardy: false,
-                });
-                self.send(
-                    Peer::Receiver(q.receiver),
-                    Msg::Effect {
-                        req,
-                        job,
-                        entity,
-                        key,
-                        fence,
-                    },
-                );
-                self.advance(now);
-            }
+            EffectStatus::NotApplied => self.redo_effect(now, q, key, (job, token)),
             EffectStatus::Unknown => self.human_review(now, key),
         }
+    }
+
+    /// An effect a status query found not applied: done (again) under the same key, unless the
+    /// holder is in jeopardy, when the query waits for the lease to be confirmed.
+    fn redo_effect(
+        &mut self,
+        now: Nanos,
+        q: StatusQuery,
+        key: IdemKey,
+        (job, token): (JobId, Token),
+    ) {
+        let in_jeopardy = match &self.state {
+            State::Holding(a) => a.jeopardy || now >= a.deadline,
+            State::Idle => true,
+        };
+        if in_jeopardy && !self.switches.no_jeopardy {
+            // P13: no effect now; the step (or the end-of-plan check) is asked again
+            // once the lease is confirmed.
+            self.enter_jeopardy();
+            return;
+        }
+        let fence = token;
+        let entity = EntityId(job.0);
+        let req = self.req();
+        if let State::Holding(a) = &mut self.state {
+            if q.before_step {
+                a.next_step += 1;
+                self.unacked.push((key, q.receiver));
+            }
+            a.effects_attempted = a.effects_attempted.saturating_add(1);
+        }
+        // Do it (again) under the same key: the key makes it safe (P10).
+        self.journal(Event::EffectStarted {
+            job,
+            token,
+            receiver: q.receiver,
+            entity,
+            key,
+            in_jeopardy: false,
+        });
+        self.send(
+            Peer::Receiver(q.receiver),
+            Msg::Effect {
+                req,
+                job,
+                entity,
+                key,
+                fence,
+            },
+        );
+        self.advance(now);
     }
 
     /// P17: a partial effect that cannot be reconciled goes to a human.
@@ -1022,6 +1040,7 @@ impl Worker {
     }
 
     /// Runs the plan forward from the next step, as far as it can go without waiting.
+    // Long: the plan's bounded loop, one arm per step kind, each sending its step's message.
     fn advance(&mut self, now: Nanos) {
         // Bounded by the plan's length: each turn either consumes a step or returns.
         for _ in 0..=self.plan_len() {

@@ -130,6 +130,28 @@ fn agree_variants(
     Ok(vs)
 }
 
+/// One engine's outcome over a row's seeds, as the agreement table shows it.
+fn cell(o: &engines::Outcome) -> String {
+    if o.caught() {
+        let runaway = if o.unfinished > 0 {
+            format!(" +{} unfinished", o.unfinished)
+        } else {
+            String::new()
+        };
+        format!(
+            "caught {}/{}{runaway} (first seed {}) {}",
+            o.violated,
+            o.seeds,
+            o.first_violation.unwrap_or(0),
+            o.invariants.join(",")
+        )
+    } else if o.unfinished > 0 {
+        format!("UNFINISHED {}/{}", o.unfinished, o.seeds)
+    } else {
+        format!("held {}/{}", o.seeds, o.seeds)
+    }
+}
+
 /// The agreement table, the disagreements with both seeds, what was left out.
 fn print_agreement(
     out: &mut dyn Write,
@@ -146,26 +168,6 @@ fn print_agreement(
         range.start,
         range.end
     ))?;
-    let cell = |o: &engines::Outcome| {
-        if o.caught() {
-            let runaway = if o.unfinished > 0 {
-                format!(" +{} unfinished", o.unfinished)
-            } else {
-                String::new()
-            };
-            format!(
-                "caught {}/{}{runaway} (first seed {}) {}",
-                o.violated,
-                o.seeds,
-                o.first_violation.unwrap_or(0),
-                o.invariants.join(",")
-            )
-        } else if o.unfinished > 0 {
-            format!("UNFINISHED {}/{}", o.unfinished, o.seeds)
-        } else {
-            format!("held {}/{}", o.seeds, o.seeds)
-        }
-    };
     for r in rows {
         io(writeln!(
             out,

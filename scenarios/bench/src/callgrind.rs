@@ -128,6 +128,7 @@ impl Split {
 }
 
 /// Reads a callgrind profile whose first event is `Ir` and files its instructions by part.
+// Long: one loop over the profile's lines, one branch per kind of line, sharing the parser's state.
 pub fn split(profile: impl BufRead, root: &str) -> Result<Split, String> {
     let mut files: BTreeMap<u64, Source> = BTreeMap::new();
     let mut objects: BTreeMap<u64, bool> = BTreeMap::new();

@@ -30,17 +30,32 @@ impl Effects {
         self.applied.lay_out(jobs);
     }
 
-    /// I2 at a receiver that admitted an effect: `applied` it, or answered a repeated key.
-    /// Inlined into the walk's arms for the receivers' notes: a call cost more than the check.
-    #[allow(clippy::too_many_arguments)]
+    /// I2 at a receiver that admitted an effect (its entity, key and fence): `applied` it, or
+    /// answered a repeated key. Inlined into the walk's arms for the receivers' notes, as are
+    /// the two checks: a call cost more than the check.
     #[inline(always)]
     pub(crate) fn admitted(
         &mut self,
         cx: &Cx<'_>,
         e: &Ev,
-        entity: EntityId,
-        key: IdemKey,
-        fence: Token,
+        (entity, key, fence): (EntityId, IdemKey, Token),
+        applied: bool,
+        out: &mut Judgement,
+    ) {
+        self.fenced(cx, e, (entity, key, fence), applied, out);
+        if applied {
+            self.applied_once(cx, e, key, out);
+        }
+    }
+
+    /// An effect admitted with a fence below the receiver's mark for its entity: a finding at
+    /// a receiver that checks fences, a hazard where one that does not applied it.
+    #[inline(always)]
+    fn fenced(
+        &mut self,
+        cx: &Cx<'_>,
+        e: &Ev,
+        (entity, key, fence): (EntityId, IdemKey, Token),
         applied: bool,
         out: &mut Judgement,
     ) {
@@ -77,9 +92,12 @@ impl Effects {
             }
             None => self.marks.push(entity.0, (receiver, fence)),
         }
-        if !applied {
-            return;
-        }
+    }
+
+    /// An effect applied: P10, one operation meaning takes effect once.
+    #[inline(always)]
+    fn applied_once(&mut self, cx: &Cx<'_>, e: &Ev, key: IdemKey, out: &mut Judgement) {
+        let receiver = e.node;
         // P10: one operation meaning takes effect once, whatever key it came under (a fresh key
         // per attempt defeats the store, V4).
         let (mut meaning_known, mut key_known) = (false, false);

@@ -187,75 +187,22 @@ impl Faults {
         t: u64,
         out: &mut Judgement,
     ) {
-        let role = |node: NodeId| world.nodes.get(node as usize).map(|n| &n.role);
-        let is_worker = |node: NodeId| matches!(role(node), Some(Role::Worker { .. }));
         let hazards = &mut out.hazards;
         match *command {
             Command::Cut { from, to } => {
                 self.cuts.insert((from, to));
-                self.link(world, coordinator, from, to, t, true, hazards);
+                self.link(world, coordinator, (from, to), t, true, hazards);
             }
             Command::Heal { from, to } => {
                 self.cuts.remove(&(from, to));
-                self.link(world, coordinator, from, to, t, false, hazards);
+                self.link(world, coordinator, (from, to), t, false, hazards);
             }
-            Command::Pause { node, frozen } => {
-                self.down.insert(node);
-                self.disturb(coordinator, node, t);
-                if node == coordinator {
-                    hazards.hit(Hazard::CoordinatorOutage);
-                }
-                if frozen && is_worker(node) {
-                    let why = "its clock stopped in a frozen pause (a VM stop)".to_string();
-                    let cause = "its clock stopped in a frozen pause";
-                    self.leave_bound(world, node, t, cause, why, out);
-                }
-            }
-            Command::Resume { node } => {
-                self.down.remove(&node);
-                self.disturb(coordinator, node, t);
-                match self.resumed.iter_mut().find(|(n, _)| *n == node) {
-                    Some(r) => r.1 = t,
-                    None => self.resumed.push((node, t)),
-                }
-            }
-            Command::Crash { node } => {
-                self.down.insert(node);
-                self.disturb(coordinator, node, t);
-                hazards.hit(Hazard::Crash);
-            }
-            Command::Restart { node } => {
-                self.down.remove(&node);
-                self.disturb(coordinator, node, t);
-                if is_worker(node) {
-                    hazards.hit(Hazard::RestartSameName);
-                }
-            }
-            Command::ClockStep { node, delta_ns } => {
-                hazards.hit(Hazard::ClockFault);
-                if is_worker(node) {
-                    let sign = if delta_ns < 0 { "-" } else { "+" };
-                    let why = format!(
-                        "its monotonic clock was stepped by {sign}{}",
-                        fmt_ns(delta_ns.unsigned_abs())
-                    );
-                    let cause = "its monotonic clock was stepped";
-                    self.leave_bound(world, node, t, cause, why, out);
-                }
-            }
-            Command::WallStep { .. } => hazards.hit(Hazard::ClockFault),
-            Command::SetDrift { node, drift_ppm } => {
-                hazards.hit(Hazard::ClockFault);
-                self.rates.push((node, drift_ppm));
-                if let Some(&Role::Worker { drift_ppm_max, .. }) = role(node) {
-                    if drift_ppm.unsigned_abs() > drift_ppm_max {
-                        let why = format!(
-                            "its clock left its {drift_ppm_max} ppm drift bound (its rate was set to {drift_ppm} ppm)"
-                        );
-                        let cause = "its clock's rate was set beyond its drift bound";
-                        self.leave_bound(world, node, t, cause, why, out);
-                    }
-                }
+            Command::Pause { .. }
+            | Command::Resume { .. }
+            | Command::Crash { .. }
+            | Command::Restart { .. } => self.process(world, coordinator, command, t, out),
+            Command::ClockStep { .. } | Command::WallStep { .. } | Command::SetDrift { .. } => {
+                self.clock(world, command, t, out)
             }
             Command::SetSlow { node, extra_ns } => {
                 // Its delays show in each message's flight time (a soft disturbance).
@@ -275,15 +222,102 @@ impl Faults {
         }
     }
 
+    /// A command to a node's process at true time `t`: a pause, a resumption, a crash or a
+    /// restart.
+    fn process(
+        &mut self,
+        world: &World<'_>,
+        coordinator: NodeId,
+        command: &Command,
+        t: u64,
+        out: &mut Judgement,
+    ) {
+        let is_worker = |node: NodeId| {
+            matches!(
+                world.nodes.get(node as usize).map(|n| &n.role),
+                Some(Role::Worker { .. })
+            )
+        };
+        match *command {
+            Command::Pause { node, frozen } => {
+                self.down.insert(node);
+                self.disturb(coordinator, node, t);
+                if node == coordinator {
+                    out.hazards.hit(Hazard::CoordinatorOutage);
+                }
+                if frozen && is_worker(node) {
+                    let why = "its clock stopped in a frozen pause (a VM stop)".to_string();
+                    let cause = "its clock stopped in a frozen pause";
+                    self.leave_bound(world, node, t, cause, why, out);
+                }
+            }
+            Command::Resume { node } => {
+                self.down.remove(&node);
+                self.disturb(coordinator, node, t);
+                match self.resumed.iter_mut().find(|(n, _)| *n == node) {
+                    Some(r) => r.1 = t,
+                    None => self.resumed.push((node, t)),
+                }
+            }
+            Command::Crash { node } => {
+                self.down.insert(node);
+                self.disturb(coordinator, node, t);
+                out.hazards.hit(Hazard::Crash);
+            }
+            Command::Restart { node } => {
+                self.down.remove(&node);
+                self.disturb(coordinator, node, t);
+                if is_worker(node) {
+                    out.hazards.hit(Hazard::RestartSameName);
+                }
+            }
+            // Not a process's: `command` takes it in.
+            _ => {}
+        }
+    }
+
+    /// A command to a node's clock at true time `t`: a step of either clock, a drift set.
+    fn clock(&mut self, world: &World<'_>, command: &Command, t: u64, out: &mut Judgement) {
+        let role = |node: NodeId| world.nodes.get(node as usize).map(|n| &n.role);
+        match *command {
+            Command::ClockStep { node, delta_ns } => {
+                out.hazards.hit(Hazard::ClockFault);
+                if matches!(role(node), Some(Role::Worker { .. })) {
+                    let sign = if delta_ns < 0 { "-" } else { "+" };
+                    let why = format!(
+                        "its monotonic clock was stepped by {sign}{}",
+                        fmt_ns(delta_ns.unsigned_abs())
+                    );
+                    let cause = "its monotonic clock was stepped";
+                    self.leave_bound(world, node, t, cause, why, out);
+                }
+            }
+            Command::WallStep { .. } => out.hazards.hit(Hazard::ClockFault),
+            Command::SetDrift { node, drift_ppm } => {
+                out.hazards.hit(Hazard::ClockFault);
+                self.rates.push((node, drift_ppm));
+                if let Some(&Role::Worker { drift_ppm_max, .. }) = role(node) {
+                    if drift_ppm.unsigned_abs() > drift_ppm_max {
+                        let why = format!(
+                            "its clock left its {drift_ppm_max} ppm drift bound (its rate was set to {drift_ppm} ppm)"
+                        );
+                        let cause = "its clock's rate was set beyond its drift bound";
+                        self.leave_bound(world, node, t, cause, why, out);
+                    }
+                }
+            }
+            // Not a clock's: `command` takes it in.
+            _ => {}
+        }
+    }
+
     /// A link was cut or healed: a link of the coordinator disturbs the other end, and the cut
     /// that leaves the coordinator cut from every other node both ways is an outage.
-    #[allow(clippy::too_many_arguments)]
     fn link(
         &mut self,
         world: &World<'_>,
         coordinator: NodeId,
-        from: NodeId,
-        to: NodeId,
+        (from, to): (NodeId, NodeId),
         t: u64,
         cut: bool,
         hazards: &mut Hazards,

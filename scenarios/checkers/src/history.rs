@@ -1195,12 +1195,62 @@ impl History {
         self.jobs[k].class.get_or_insert(class);
     }
 
-    /// Files a journal note `node` made at `at`. Inlined into the checkers' walk, which files
-    /// and judges a note in one function.
+    /// Files a journal note `node` made at `at`, by the note's family. Inlined into the
+    /// checkers' walk, which files and judges a note in one function, as is each family's
+    /// function.
     #[inline(always)]
     pub(crate) fn note(&mut self, at: At, node: NodeId, note: &Event) {
         match *note {
-            // ---- the coordinator's side ----
+            Event::LeaseGranted { .. }
+            | Event::LeaseRenewed { .. }
+            | Event::CheckpointSaved { .. }
+            | Event::HeartbeatRefused { .. }
+            | Event::LeaseRevoked { .. }
+            | Event::RenewalCapReached { .. }
+            | Event::ResultAccepted { .. }
+            | Event::ResultRejected { .. }
+            | Event::JobFailed { .. } => self.coordinator_note(at, note),
+            Event::JobClaimed { .. }
+            | Event::HeartbeatOk { .. }
+            | Event::JeopardyEntered { .. }
+            | Event::JeopardyExited { .. }
+            | Event::HeartbeatLost { .. }
+            | Event::CommitRefused { .. }
+            | Event::SuccessClaimed { .. }
+            | Event::FailureAcknowledged { .. }
+            | Event::CommitAbandoned { .. }
+            | Event::CommitSent { .. } => self.holder_note(at, node, note),
+            Event::EffectStarted { .. }
+            | Event::EffectAnswered { .. }
+            | Event::EffectApplied { .. }
+            | Event::EffectDuplicate { .. }
+            | Event::EffectFenced { .. }
+            | Event::EffectUnauthorized { .. } => self.effect_note(at, node, note),
+            Event::ToolRequestStarted { .. }
+            | Event::ToolAnswered { .. }
+            | Event::ToolTimedOut { .. }
+            | Event::ToolStatusQueried { .. }
+            | Event::ToolFaulted { .. } => self.tool_note(at, node, note),
+            // Not about a lease: admission, retries, reconciliation, human review, the stage
+            // deadline and the operator's own word are read off the trace where needed.
+            Event::AdmissionDeferred { .. }
+            | Event::RetryScheduled { .. }
+            | Event::StageDeadlineExceeded { .. }
+            | Event::OperatorActed { .. }
+            | Event::EffectReconciled { .. }
+            | Event::HumanReviewRequested { .. } => {}
+            Event::StatementRan { .. }
+            | Event::StepRan { .. }
+            | Event::StatementWaited { .. }
+            | Event::StatementFailed { .. } => self.store_note(note),
+        }
+    }
+
+    /// The coordinator's side: issues, refusals, revocations, the cap, decisions, failures.
+    // Long: one arm per coordinator event, each building its record and filing it in its lease.
+    #[inline(always)]
+    fn coordinator_note(&mut self, at: At, note: &Event) {
+        match *note {
             Event::LeaseGranted {
                 job,
                 holder,
@@ -1287,7 +1337,15 @@ impl History {
                 ..
             } => self.decision(job, token, at, worker, Verdict::Rejected(reason)),
             Event::JobFailed { job, .. } => self.failed(job, at),
-            // ---- the holder's side ----
+            // Another family's: `note` files it.
+            _ => {}
+        }
+    }
+
+    /// The holder's side: what it stated, jeopardy, what it was told, its commits.
+    #[inline(always)]
+    fn holder_note(&mut self, at: At, node: NodeId, note: &Event) {
+        match *note {
             Event::JobClaimed {
                 job,
                 token,
@@ -1328,7 +1386,15 @@ impl History {
                 };
                 self.commits.push(&mut self.leases.get_mut(l).commits, c);
             }
-            // ---- effects ----
+            // Another family's: `note` files it.
+            _ => {}
+        }
+    }
+
+    /// Effects: a holder's starts and the answers it got, a receiver's receipts.
+    #[inline(always)]
+    fn effect_note(&mut self, at: At, node: NodeId, note: &Event) {
+        match *note {
             Event::EffectStarted {
                 job,
                 token,
@@ -1378,7 +1444,15 @@ impl History {
             Event::EffectUnauthorized { entity, key, fence } => {
                 self.receipt(at, node, entity, key, fence, Received::Unauthorized)
             }
-            // ---- tool calls ----
+            // Another family's: `note` files it.
+            _ => {}
+        }
+    }
+
+    /// Tool calls, as the worker and the tool journal them.
+    #[inline(always)]
+    fn tool_note(&mut self, at: At, node: NodeId, note: &Event) {
+        match *note {
             Event::ToolRequestStarted {
                 job,
                 token,
@@ -1402,21 +1476,24 @@ impl History {
                 request,
                 fault,
             } => self.tool(at, node, job, request, ToolStep::Faulted(fault)),
-            // Not about a lease: admission, retries, reconciliation, human review, the stage
-            // deadline and the operator's own word are read off the trace where needed.
-            Event::AdmissionDeferred { .. }
-            | Event::RetryScheduled { .. }
-            | Event::StageDeadlineExceeded { .. }
-            | Event::OperatorActed { .. }
-            | Event::EffectReconciled { .. }
-            | Event::HumanReviewRequested { .. } => {}
-            // Which statement decided: the decision itself follows it.
+            // Another family's: `note` files it.
+            _ => {}
+        }
+    }
+
+    /// A store's statements: the waits and aborts counted. Which statement decided is not
+    /// filed: the decision itself follows it.
+    #[inline(always)]
+    fn store_note(&mut self, note: &Event) {
+        match *note {
             Event::StatementRan { .. } | Event::StepRan { .. } => {}
             Event::StatementWaited { waited, .. } => {
                 self.store.waits += 1;
                 self.store.waited_ns = self.store.waited_ns.saturating_add(waited);
             }
             Event::StatementFailed { .. } => self.store.aborts += 1,
+            // Another family's: `note` files it.
+            _ => {}
         }
     }
 

@@ -15,25 +15,24 @@ use crate::table::{coordinator_true, expiry_true};
 use crate::wire::request_answered_here;
 use crate::{fmt_ns, Cx, Ev, Judgement, Skipped};
 use leasesim_protocol::{IdemKey, Invariant, JobId, Token};
+use leasesim_sim::NodeId;
 
 /// I5 at an effect a holder started, as it journaled it: the note can only add a finding
 /// (its own `in_jeopardy`), never take one away; everything an unjournaled effect is judged
 /// by is judged here too.
 /// Inlined into the walk's arm for its note, like the other checkers of frequent notes.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn effect_started(
     cx: &Cx<'_>,
     e: &Ev,
-    job: JobId,
-    token: Token,
+    (job, token): (JobId, Token),
     key: IdemKey,
     in_jeopardy: bool,
     told_lost: bool,
     out: &mut Judgement,
 ) {
     if !in_jeopardy {
-        return effect_sent(cx, e, job, token, key, told_lost, out);
+        return effect_sent(cx, e, (job, token), key, told_lost, out);
     }
     out.flag(
         Invariant::QuiescentHolder,
@@ -48,12 +47,10 @@ pub(crate) fn effect_started(
 
 /// I5 at an effect a holder sent without journaling it: its journal's jeopardy, if it keeps
 /// one, and every refusal of the lease it was told of still count.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn effect_sent(
     cx: &Cx<'_>,
     e: &Ev,
-    job: JobId,
-    token: Token,
+    (job, token): (JobId, Token),
     key: IdemKey,
     told_lost: bool,
     out: &mut Judgement,
@@ -151,13 +148,11 @@ fn acted(cx: &Cx<'_>, e: &Ev, job: JobId, token: Token, key: IdemKey, out: &mut 
 /// when the belief is formed, whether the holder acts on it or not. Counts the hazards of the
 /// reply it rests on, and returns whether that reply came late.
 /// Inlined into the walk's arms for claims and heartbeats answered.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn stated(
     cx: &Cx<'_>,
     e: &Ev,
-    job: JobId,
-    token: Token,
+    (job, token): (JobId, Token),
     deadline: u64,
     claim: bool,
     issued: Option<u64>,
@@ -171,20 +166,9 @@ pub(crate) fn stated(
     }
     let out_of_bound = cx.models.faults.clock_out(node);
     let Some(drift_ppm) = cx.models.faults.rate(cx.run.world, node) else {
-        if out_of_bound {
-            return late;
+        if !out_of_bound {
+            clock_unknown(cx, node, out);
         }
-        out.skip(Skipped {
-            invariant: Invariant::QuiescentHolder,
-            judgement: "belief-within-grant",
-            node,
-            from_ns: 0,
-            cause: "its clock is not known to the checkers",
-            reason: format!(
-                "belief-within-grant (I5) not judged at the deadlines {} stated: its clock is not known to the checkers",
-                cx.name(node)
-            ),
-        });
         return late;
     };
     let Some(until) = issued else {
@@ -224,6 +208,21 @@ pub(crate) fn stated(
         }
     }
     late
+}
+
+/// A holder's stated deadlines not judged: the checkers know nothing of its clock.
+fn clock_unknown(cx: &Cx<'_>, node: NodeId, out: &mut Judgement) {
+    out.skip(Skipped {
+        invariant: Invariant::QuiescentHolder,
+        judgement: "belief-within-grant",
+        node,
+        from_ns: 0,
+        cause: "its clock is not known to the checkers",
+        reason: format!(
+            "belief-within-grant (I5) not judged at the deadlines {} stated: its clock is not known to the checkers",
+            cx.name(node)
+        ),
+    });
 }
 
 /// The first true time at which a clock that reads `local` at true time `t` and runs at

@@ -15,13 +15,11 @@ use leasesim_protocol::{
 };
 
 /// I3 and I8 at a grant.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn granted(
     cx: &Cx<'_>,
     e: &Ev,
-    job: JobId,
+    (job, token): (JobId, Token),
     holder: WorkerName,
-    token: Token,
     took_over: Option<Token>,
     reason: GrantReason,
     out: &mut Judgement,

@@ -53,7 +53,7 @@ pub use node::{NodeInfo, Role};
 use std::cell::RefCell;
 use std::fmt;
 use table::Table;
-use wire::{Said, Wire};
+use wire::{Said, Sending, Wire};
 
 /// A run's trace.
 pub type Trace = [TraceEvent<Msg, Event>];
@@ -502,6 +502,7 @@ fn begin(world: &World<'_>, state: &mut State, out: &mut Judgement) -> NodeId {
 /// With `LOG` the history logs every claim and heartbeat sent, so that a lease reply finds its
 /// request without reading the trace back (`History::request_sent`): a run judged as it goes
 /// keeps too little of its trace for that. A whole trace is read back instead.
+// Long: the walk's loop: one arm per event kind, its shortcuts inline to spare the calls.
 #[inline(always)]
 fn walk<const LOG: bool>(
     run: &Run<'_>,
@@ -920,15 +921,8 @@ impl Walk<'_, '_> {
         } = self;
         history.sent(e.node, to, msg);
         let (world, coordinator) = (run.world, run.coordinator);
-        let said = checkers.sent(
-            cx!(run, history, models, i),
-            coordinator,
-            e,
-            to,
-            msg,
-            fate,
-            out,
-        );
+        let s = Sending { e, to, msg, fate };
+        let said = checkers.sent(cx!(run, history, models, i), coordinator, &s, out);
         let hazards = &mut out.hazards;
         if !ON_TIME {
             models.faults.sent(world, coordinator, e, to, fate, hazards);
@@ -993,17 +987,14 @@ impl Checkers {
     /// it (`cx` makes the context to read them through). Returns the decision it announced
     /// without a journal note, for the models to take in.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn sent<'a>(
         &mut self,
         cx: impl Fn() -> Cx<'a>,
         coordinator: NodeId,
-        e: &Ev,
-        to: NodeId,
-        msg: &Msg,
-        fate: &Fate,
+        s: &Sending<'_>,
         out: &mut Judgement,
     ) -> Option<Said> {
+        let (e, msg) = (s.e, s.msg);
         if e.node == coordinator {
             self.counter.answered(msg, out);
             lost::coordinator_sent(&cx, e, msg, out);
@@ -1011,7 +1002,7 @@ impl Checkers {
         if let Some(h) = hazard::of_message(&cx(), e, msg) {
             self.counter.seen(e.node, msg, h, out);
         }
-        let said = self.wire.sent(&cx, coordinator, e, to, msg, fate, out)?;
+        let said = self.wire.sent(&cx, coordinator, s, out)?;
         self.said(&cx(), e, said, out);
         Some(said)
     }
@@ -1065,7 +1056,7 @@ impl Checkers {
                 applied,
             } => {
                 self.effects
-                    .admitted(cx, e, entity, key, fence, applied, out);
+                    .admitted(cx, e, (entity, key, fence), applied, out);
                 if applied {
                     lost::effect_applied(cx, e, key, fence, out);
                 }
@@ -1078,13 +1069,14 @@ impl Checkers {
             } => {
                 effects::started(cx, e, job, fence, receiver, key, out);
                 let told_lost = self.wire.refused(e.node, job, fence);
-                holder::effect_sent(cx, e, job, fence, key, told_lost, out);
+                holder::effect_sent(cx, e, (job, fence), key, told_lost, out);
             }
         }
     }
 
     /// A journal event, handed to the checkers it concerns in the order of the crate's list.
     /// Inlined into `Walk::note`, which is out of the walk's loop.
+    // Long: one arm per journal event, each one to three calls into the checkers it concerns.
     #[inline(always)]
     fn note(&mut self, cx: &Cx<'_>, e: &Ev, note: &Event, out: &mut Judgement) {
         match *note {
@@ -1098,7 +1090,7 @@ impl Checkers {
                 ..
             } => {
                 self.wire.issue(job, token, lease_until);
-                leases::granted(cx, e, job, holder, token, took_over, reason, out);
+                leases::granted(cx, e, (job, token), holder, took_over, reason, out);
                 if let (Some(old), GrantReason::Expired) = (took_over, reason) {
                     liveness::takeover(cx, e, job, old, out);
                 }
@@ -1140,11 +1132,13 @@ impl Checkers {
             }
             Event::RenewalCapReached { job, .. } => liveness::ended(cx, e, job, out),
             Event::EffectApplied { entity, key, fence } => {
-                self.effects.admitted(cx, e, entity, key, fence, true, out);
+                self.effects
+                    .admitted(cx, e, (entity, key, fence), true, out);
                 lost::effect_applied(cx, e, key, fence, out);
             }
             Event::EffectDuplicate { entity, key, fence } => {
-                self.effects.admitted(cx, e, entity, key, fence, false, out);
+                self.effects
+                    .admitted(cx, e, (entity, key, fence), false, out);
             }
             Event::EffectStarted {
                 job,
@@ -1156,7 +1150,7 @@ impl Checkers {
             } => {
                 effects::started(cx, e, job, token, receiver, key, out);
                 let told_lost = self.wire.refused(e.node, job, token);
-                holder::effect_started(cx, e, job, token, key, in_jeopardy, told_lost, out);
+                holder::effect_started(cx, e, (job, token), key, in_jeopardy, told_lost, out);
             }
             Event::JobClaimed {
                 job,
@@ -1165,7 +1159,7 @@ impl Checkers {
             } => {
                 self.counter.claimed(cx, e, out);
                 let issued = self.wire.issued(cx.history, job, token);
-                let late = holder::stated(cx, e, job, token, deadline, true, issued, out);
+                let late = holder::stated(cx, e, (job, token), deadline, true, issued, out);
                 self.wire.confirmed(e.node, late);
             }
             Event::HeartbeatOk {
@@ -1174,7 +1168,7 @@ impl Checkers {
                 deadline,
             } => {
                 let issued = self.wire.issued(cx.history, job, token);
-                let late = holder::stated(cx, e, job, token, deadline, false, issued, out);
+                let late = holder::stated(cx, e, (job, token), deadline, false, issued, out);
                 self.wire.confirmed(e.node, late);
             }
             Event::JeopardyEntered { job, token, .. } => {

@@ -40,6 +40,15 @@ use leasesim_protocol::{
 use leasesim_sim::{Command, EventKind, Fate, NodeId};
 use std::collections::BTreeMap;
 
+/// A message as it was sent: the send's trace event (its node is the sender), the node it was
+/// sent to, the message, and what the network did with it.
+pub(crate) struct Sending<'m> {
+    pub(crate) e: &'m Ev,
+    pub(crate) to: NodeId,
+    pub(crate) msg: &'m Msg,
+    pub(crate) fate: &'m Fate,
+}
+
 /// A decision a message announced and no journal note of its handler did: the checkers judge it
 /// from the message, and the lease table takes it in.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -302,27 +311,22 @@ impl Wire {
         }
     }
 
-    /// A message `e.node` sent to `to`: the decision to judge from it, if its handler journaled
-    /// none.
-    #[allow(clippy::too_many_arguments)]
+    /// A message sent: the decision to judge from it, if its handler journaled none.
     #[inline(always)]
     pub(crate) fn sent<'a>(
         &mut self,
         cx: &impl Fn() -> Cx<'a>,
         coordinator: NodeId,
-        e: &Ev,
-        to: NodeId,
-        msg: &Msg,
-        fate: &Fate,
+        s: &Sending<'_>,
         out: &mut Judgement,
     ) -> Option<Said> {
-        match msg {
+        match s.msg {
             Msg::ClaimGranted { .. }
             | Msg::HeartbeatOk { .. }
             | Msg::CommitAccepted { .. }
             | Msg::OperatorDone { .. }
             | Msg::EffectAck { .. }
-            | Msg::Effect { .. } => self.decision(cx, coordinator, e, to, msg, fate, out),
+            | Msg::Effect { .. } => self.decision(cx, coordinator, s, out),
             // Requests decide nothing; a refusal is judged by `lost.rs` and its reason is the
             // journal's; a checkpoint's answer carries no lease length; tool traffic and status
             // queries change no lease and admit no effect.
@@ -343,233 +347,286 @@ impl Wire {
         }
     }
 
-    /// Inlined into `Wire::sent`, and with it into the walk's arm for the message's kind.
-    #[allow(clippy::too_many_arguments)]
+    /// The decision a message announces, by the message's kind. Inlined into `Wire::sent`, and
+    /// with it into the walk's arm for the message's kind, as is each function it calls.
     #[inline(always)]
     fn decision<'a>(
         &mut self,
         cx: &impl Fn() -> Cx<'a>,
         coordinator: NodeId,
-        e: &Ev,
-        to: NodeId,
-        msg: &Msg,
-        fate: &Fate,
+        s: &Sending<'_>,
         out: &mut Judgement,
     ) -> Option<Said> {
-        let from_coordinator = e.node == coordinator;
-        match *msg {
+        let from_coordinator = s.e.node == coordinator;
+        match *s.msg {
             Msg::ClaimGranted {
                 job,
                 token,
                 lease_ns,
                 ..
-            } if from_coordinator => {
-                if matches!(fate, Fate::Duplicate { .. }) {
-                    out.hit(Hazard::LeaseReplyDuplicated);
-                }
-                let j = self.job_mut(job);
-                match j.granted {
-                    Some((t, n)) if t == token && n == to => {
-                        // A repeated claim's first answer again: no new decision.
-                        out.hit(Hazard::LeaseReplyDuplicated);
-                        return None;
-                    }
-                    Some((t, _)) if t >= token => {}
-                    _ => j.granted = Some((token, to)),
-                }
-                let lease_until = e.local.saturating_add(lease_ns);
-                self.issue(job, token, lease_until);
-                let cx = cx();
-                let journaled = journaled_here(cx.run.trace, cx.i, |n| match *n {
-                    Event::LeaseGranted {
-                        job: j, token: t, ..
-                    }
-                    | Event::LeaseRenewed {
-                        job: j, token: t, ..
-                    } => j == job && t == token,
-                    _ => false,
-                });
-                if journaled {
-                    return None;
-                }
-                let holder = cx.worker_name(to)?;
-                let m = cx.models.table.row(job);
-                // The current lease handed to its own holder (an operator's handoff picked up)
-                // extends it; anything else is a new grant.
-                let extends = m.token == token
-                    && m.holder == Some(holder)
-                    && m.valid_until.is_some_and(|u| u > e.local);
-                Some(if extends {
-                    Said::Renewal {
-                        job,
-                        token,
-                        worker: holder,
-                        lease_until,
-                    }
-                } else {
-                    Said::Grant {
-                        job,
-                        token,
-                        holder,
-                        lease_until,
-                    }
-                })
-            }
+            } if from_coordinator => self.granted(cx, s, (job, token), lease_ns, out),
             Msg::HeartbeatOk {
                 job,
                 token,
                 lease_ns,
                 ..
-            } if from_coordinator => {
-                if matches!(fate, Fate::Duplicate { .. }) {
-                    out.hit(Hazard::LeaseReplyDuplicated);
-                }
-                let lease_until = e.local.saturating_add(lease_ns);
-                self.issue(job, token, lease_until);
-                let cx = cx();
-                let journaled = journaled_here(
-                    cx.run.trace,
-                    cx.i,
-                    |n| matches!(*n, Event::LeaseRenewed { job: j, token: t, .. } if j == job && t == token),
-                );
-                if journaled {
-                    return None;
-                }
-                Some(Said::Renewal {
-                    job,
-                    token,
-                    worker: cx.worker_name(to)?,
-                    lease_until,
-                })
-            }
+            } if from_coordinator => self.renewed(cx, s, (job, token), lease_ns, out),
             Msg::CommitAccepted { req, job, token } if from_coordinator => {
-                if self.accepted.find(job.0, |&a| a == (token, to)).is_some() {
-                    // A repeated commit's first answer again.
-                    return None;
-                }
-                self.accepted.push(job.0, (token, to));
-                let cx = cx();
-                let journaled = journaled_here(
-                    cx.run.trace,
-                    cx.i,
-                    |n| matches!(*n, Event::ResultAccepted { job: j, token: t, .. } if j == job && t == token),
-                );
-                if journaled {
-                    return None;
-                }
-                let success = match delivered_here(cx.run.trace, cx.i) {
-                    Some((
-                        from,
-                        Msg::Commit {
-                            req: r, outcome, ..
-                        },
-                    )) if from == to && r == req => {
-                        Some(matches!(outcome, Outcome::Success { .. }))
-                    }
-                    _ => None,
-                };
-                Some(Said::Accepted {
-                    job,
-                    token,
-                    worker: cx.worker_name(to)?,
-                    success,
-                })
+                self.accepted(cx, s.to, req, (job, token))
             }
             Msg::OperatorDone {
                 req,
                 job,
                 applied: true,
-            } if from_coordinator => {
-                let cx = cx();
-                let journaled = journaled_here(cx.run.trace, cx.i, |n| match *n {
-                    Event::LeaseRevoked { job: j, .. } | Event::ResultAccepted { job: j, .. } => {
-                        j == job
-                    }
-                    _ => false,
-                });
-                if journaled {
-                    return None;
-                }
-                match delivered_here(cx.run.trace, cx.i) {
-                    Some((from, Msg::Operator { req: r, action, .. }))
-                        if from == to && r == req =>
-                    {
-                        Some(Said::Operated { job, action })
-                    }
-                    _ => None,
-                }
-            }
+            } if from_coordinator => operated(cx, s.to, req, job),
             Msg::EffectAck {
                 req, key, outcome, ..
-            } => {
-                let applied = match outcome {
-                    EffectOutcome::Applied => true,
-                    EffectOutcome::Duplicate { .. } => false,
-                    // A refusal admits nothing.
-                    EffectOutcome::StaleFence { .. } | EffectOutcome::Unauthorized => return None,
-                };
-                let cx = cx();
-                if !matches!(cx.role(e.node), Some(Role::Receiver { .. })) {
-                    return None;
-                }
-                let journaled = journaled_here(cx.run.trace, cx.i, |n| match *n {
-                    Event::EffectApplied { key: k, .. }
-                    | Event::EffectDuplicate { key: k, .. }
-                    | Event::EffectFenced { key: k, .. }
-                    | Event::EffectUnauthorized { key: k, .. } => k == key,
-                    _ => false,
-                });
-                if journaled {
-                    return None;
-                }
-                match delivered_here(cx.run.trace, cx.i) {
-                    Some((
-                        from,
-                        Msg::Effect {
-                            req: r,
-                            entity,
-                            key: k,
-                            fence,
-                            ..
-                        },
-                    )) if from == to && r == req && k == key => Some(Said::Admitted {
-                        entity,
-                        key,
-                        fence,
-                        applied,
-                    }),
-                    _ => None,
-                }
-            }
+            } => admitted(cx, s, req, key, outcome),
             Msg::Effect {
                 job, key, fence, ..
-            } => {
-                let cx = cx();
-                if !matches!(cx.role(e.node), Some(Role::Worker { .. })) {
-                    return None;
-                }
-                let journaled = journaled_here(
-                    cx.run.trace,
-                    cx.i,
-                    |n| matches!(*n, Event::EffectStarted { job: j, token: t, key: k, .. } if j == job && t == fence && k == key),
-                );
-                if journaled {
-                    return None;
-                }
-                let Some(&Role::Receiver { index, .. }) = cx.role(to) else {
-                    return None;
-                };
-                Some(Said::Effect {
-                    job,
-                    fence,
-                    receiver: index,
-                    key,
-                })
-            }
+            } => effect_sent(cx, s, job, key, fence),
             // Sent by a node that does not decide it, or what `sent` leaves.
             _ => None,
         }
     }
+
+    /// The coordinator's `ClaimGranted` of (job, token): a grant, or the extension of the
+    /// current lease handed to its own holder, unless journaled or a repeated claim's answer.
+    #[inline(always)]
+    fn granted<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        s: &Sending<'_>,
+        (job, token): (JobId, Token),
+        lease_ns: u64,
+        out: &mut Judgement,
+    ) -> Option<Said> {
+        let (e, to) = (s.e, s.to);
+        if matches!(s.fate, Fate::Duplicate { .. }) {
+            out.hit(Hazard::LeaseReplyDuplicated);
+        }
+        let j = self.job_mut(job);
+        match j.granted {
+            Some((t, n)) if t == token && n == to => {
+                // A repeated claim's first answer again: no new decision.
+                out.hit(Hazard::LeaseReplyDuplicated);
+                return None;
+            }
+            Some((t, _)) if t >= token => {}
+            _ => j.granted = Some((token, to)),
+        }
+        let lease_until = e.local.saturating_add(lease_ns);
+        self.issue(job, token, lease_until);
+        let cx = cx();
+        let journaled = journaled_here(cx.run.trace, cx.i, |n| match *n {
+            Event::LeaseGranted {
+                job: j, token: t, ..
+            }
+            | Event::LeaseRenewed {
+                job: j, token: t, ..
+            } => j == job && t == token,
+            _ => false,
+        });
+        if journaled {
+            return None;
+        }
+        let holder = cx.worker_name(to)?;
+        let m = cx.models.table.row(job);
+        // The current lease handed to its own holder (an operator's handoff picked up)
+        // extends it; anything else is a new grant.
+        let extends = m.token == token
+            && m.holder == Some(holder)
+            && m.valid_until.is_some_and(|u| u > e.local);
+        Some(if extends {
+            Said::Renewal {
+                job,
+                token,
+                worker: holder,
+                lease_until,
+            }
+        } else {
+            Said::Grant {
+                job,
+                token,
+                holder,
+                lease_until,
+            }
+        })
+    }
+
+    /// The coordinator's `HeartbeatOk` of (job, token): a renewal, unless journaled.
+    #[inline(always)]
+    fn renewed<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        s: &Sending<'_>,
+        (job, token): (JobId, Token),
+        lease_ns: u64,
+        out: &mut Judgement,
+    ) -> Option<Said> {
+        if matches!(s.fate, Fate::Duplicate { .. }) {
+            out.hit(Hazard::LeaseReplyDuplicated);
+        }
+        let lease_until = s.e.local.saturating_add(lease_ns);
+        self.issue(job, token, lease_until);
+        let cx = cx();
+        let journaled = journaled_here(
+            cx.run.trace,
+            cx.i,
+            |n| matches!(*n, Event::LeaseRenewed { job: j, token: t, .. } if j == job && t == token),
+        );
+        if journaled {
+            return None;
+        }
+        Some(Said::Renewal {
+            job,
+            token,
+            worker: cx.worker_name(s.to)?,
+            lease_until,
+        })
+    }
+
+    /// The coordinator's first `CommitAccepted` of (job, token) to `to`: an acceptance, with
+    /// the outcome of the commit it answers, unless journaled.
+    #[inline(always)]
+    fn accepted<'a>(
+        &mut self,
+        cx: &impl Fn() -> Cx<'a>,
+        to: NodeId,
+        req: u64,
+        (job, token): (JobId, Token),
+    ) -> Option<Said> {
+        if self.accepted.find(job.0, |&a| a == (token, to)).is_some() {
+            // A repeated commit's first answer again.
+            return None;
+        }
+        self.accepted.push(job.0, (token, to));
+        let cx = cx();
+        let journaled = journaled_here(
+            cx.run.trace,
+            cx.i,
+            |n| matches!(*n, Event::ResultAccepted { job: j, token: t, .. } if j == job && t == token),
+        );
+        if journaled {
+            return None;
+        }
+        let success = match delivered_here(cx.run.trace, cx.i) {
+            Some((
+                from,
+                Msg::Commit {
+                    req: r, outcome, ..
+                },
+            )) if from == to && r == req => Some(matches!(outcome, Outcome::Success { .. })),
+            _ => None,
+        };
+        Some(Said::Accepted {
+            job,
+            token,
+            worker: cx.worker_name(to)?,
+            success,
+        })
+    }
+}
+
+/// The coordinator's `OperatorDone` of an action it applied on `job`, unless journaled.
+#[inline(always)]
+fn operated<'a>(cx: &impl Fn() -> Cx<'a>, to: NodeId, req: u64, job: JobId) -> Option<Said> {
+    let cx = cx();
+    let journaled = journaled_here(cx.run.trace, cx.i, |n| match *n {
+        Event::LeaseRevoked { job: j, .. } | Event::ResultAccepted { job: j, .. } => j == job,
+        _ => false,
+    });
+    if journaled {
+        return None;
+    }
+    match delivered_here(cx.run.trace, cx.i) {
+        Some((from, Msg::Operator { req: r, action, .. })) if from == to && r == req => {
+            Some(Said::Operated { job, action })
+        }
+        _ => None,
+    }
+}
+
+/// A receiver's `EffectAck` that applied `key` or answered it from its store: an admitted
+/// effect, with the entity and fence of the `Effect` it answers, unless journaled.
+#[inline(always)]
+fn admitted<'a>(
+    cx: &impl Fn() -> Cx<'a>,
+    s: &Sending<'_>,
+    req: u64,
+    key: IdemKey,
+    outcome: EffectOutcome,
+) -> Option<Said> {
+    let applied = match outcome {
+        EffectOutcome::Applied => true,
+        EffectOutcome::Duplicate { .. } => false,
+        // A refusal admits nothing.
+        EffectOutcome::StaleFence { .. } | EffectOutcome::Unauthorized => return None,
+    };
+    let cx = cx();
+    if !matches!(cx.role(s.e.node), Some(Role::Receiver { .. })) {
+        return None;
+    }
+    let journaled = journaled_here(cx.run.trace, cx.i, |n| match *n {
+        Event::EffectApplied { key: k, .. }
+        | Event::EffectDuplicate { key: k, .. }
+        | Event::EffectFenced { key: k, .. }
+        | Event::EffectUnauthorized { key: k, .. } => k == key,
+        _ => false,
+    });
+    if journaled {
+        return None;
+    }
+    match delivered_here(cx.run.trace, cx.i) {
+        Some((
+            from,
+            Msg::Effect {
+                req: r,
+                entity,
+                key: k,
+                fence,
+                ..
+            },
+        )) if from == s.to && r == req && k == key => Some(Said::Admitted {
+            entity,
+            key,
+            fence,
+            applied,
+        }),
+        _ => None,
+    }
+}
+
+/// A worker's `Effect` to a receiver: the effect it acted on, unless journaled.
+#[inline(always)]
+fn effect_sent<'a>(
+    cx: &impl Fn() -> Cx<'a>,
+    s: &Sending<'_>,
+    job: JobId,
+    key: IdemKey,
+    fence: Token,
+) -> Option<Said> {
+    let cx = cx();
+    if !matches!(cx.role(s.e.node), Some(Role::Worker { .. })) {
+        return None;
+    }
+    let journaled = journaled_here(
+        cx.run.trace,
+        cx.i,
+        |n| matches!(*n, Event::EffectStarted { job: j, token: t, key: k, .. } if j == job && t == fence && k == key),
+    );
+    if journaled {
+        return None;
+    }
+    let Some(&Role::Receiver { index, .. }) = cx.role(s.to) else {
+        return None;
+    };
+    Some(Said::Effect {
+        job,
+        fence,
+        receiver: index,
+        key,
+    })
 }
 
 /// The true time and the holder's clock reading at which it sent the claim or heartbeat that

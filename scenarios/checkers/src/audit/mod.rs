@@ -26,7 +26,7 @@
 use crate::hazard::Hazards;
 use crate::journal::{Journal, Place, Record};
 use crate::node::{NodeInfo, Role};
-use crate::{check, fmt_ns, World};
+use crate::{check, fmt_ns, Judgement, World};
 use leasesim_protocol::{Event, Finding, IdemKey, Invariant, JobId, Msg, Token, WorkerName};
 use leasesim_sim::{Clock, End, EventKind, NodeId, TraceEvent};
 use std::collections::{BTreeMap, BTreeSet};
@@ -144,6 +144,32 @@ fn judge_logs(j: &Journal, coordinator: Option<usize>, receivers: &[usize], a: &
     for &r in receivers {
         order.extend(of(j, r).filter(|r| is_receipt(&r.event)));
     }
+    let judged = check_records(j, &order);
+    a.hazards = judged.hazards;
+    for f in judged.findings {
+        let Some(r) = order.get(f.t_ns as usize) else {
+            continue;
+        };
+        if !kept(j, coordinator, &f, r) {
+            continue;
+        }
+        let mut lines = vec![r.at];
+        lines.extend(proof(&order[..f.t_ns as usize], r));
+        a.findings.push(AuditFinding {
+            finding: Finding {
+                t_ns: r.local_ns,
+                node: r.node as NodeId,
+                ..f
+            },
+            lines,
+            within: None,
+        });
+    }
+    logs_judged(j, coordinator, receivers, a);
+}
+
+/// The checkers' judgement of `order`, the records as one trace of journal notes.
+fn check_records(j: &Journal, order: &[&Record]) -> Judgement {
     let trace: Vec<TraceEvent<Msg, Event>> = order
         .iter()
         .enumerate()
@@ -167,45 +193,39 @@ fn judge_logs(j: &Journal, coordinator: Option<usize>, receivers: &[usize], a: &
         end_ns: trace.len() as u64,
         messages: false,
     };
-    let judged = check(&world, &trace);
-    a.hazards = judged.hazards;
-    for f in judged.findings {
-        let Some(r) = order.get(f.t_ns as usize) else {
-            continue;
-        };
-        let from_coordinator = Some(r.node) == coordinator;
-        let kept = if from_coordinator {
-            COORDINATOR.contains(&f.invariant)
-        } else {
-            matches!(
-                f.invariant,
-                Invariant::NoDoubleEffect | Invariant::NothingLost
-            )
-        };
-        if !kept {
-            continue;
-        }
-        // A snapshot lists each job's latest token only; the earlier ones were granted too.
-        if let (Some(c), Event::EffectApplied { key, fence, .. }) = (coordinator, r.event) {
-            if f.invariant == Invariant::NothingLost
-                && j.snapshot[c]
-                && latest_token(j, c, key.job).is_some_and(|t| fence <= t)
-            {
-                continue;
-            }
-        }
-        let mut lines = vec![r.at];
-        lines.extend(proof(&order[..f.t_ns as usize], r));
-        a.findings.push(AuditFinding {
-            finding: Finding {
-                t_ns: r.local_ns,
-                node: r.node as NodeId,
-                ..f
-            },
-            lines,
-            within: None,
-        });
+    check(&world, &trace)
+}
+
+/// Whether a finding at record `r` stands on a journal: an invariant judged at its node's
+/// kind, and not a fence a snapshot's latest token may account for.
+fn kept(j: &Journal, coordinator: Option<usize>, f: &Finding, r: &Record) -> bool {
+    let from_coordinator = Some(r.node) == coordinator;
+    let kept = if from_coordinator {
+        COORDINATOR.contains(&f.invariant)
+    } else {
+        matches!(
+            f.invariant,
+            Invariant::NoDoubleEffect | Invariant::NothingLost
+        )
+    };
+    if !kept {
+        return false;
     }
+    // A snapshot lists each job's latest token only; the earlier ones were granted too.
+    if let (Some(c), Event::EffectApplied { key, fence, .. }) = (coordinator, r.event) {
+        if f.invariant == Invariant::NothingLost
+            && j.snapshot[c]
+            && latest_token(j, c, key.job).is_some_and(|t| fence <= t)
+        {
+            return false;
+        }
+    }
+    true
+}
+
+/// What the judgement of the coordinator's and receivers' records covered, and what it could
+/// not.
+fn logs_judged(j: &Journal, coordinator: Option<usize>, receivers: &[usize], a: &mut Audit) {
     if let Some(c) = coordinator.filter(|&c| j.snapshot[c]) {
         a.skipped.push(format!(
             "{}'s journal is a snapshot (each job's latest grant only): {} traces a fence to any token up to the job's latest (tokens rise by one a grant); the coordinator's earlier decisions are not judged",
@@ -371,13 +391,21 @@ struct Lease {
     accepted: BTreeSet<WorkerName>,
 }
 
-/// I5 from each holder's own records, and across nodes within a clock uncertainty.
-fn holders(j: &Journal, coordinator: Option<usize>, o: &Options, a: &mut Audit) {
-    let mut leases: BTreeMap<(JobId, Token), Lease> = BTreeMap::new();
-    // Per job: (coordinator reading, token) of each grant, and of each revocation (hazards).
-    let mut grants: BTreeMap<JobId, Vec<(u64, Token, Place)>> = BTreeMap::new();
-    let mut revoked: BTreeMap<JobId, Vec<(u64, Token)>> = BTreeMap::new();
-    if let Some(c) = coordinator {
+/// What the coordinator's journal says of every lease, read once for all the holders.
+#[derive(Default)]
+struct Granted {
+    /// Each lease (job, token).
+    leases: BTreeMap<(JobId, Token), Lease>,
+    /// Per job: (coordinator reading, token, line) of each grant.
+    grants: BTreeMap<JobId, Vec<(u64, Token, Place)>>,
+    /// Per job: (coordinator reading, token) of each revocation.
+    revoked: BTreeMap<JobId, Vec<(u64, Token)>>,
+}
+
+impl Granted {
+    /// The leases of coordinator `c`'s journal.
+    fn read(j: &Journal, c: usize) -> Granted {
+        let mut g = Granted::default();
         for r in of(j, c) {
             match r.event {
                 Event::LeaseGranted {
@@ -386,12 +414,8 @@ fn holders(j: &Journal, coordinator: Option<usize>, o: &Options, a: &mut Audit) 
                     lease_until,
                     ..
                 } => {
-                    leases
-                        .entry((job, token))
-                        .or_default()
-                        .expiries
-                        .push((r.local_ns, lease_until));
-                    grants
+                    g.lease(job, token).expiries.push((r.local_ns, lease_until));
+                    g.grants
                         .entry(job)
                         .or_default()
                         .push((r.local_ns, token, r.at));
@@ -407,181 +431,91 @@ fn holders(j: &Journal, coordinator: Option<usize>, o: &Options, a: &mut Audit) 
                     token,
                     lease_until,
                     ..
-                } => leases
-                    .entry((job, token))
-                    .or_default()
-                    .expiries
-                    .push((r.local_ns, lease_until)),
+                } => g.lease(job, token).expiries.push((r.local_ns, lease_until)),
                 Event::ResultAccepted {
                     job, worker, token, ..
                 } => {
-                    leases
-                        .entry((job, token))
-                        .or_default()
-                        .accepted
-                        .insert(worker);
+                    g.lease(job, token).accepted.insert(worker);
                 }
                 Event::LeaseRevoked { job, token, .. } => {
-                    revoked.entry(job).or_default().push((r.local_ns, token))
+                    g.revoked.entry(job).or_default().push((r.local_ns, token))
                 }
                 _ => {}
             }
         }
+        g
     }
+
+    fn lease(&mut self, job: JobId, token: Token) -> &mut Lease {
+        self.leases.entry((job, token)).or_default()
+    }
+
+    /// I5 across nodes for an effect `what` (its holder and key) that a holder started under
+    /// (job, token) at `t` on its clock, on clocks within `u` of the coordinator's: the finding
+    /// and the grant's line when a higher token had surely been granted, or the lease had
+    /// surely expired, and no revocation may explain it.
+    fn past_lease(
+        &self,
+        what: &str,
+        (job, token): (JobId, Token),
+        t: u64,
+        u: u64,
+    ) -> Option<(String, Vec<Place>)> {
+        // Surely before the effect: set at a coordinator reading below t - U.
+        let surely = |c: u64| c.saturating_add(u) < t;
+        let was_revoked = |tok: Token| {
+            self.revoked.get(&job).is_some_and(|v| {
+                v.iter()
+                    .any(|&(c, rt)| rt >= tok && c <= t.saturating_add(u))
+            })
+        };
+        let higher = self.grants.get(&job).and_then(|g| {
+            g.iter()
+                .filter(|&&(c, tok, _)| tok > token && surely(c))
+                .max_by_key(|&&(_, tok, _)| tok)
+        });
+        if let Some(&(_, newer, at)) = higher {
+            return (!was_revoked(token)).then(|| {
+                (
+                    format!("{what} believing it held token {token} while token {newer} had been granted"),
+                    vec![at],
+                )
+            });
+        }
+        let l = self.leases.get(&(job, token))?;
+        // Every expiry the coordinator may have set before the effect.
+        let until = l
+            .expiries
+            .iter()
+            .filter(|&&(c, _)| c <= t.saturating_add(u))
+            .map(|&(_, until)| until)
+            .max()?;
+        if !surely(until) || was_revoked(token) {
+            return None;
+        }
+        let at = self
+            .grants
+            .get(&job)
+            .and_then(|g| g.iter().find(|g| g.1 == token))
+            .map(|g| g.2);
+        Some((
+            format!("{what} with token {token} after the coordinator's lease had expired"),
+            at.into_iter().collect(),
+        ))
+    }
+}
+
+/// I5 from each holder's own records, and across nodes within a clock uncertainty.
+fn holders(j: &Journal, coordinator: Option<usize>, o: &Options, a: &mut Audit) {
+    let granted = coordinator.map_or_else(Granted::default, |c| Granted::read(j, c));
     let workers: Vec<usize> = (0..j.nodes.len())
         .filter(|&n| matches!(j.nodes[n].role, Role::Worker { .. }))
         .collect();
     for &w in &workers {
-        let NodeInfo {
-            name: node_name,
-            role: Role::Worker { name, .. },
-        } = &j.nodes[w]
-        else {
-            continue;
-        };
-        // (job, token) -> the line that journaled the loss, and jeopardy's line per lease.
-        let mut lost: BTreeMap<(JobId, Token), Place> = BTreeMap::new();
-        let mut jeopardy: BTreeMap<(JobId, Token), Place> = BTreeMap::new();
-        for r in of(j, w) {
-            let mut flag = |message: String, mut lines: Vec<Place>, within: Option<String>| {
-                lines.insert(0, r.at);
-                a.findings.push(AuditFinding {
-                    finding: Finding {
-                        invariant: Invariant::QuiescentHolder,
-                        t_ns: r.local_ns,
-                        node: w as NodeId,
-                        message,
-                    },
-                    lines,
-                    within,
-                });
-            };
-            match r.event {
-                Event::HeartbeatLost { job, token } | Event::CommitRefused { job, token } => {
-                    lost.entry((job, token)).or_insert(r.at);
-                }
-                Event::JeopardyEntered { job, token, .. } => {
-                    jeopardy.insert((job, token), r.at);
-                }
-                Event::JeopardyExited { job, token } => {
-                    jeopardy.remove(&(job, token));
-                }
-                Event::EffectStarted {
-                    job,
-                    token,
-                    key,
-                    in_jeopardy,
-                    ..
-                } => {
-                    let k = key_text(&j.ops, key);
-                    if in_jeopardy {
-                        let why = jeopardy.get(&(job, token)).copied().into_iter().collect();
-                        flag(
-                            format!("{node_name} started {k} with token {token} while in jeopardy"),
-                            why,
-                            None,
-                        );
-                    } else if let Some(&at) = lost.get(&(job, token)) {
-                        flag(
-                            format!("{node_name} started {k} with token {token} after it learned the lease was lost"),
-                            vec![at],
-                            None,
-                        );
-                    } else if let (Some(u), Some(_)) = (o.clock_uncertainty_ns, coordinator) {
-                        let within = Some(format!(
-                            "judged on clocks within {} of the coordinator's",
-                            fmt_ns(u)
-                        ));
-                        let t = r.local_ns;
-                        // Surely before the effect: set at a coordinator reading below t - U.
-                        let surely = |c: u64| c.saturating_add(u) < t;
-                        let was_revoked = |tok: Token| {
-                            revoked.get(&job).is_some_and(|v| {
-                                v.iter()
-                                    .any(|&(c, rt)| rt >= tok && c <= t.saturating_add(u))
-                            })
-                        };
-                        let higher = grants.get(&job).and_then(|g| {
-                            g.iter()
-                                .filter(|&&(c, tok, _)| tok > token && surely(c))
-                                .max_by_key(|&&(_, tok, _)| tok)
-                        });
-                        if let Some(&(_, newer, at)) = higher {
-                            if !was_revoked(token) {
-                                flag(
-                                    format!("{node_name} started {k} believing it held token {token} while token {newer} had been granted"),
-                                    vec![at],
-                                    within,
-                                );
-                            }
-                        } else if let Some(l) = leases.get(&(job, token)) {
-                            // Every expiry the coordinator may have set before the effect.
-                            let until = l
-                                .expiries
-                                .iter()
-                                .filter(|&&(c, _)| c <= t.saturating_add(u))
-                                .map(|&(_, until)| until)
-                                .max();
-                            if let Some(until) = until {
-                                if surely(until) && !was_revoked(token) {
-                                    let at = grants
-                                        .get(&job)
-                                        .and_then(|g| g.iter().find(|g| g.1 == token))
-                                        .map(|g| g.2);
-                                    flag(
-                                        format!("{node_name} started {k} with token {token} after the coordinator's lease had expired"),
-                                        at.into_iter().collect(),
-                                        within,
-                                    );
-                                }
-                            }
-                        }
-                    }
-                }
-                // A snapshot lists no acceptance: it cannot say one was never made.
-                Event::SuccessClaimed { job, token }
-                    if coordinator.is_some_and(|c| !j.snapshot[c]) =>
-                {
-                    let accepted = leases
-                        .get(&(job, token))
-                        .is_some_and(|l| l.accepted.contains(name));
-                    if !accepted {
-                        flag(
-                            format!("{node_name} claimed success for {job} with token {token} that the coordinator never accepted"),
-                            Vec::new(),
-                            None,
-                        );
-                    }
-                }
-                _ => {}
-            }
-        }
+        holder(j, w, coordinator, o, &granted, a);
     }
     if !workers.is_empty() {
-        a.judged.push(format!(
-            "{}: on each holder's own records (an effect started in jeopardy or after it journaled the loss{})",
-            Invariant::QuiescentHolder.label(),
-            if coordinator.is_some_and(|c| !j.snapshot[c]) {
-                "; a success claimed that the coordinator's journal never accepted"
-            } else {
-                ""
-            }
-        ));
-        match (o.clock_uncertainty_ns, coordinator) {
-            (Some(u), Some(_)) => a.skipped.push(format!(
-                "{} across nodes: weakened, judged only where the order holds for every clock within {} of the coordinator's (an effect more than that past the lease's expiry, or after a higher grant); a simulated run judges it in true time",
-                Invariant::QuiescentHolder.label(),
-                fmt_ns(u)
-            )),
-            _ => a.skipped.push(format!(
-                "{} across nodes: not judged, as a holder's acts and the coordinator's grants are read on different clocks (give --clock-uncertainty to judge them within a bound)",
-                Invariant::QuiescentHolder.label()
-            )),
-        }
-        a.skipped.push(format!(
-            "{} belief-within-grant: not judged, as a holder's stated deadline is held against the grant in true time, through its clock's offset and rate, which a log does not give",
-            Invariant::QuiescentHolder.label()
-        ));
+        holders_judged(j, coordinator, o, a);
     }
     a.skipped.push(format!(
         "{}: a refusal the coordinator sent without journaling it, and a loss a worker was told of but did not journal, are not judged: a journal holds no messages",
@@ -594,6 +528,167 @@ fn holders(j: &Journal, coordinator: Option<usize>, o: &Options, a: &mut Audit) 
     a.skipped.push(format!(
         "{}: not judged, as it needs true time and when the faults healed",
         Invariant::Liveness.label()
+    ));
+}
+
+/// What a holder's own records said of its leases so far.
+#[derive(Default)]
+struct Told {
+    /// (job, token) -> the line that journaled the loss.
+    lost: BTreeMap<(JobId, Token), Place>,
+    /// (job, token) -> the line that entered jeopardy, while in it.
+    jeopardy: BTreeMap<(JobId, Token), Place>,
+}
+
+impl Told {
+    /// Takes in the holder's record `r`: a loss it learned, jeopardy entered or left.
+    fn note(&mut self, r: &Record) {
+        match r.event {
+            Event::HeartbeatLost { job, token } | Event::CommitRefused { job, token } => {
+                self.lost.entry((job, token)).or_insert(r.at);
+            }
+            Event::JeopardyEntered { job, token, .. } => {
+                self.jeopardy.insert((job, token), r.at);
+            }
+            Event::JeopardyExited { job, token } => {
+                self.jeopardy.remove(&(job, token));
+            }
+            _ => {}
+        }
+    }
+
+    /// An effect `what` (its holder and key) started under `lease` while in jeopardy, or after
+    /// the holder journaled the lease's loss: the finding and the line that shows it.
+    fn effect(
+        &self,
+        what: &str,
+        lease: (JobId, Token),
+        in_jeopardy: bool,
+    ) -> Option<(String, Vec<Place>)> {
+        let token = lease.1;
+        if in_jeopardy {
+            let why = self.jeopardy.get(&lease).copied().into_iter().collect();
+            return Some((format!("{what} with token {token} while in jeopardy"), why));
+        }
+        let &at = self.lost.get(&lease)?;
+        Some((
+            format!("{what} with token {token} after it learned the lease was lost"),
+            vec![at],
+        ))
+    }
+}
+
+/// I5 on worker `w`'s own records: an effect started in jeopardy, after it journaled the loss,
+/// or (within a clock uncertainty) past its lease; a success the coordinator never accepted.
+fn holder(
+    j: &Journal,
+    w: usize,
+    coordinator: Option<usize>,
+    o: &Options,
+    granted: &Granted,
+    a: &mut Audit,
+) {
+    let NodeInfo {
+        name: node_name,
+        role: Role::Worker { name, .. },
+    } = &j.nodes[w]
+    else {
+        return;
+    };
+    let mut told = Told::default();
+    for r in of(j, w) {
+        told.note(r);
+        let found = match r.event {
+            Event::EffectStarted {
+                job,
+                token,
+                key,
+                in_jeopardy,
+                ..
+            } => {
+                let what = format!("{node_name} started {}", key_text(&j.ops, key));
+                let lease = (job, token);
+                let here = told.effect(&what, lease, in_jeopardy);
+                here.map(|(message, lines)| (message, lines, None))
+                    .or_else(|| {
+                        let u = o.clock_uncertainty_ns.filter(|_| coordinator.is_some())?;
+                        let within =
+                            format!("judged on clocks within {} of the coordinator's", fmt_ns(u));
+                        granted
+                            .past_lease(&what, lease, r.local_ns, u)
+                            .map(|(message, lines)| (message, lines, Some(within)))
+                    })
+            }
+            // A snapshot lists no acceptance: it cannot say one was never made.
+            Event::SuccessClaimed { job, token } if coordinator.is_some_and(|c| !j.snapshot[c]) => {
+                let accepted = granted
+                    .leases
+                    .get(&(job, token))
+                    .is_some_and(|l| l.accepted.contains(name));
+                (!accepted).then(|| {
+                    (
+                        format!("{node_name} claimed success for {job} with token {token} that the coordinator never accepted"),
+                        Vec::new(),
+                        None,
+                    )
+                })
+            }
+            _ => None,
+        };
+        if let Some(found) = found {
+            a.quiescent(w, r, found);
+        }
+    }
+}
+
+impl Audit {
+    /// A finding of I5 on worker `w`'s record `r`: its message, the lines that show it after
+    /// `r`'s own, and the bound it was judged within, if any.
+    fn quiescent(
+        &mut self,
+        w: usize,
+        r: &Record,
+        (message, mut lines, within): (String, Vec<Place>, Option<String>),
+    ) {
+        lines.insert(0, r.at);
+        self.findings.push(AuditFinding {
+            finding: Finding {
+                invariant: Invariant::QuiescentHolder,
+                t_ns: r.local_ns,
+                node: w as NodeId,
+                message,
+            },
+            lines,
+            within,
+        });
+    }
+}
+
+/// What the holders' judgement covered, and what it could not.
+fn holders_judged(j: &Journal, coordinator: Option<usize>, o: &Options, a: &mut Audit) {
+    a.judged.push(format!(
+        "{}: on each holder's own records (an effect started in jeopardy or after it journaled the loss{})",
+        Invariant::QuiescentHolder.label(),
+        if coordinator.is_some_and(|c| !j.snapshot[c]) {
+            "; a success claimed that the coordinator's journal never accepted"
+        } else {
+            ""
+        }
+    ));
+    match (o.clock_uncertainty_ns, coordinator) {
+        (Some(u), Some(_)) => a.skipped.push(format!(
+            "{} across nodes: weakened, judged only where the order holds for every clock within {} of the coordinator's (an effect more than that past the lease's expiry, or after a higher grant); a simulated run judges it in true time",
+            Invariant::QuiescentHolder.label(),
+            fmt_ns(u)
+        )),
+        _ => a.skipped.push(format!(
+            "{} across nodes: not judged, as a holder's acts and the coordinator's grants are read on different clocks (give --clock-uncertainty to judge them within a bound)",
+            Invariant::QuiescentHolder.label()
+        )),
+    }
+    a.skipped.push(format!(
+        "{} belief-within-grant: not judged, as a holder's stated deadline is held against the grant in true time, through its clock's offset and rate, which a log does not give",
+        Invariant::QuiescentHolder.label()
     ));
 }
 

@@ -178,6 +178,20 @@ impl Journal {
     }
 }
 
+/// What every event line carries before its event's own fields.
+struct Stamp<'o> {
+    /// The event's journal name.
+    name: &'o str,
+    /// Its event, by index in [`EVENTS`].
+    event: u8,
+    /// The role that journals it.
+    side: Side,
+    /// The node that journaled it.
+    node_name: &'o str,
+    local_ns: u64,
+    seq: Option<u64>,
+}
+
 /// Which role an event's node must have.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum Side {
@@ -687,26 +701,49 @@ impl Reader {
 
     /// An event line; whether it was read.
     fn event(&mut self, at: Place, text: &str, obj: &Map<String, Value>) -> bool {
+        let Some(s) = self.stamp(at, obj) else {
+            return false;
+        };
+        let Some(node) = self.line_node(at, &s) else {
+            return false;
+        };
+        self.j.lines_read += 1;
+        self.lines.push(Line {
+            print: fingerprint(text),
+            seq: s.seq.unwrap_or(0),
+            local_ns: s.local_ns,
+            file: u32::try_from(at.file).unwrap_or(u32::MAX),
+            line: u32::try_from(at.line).unwrap_or(u32::MAX),
+            node: node as u16,
+            event: s.event,
+            repeat: false,
+        });
+        self.record(at, node, &s, obj)
+    }
+
+    /// What an event line carries before its event's own fields, or `None` (the problem
+    /// noted) when it does not read.
+    fn stamp<'o>(&mut self, at: Place, obj: &'o Map<String, Value>) -> Option<Stamp<'o>> {
         let Some(name) = obj.get("event").and_then(Value::as_str) else {
             self.j.problem(at, "a line without `event`".to_string());
-            return false;
+            return None;
         };
         let Some((event, side)) = side(name) else {
             self.j
                 .problem(at, format!("unknown event `{name}`: not read"));
-            return false;
+            return None;
         };
         let Some(node_name) = obj.get("node").and_then(Value::as_str) else {
             self.j.problem(at, format!("{name} without `node`"));
-            return false;
+            return None;
         };
         let Some(local_ns) = obj.get("t_local_ns").and_then(Value::as_u64) else {
             self.j.problem(at, format!("{name} without `t_local_ns`"));
-            return false;
+            return None;
         };
         if local_ns > TIME_NS_MAX {
             self.refuse(at, format!("{name}: `t_local_ns` {local_ns} {}", beyond()));
-            return false;
+            return None;
         }
         let seq = match obj.get("seq").filter(|v| !v.is_null()) {
             None => None,
@@ -716,7 +753,7 @@ impl Reader {
                         at,
                         format!("{name}: `seq` 0, but `seq` numbers a node's lines from 1"),
                     );
-                    return false;
+                    return None;
                 }
                 Some(s) => Some(s),
                 None => {
@@ -724,10 +761,25 @@ impl Reader {
                         at,
                         format!("{name}: `seq` {v} is not a whole number: not read"),
                     );
-                    return false;
+                    return None;
                 }
             },
         };
+        Some(Stamp {
+            name,
+            event,
+            side,
+            node_name,
+            local_ns,
+            seq,
+        })
+    }
+
+    /// The node of a line, or `None` (the problem noted) when its file's header does not
+    /// list it, its role is unknown or does not journal the line's event, or it cannot be
+    /// added.
+    fn line_node(&mut self, at: Place, s: &Stamp<'_>) -> Option<usize> {
+        let (name, node_name) = (s.name, s.node_name);
         if let Some(listed) = &self.listed {
             if !listed.contains(node_name) {
                 let names: Vec<&str> = listed.iter().map(String::as_str).collect();
@@ -735,7 +787,7 @@ impl Reader {
                     at,
                     format!("{name} of node {node_name}, which its file's header does not list (it lists {}): a header declares every node whose lines follow it; declare {node_name} there with its role, or leave the header out to have roles inferred", if names.is_empty() { "none".to_string() } else { names.join(", ") }),
                 );
-                return false;
+                return None;
             }
         }
         if self.unknown_role.contains(node_name) {
@@ -744,29 +796,23 @@ impl Reader {
                 format!("{name} of node {node_name}, whose declared role is unknown: not read"),
             );
             self.j.left_unread = true;
-            return false;
+            return None;
         }
-        let Some(node) = self.node_of(at, node_name, side) else {
-            return false;
-        };
-        if !fits(side, &self.j.nodes[node].role) {
+        let node = self.node_of(at, node_name, s.side)?;
+        if !fits(s.side, &self.j.nodes[node].role) {
             self.j.problem(
                 at,
                 format!("{name} in the journal of {node_name}, which is not a node that journals it: not read"),
             );
-            return false;
+            return None;
         }
-        self.j.lines_read += 1;
-        self.lines.push(Line {
-            print: fingerprint(text),
-            seq: seq.unwrap_or(0),
-            local_ns,
-            file: u32::try_from(at.file).unwrap_or(u32::MAX),
-            line: u32::try_from(at.line).unwrap_or(u32::MAX),
-            node: node as u16,
-            event,
-            repeat: false,
-        });
+        Some(node)
+    }
+
+    /// The event of a line of `node` read, kept for judgement if the audit reads it; whether
+    /// it was read.
+    fn record(&mut self, at: Place, node: usize, s: &Stamp<'_>, obj: &Map<String, Value>) -> bool {
+        let (name, local_ns, seq) = (s.name, s.local_ns, s.seq);
         match self.parse(name, obj) {
             Ok(Some(event)) => {
                 if let Some(why) = impossible(local_ns, &event) {
@@ -830,142 +876,122 @@ impl Reader {
 
     /// The event of a known line, or `None` for one the audit has no use for.
     fn parse(&mut self, name: &str, o: &Map<String, Value>) -> Result<Option<Event>, String> {
-        let job = |r: &mut Self| -> Result<JobId, String> {
-            o.get("job")
-                .and_then(|v| r.id(1, v))
-                .map(JobId)
-                .ok_or_else(|| "no readable `job`".to_string())
-        };
-        let num = |f: &str| -> Result<u64, String> {
-            match o.get(f) {
-                Some(Value::Number(n)) => n.as_u64(),
-                Some(Value::String(s)) => s.parse::<u64>().ok(),
-                _ => None,
-            }
-            .ok_or_else(|| format!("no readable `{f}`"))
-        };
-        let token = |f: &str| num(f).map(Token);
-        let word = |f: &str| -> Result<String, String> {
-            o.get(f)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .ok_or_else(|| format!("no `{f}`"))
-        };
-        let who = |r: &mut Self, f: &str| -> Result<WorkerName, String> {
-            let w = word(f)?;
-            Ok(r.worker(&w))
-        };
-        // An optional field is absent or null, or says what it must: a value that does not
-        // read is a problem, never a silent default (`"in_jeopardy": "yes"` is not false).
-        let present = |f: &str| o.get(f).filter(|v| !v.is_null());
-        let opt =
-            |f: &str| -> Result<Option<u64>, String> { present(f).map(|_| num(f)).transpose() };
-        let flag = |f: &str| -> Result<bool, String> {
-            match present(f) {
-                None => Ok(false),
-                Some(Value::Bool(b)) => Ok(*b),
-                Some(v) => Err(format!("`{f}` {v} is not true or false")),
-            }
-        };
-        let key = |r: &mut Self, job: Option<JobId>| -> Result<IdemKey, String> {
-            let k = word("key")?;
-            r.key(&k, job)
-        };
-        let entity = |r: &mut Self| -> Result<EntityId, String> {
-            o.get("entity")
-                .and_then(|v| r.id(2, v))
-                .map(EntityId)
-                .ok_or_else(|| "no readable `entity`".to_string())
-        };
-        let attempt = || -> Result<u32, String> {
-            opt("attempt")?
-                .map_or(Ok(0), u32::try_from)
-                .map_err(|_| "`attempt` too large".to_string())
-        };
+        let f = Fields { o };
+        if let Some(e) = self.coordinator_lease(name, &f)? {
+            return Ok(Some(e));
+        }
+        if let Some(e) = self.coordinator_result(name, &f)? {
+            return Ok(Some(e));
+        }
+        if let Some(e) = self.effect(name, &f)? {
+            return Ok(Some(e));
+        }
+        self.worker_lease(name, &f)
+    }
+
+    /// The coordinator's lease events, or `None` for any other line.
+    fn coordinator_lease(&mut self, name: &str, f: &Fields<'_>) -> Result<Option<Event>, String> {
         Ok(Some(match name {
             "lease_granted" => Event::LeaseGranted {
-                job: job(self)?,
-                holder: who(self, "holder")?,
-                token: token("token")?,
-                attempt: attempt()?,
-                lease_until: num("lease_until_ns")?,
-                took_over: opt("took_over")?.map(Token),
-                reason: enum_word(&word("reason")?)?,
+                job: f.job(self)?,
+                holder: f.who(self, "holder")?,
+                token: f.token("token")?,
+                attempt: f.attempt()?,
+                lease_until: f.num("lease_until_ns")?,
+                took_over: f.opt("took_over")?.map(Token),
+                reason: enum_word(&f.word("reason")?)?,
             },
             "lease_renewed" => Event::LeaseRenewed {
-                job: job(self)?,
-                worker: who(self, "worker")?,
-                token: token("token")?,
-                lease_until: num("lease_until_ns")?,
+                job: f.job(self)?,
+                worker: f.who(self, "worker")?,
+                token: f.token("token")?,
+                lease_until: f.num("lease_until_ns")?,
             },
             "checkpoint_saved" => Event::CheckpointSaved {
-                job: job(self)?,
-                worker: who(self, "worker")?,
-                token: token("token")?,
-                step: u8::try_from(num("step")?).map_err(|_| "`step` too large".to_string())?,
-                lease_until: num("lease_until_ns")?,
+                job: f.job(self)?,
+                worker: f.who(self, "worker")?,
+                token: f.token("token")?,
+                step: u8::try_from(f.num("step")?).map_err(|_| "`step` too large".to_string())?,
+                lease_until: f.num("lease_until_ns")?,
             },
             "lease_revoked" => Event::LeaseRevoked {
-                job: job(self)?,
-                holder: match present("holder") {
+                job: f.job(self)?,
+                holder: match f.present("holder") {
                     None => None,
                     Some(Value::String(h)) => Some(self.worker(h)),
                     Some(v) => return Err(format!("`holder` {v} is not a name")),
                 },
-                token: token("token")?,
-                epoch: token("epoch")?,
-                action: match word("action")?.as_str() {
-                    "revoke" => OperatorAction::Revoke,
-                    "cancel" => OperatorAction::Cancel,
-                    "hand_to_human" => OperatorAction::HandToHuman,
-                    "human_resolves" => OperatorAction::HumanResolves,
-                    "takeover" => OperatorAction::Takeover {
-                        to: who(self, "to")?,
-                    },
-                    other => return Err(format!("unknown action `{other}`")),
-                },
+                token: f.token("token")?,
+                epoch: f.token("epoch")?,
+                action: self.operator_action(f)?,
             },
             "renewal_cap_reached" => Event::RenewalCapReached {
-                job: job(self)?,
-                token: token("token")?,
-                first_claimed_at: opt("first_claimed_at_ns")?.unwrap_or(0),
+                job: f.job(self)?,
+                token: f.token("token")?,
+                first_claimed_at: f.opt("first_claimed_at_ns")?.unwrap_or(0),
             },
+            _ => return Ok(None),
+        }))
+    }
+
+    /// A revocation's `action` (and a takeover's `to`).
+    fn operator_action(&mut self, f: &Fields<'_>) -> Result<OperatorAction, String> {
+        Ok(match f.word("action")?.as_str() {
+            "revoke" => OperatorAction::Revoke,
+            "cancel" => OperatorAction::Cancel,
+            "hand_to_human" => OperatorAction::HandToHuman,
+            "human_resolves" => OperatorAction::HumanResolves,
+            "takeover" => OperatorAction::Takeover {
+                to: f.who(self, "to")?,
+            },
+            other => return Err(format!("unknown action `{other}`")),
+        })
+    }
+
+    /// The coordinator's answers to heartbeats and results, and its failed jobs, or `None` for
+    /// any other line.
+    fn coordinator_result(&mut self, name: &str, f: &Fields<'_>) -> Result<Option<Event>, String> {
+        Ok(Some(match name {
             "heartbeat_refused" => Event::HeartbeatRefused {
-                job: job(self)?,
-                worker: who(self, "worker")?,
-                token: token("token")?,
-                reason: enum_word::<RefusalReason>(&word("reason")?)?,
+                job: f.job(self)?,
+                worker: f.who(self, "worker")?,
+                token: f.token("token")?,
+                reason: enum_word::<RefusalReason>(&f.word("reason")?)?,
             },
             "result_accepted" => Event::ResultAccepted {
-                job: job(self)?,
-                worker: who(self, "worker")?,
-                token: token("token")?,
-                state: enum_word::<JobState>(&word("state")?)?,
+                job: f.job(self)?,
+                worker: f.who(self, "worker")?,
+                token: f.token("token")?,
+                state: enum_word::<JobState>(&f.word("state")?)?,
             },
             "result_rejected" => Event::ResultRejected {
-                job: job(self)?,
-                worker: who(self, "worker")?,
-                token: token("token")?,
-                reason: enum_word::<RefusalReason>(&word("reason")?)?,
-                result_hash: o
-                    .get("result_hash")
-                    .and_then(Value::as_str)
-                    .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
-                    .unwrap_or(0),
+                job: f.job(self)?,
+                worker: f.who(self, "worker")?,
+                token: f.token("token")?,
+                reason: enum_word::<RefusalReason>(&f.word("reason")?)?,
+                result_hash: f.hash("result_hash"),
             },
             "job_failed" => Event::JobFailed {
-                job: job(self)?,
-                error: error_code(&word("error")?)?,
-                attempt: attempt()?,
+                job: f.job(self)?,
+                error: error_code(&f.word("error")?)?,
+                attempt: f.attempt()?,
             },
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The effects: a receiver's receipts, and a worker's start and reconciliation of one, or
+    /// `None` for any other line.
+    fn effect(&mut self, name: &str, f: &Fields<'_>) -> Result<Option<Event>, String> {
+        Ok(Some(match name {
             "effect_applied" | "effect_duplicate" | "effect_unauthorized" | "effect_fenced" => {
-                let j = match present("job") {
+                let j = match f.present("job") {
                     None => None,
-                    Some(_) => Some(job(self)?),
+                    Some(_) => Some(f.job(self)?),
                 };
-                let key = key(self, j)?;
-                let entity = entity(self)?;
-                let fence = token("fence")?;
+                let key = f.key(self, j)?;
+                let entity = f.entity(self)?;
+                let fence = f.token("fence")?;
                 match name {
                     "effect_applied" => Event::EffectApplied { entity, key, fence },
                     "effect_duplicate" => Event::EffectDuplicate { entity, key, fence },
@@ -974,95 +1000,90 @@ impl Reader {
                         entity,
                         key,
                         fence,
-                        mark: token("mark")?,
+                        mark: f.token("mark")?,
                     },
                 }
             }
             "effect_started" => {
-                let j = job(self)?;
+                let j = f.job(self)?;
                 Event::EffectStarted {
                     job: j,
-                    token: token("token")?,
-                    receiver: opt("receiver")?
+                    token: f.token("token")?,
+                    receiver: f
+                        .opt("receiver")?
                         .map_or(Ok(0), u8::try_from)
                         .map_err(|_| "`receiver` beyond 255".to_string())?,
-                    entity: match present("entity") {
+                    entity: match f.present("entity") {
                         None => EntityId::default(),
-                        Some(_) => entity(self)?,
+                        Some(_) => f.entity(self)?,
                     },
-                    key: key(self, Some(j))?,
-                    in_jeopardy: flag("in_jeopardy")?,
+                    key: f.key(self, Some(j))?,
+                    in_jeopardy: f.flag("in_jeopardy")?,
                 }
             }
-            "job_claimed" => Event::JobClaimed {
-                job: job(self)?,
-                token: token("token")?,
-                deadline: opt("deadline_ns")?.unwrap_or(0),
-            },
-            "heartbeat_ok" => Event::HeartbeatOk {
-                job: job(self)?,
-                token: token("token")?,
-                deadline: opt("deadline_ns")?.unwrap_or(0),
-            },
-            "heartbeat_lost" => Event::HeartbeatLost {
-                job: job(self)?,
-                token: token("token")?,
-            },
-            "jeopardy_entered" => Event::JeopardyEntered {
-                job: job(self)?,
-                token: token("token")?,
-                last_confirmed: opt("last_confirmed_ns")?.unwrap_or(0),
-                request: opt("request")?,
-            },
-            "jeopardy_exited" => Event::JeopardyExited {
-                job: job(self)?,
-                token: token("token")?,
-            },
-            "commit_sent" => Event::CommitSent {
-                job: job(self)?,
-                token: token("token")?,
-                outcome: match word("outcome")?.as_str() {
-                    "success" => Outcome::Success {
-                        result: o
-                            .get("result_hash")
-                            .and_then(Value::as_str)
-                            .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
-                            .unwrap_or(0),
-                    },
-                    "failure" => Outcome::Failure {
-                        error: error_code(&word("error").unwrap_or_default())
-                            .unwrap_or(ErrorCode::ToolFailed),
-                        retryable: flag("retryable")?,
-                    },
-                    other => return Err(format!("unknown outcome `{other}`")),
-                },
-                in_jeopardy: flag("in_jeopardy")?,
-            },
-            "success_claimed" => Event::SuccessClaimed {
-                job: job(self)?,
-                token: token("token")?,
-            },
-            "failure_acknowledged" => Event::FailureAcknowledged {
-                job: job(self)?,
-                token: token("token")?,
-            },
-            "commit_refused" => Event::CommitRefused {
-                job: job(self)?,
-                token: token("token")?,
-            },
-            "commit_abandoned" => Event::CommitAbandoned {
-                job: job(self)?,
-                token: token("token")?,
-            },
             "effect_reconciled" => {
-                let j = job(self)?;
+                let j = f.job(self)?;
                 Event::EffectReconciled {
                     job: j,
-                    token: token("token")?,
-                    key: key(self, Some(j))?,
-                    status: enum_word::<EffectStatus>(&word("status")?)?,
+                    token: f.token("token")?,
+                    key: f.key(self, Some(j))?,
+                    status: enum_word::<EffectStatus>(&f.word("status")?)?,
                 }
             }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// A worker's lease events: claims, heartbeats, jeopardy and commits; `None` for any other
+    /// line, one the audit has no use for.
+    fn worker_lease(&mut self, name: &str, f: &Fields<'_>) -> Result<Option<Event>, String> {
+        Ok(Some(match name {
+            "job_claimed" => Event::JobClaimed {
+                job: f.job(self)?,
+                token: f.token("token")?,
+                deadline: f.opt("deadline_ns")?.unwrap_or(0),
+            },
+            "heartbeat_ok" => Event::HeartbeatOk {
+                job: f.job(self)?,
+                token: f.token("token")?,
+                deadline: f.opt("deadline_ns")?.unwrap_or(0),
+            },
+            "heartbeat_lost" => Event::HeartbeatLost {
+                job: f.job(self)?,
+                token: f.token("token")?,
+            },
+            "jeopardy_entered" => Event::JeopardyEntered {
+                job: f.job(self)?,
+                token: f.token("token")?,
+                last_confirmed: f.opt("last_confirmed_ns")?.unwrap_or(0),
+                request: f.opt("request")?,
+            },
+            "jeopardy_exited" => Event::JeopardyExited {
+                job: f.job(self)?,
+                token: f.token("token")?,
+            },
+            "commit_sent" => Event::CommitSent {
+                job: f.job(self)?,
+                token: f.token("token")?,
+                outcome: f.outcome()?,
+                in_jeopardy: f.flag("in_jeopardy")?,
+            },
+            "success_claimed" => Event::SuccessClaimed {
+                job: f.job(self)?,
+                token: f.token("token")?,
+            },
+            "failure_acknowledged" => Event::FailureAcknowledged {
+                job: f.job(self)?,
+                token: f.token("token")?,
+            },
+            "commit_refused" => Event::CommitRefused {
+                job: f.job(self)?,
+                token: f.token("token")?,
+            },
+            "commit_abandoned" => Event::CommitAbandoned {
+                job: f.job(self)?,
+                token: f.token("token")?,
+            },
             _ => return Ok(None),
         }))
     }
@@ -1184,6 +1205,110 @@ impl Reader {
             }
             prev = Some(l);
         }
+    }
+}
+
+/// An event line's fields, read by name. A field that names a job, worker, entity or key is
+/// read through the [`Reader`], which gives names not of the reference's form a number.
+struct Fields<'o> {
+    o: &'o Map<String, Value>,
+}
+
+impl Fields<'_> {
+    /// A whole number, written as a number or as a string of digits.
+    fn num(&self, f: &str) -> Result<u64, String> {
+        match self.o.get(f) {
+            Some(Value::Number(n)) => n.as_u64(),
+            Some(Value::String(s)) => s.parse::<u64>().ok(),
+            _ => None,
+        }
+        .ok_or_else(|| format!("no readable `{f}`"))
+    }
+
+    fn token(&self, f: &str) -> Result<Token, String> {
+        self.num(f).map(Token)
+    }
+
+    fn word(&self, f: &str) -> Result<String, String> {
+        self.o
+            .get(f)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| format!("no `{f}`"))
+    }
+
+    // An optional field is absent or null, or says what it must: a value that does not read
+    // is a problem, never a silent default (`"in_jeopardy": "yes"` is not false).
+    fn present(&self, f: &str) -> Option<&Value> {
+        self.o.get(f).filter(|v| !v.is_null())
+    }
+
+    fn opt(&self, f: &str) -> Result<Option<u64>, String> {
+        self.present(f).map(|_| self.num(f)).transpose()
+    }
+
+    fn flag(&self, f: &str) -> Result<bool, String> {
+        match self.present(f) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(format!("`{f}` {v} is not true or false")),
+        }
+    }
+
+    fn attempt(&self) -> Result<u32, String> {
+        self.opt("attempt")?
+            .map_or(Ok(0), u32::try_from)
+            .map_err(|_| "`attempt` too large".to_string())
+    }
+
+    /// A result hash, `0x` and hex digits; 0 when absent or unreadable.
+    fn hash(&self, f: &str) -> u64 {
+        self.o
+            .get(f)
+            .and_then(Value::as_str)
+            .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+            .unwrap_or(0)
+    }
+
+    /// A commit's `outcome`: success with its result hash, or failure with its error.
+    fn outcome(&self) -> Result<Outcome, String> {
+        Ok(match self.word("outcome")?.as_str() {
+            "success" => Outcome::Success {
+                result: self.hash("result_hash"),
+            },
+            "failure" => Outcome::Failure {
+                error: error_code(&self.word("error").unwrap_or_default())
+                    .unwrap_or(ErrorCode::ToolFailed),
+                retryable: self.flag("retryable")?,
+            },
+            other => return Err(format!("unknown outcome `{other}`")),
+        })
+    }
+
+    fn job(&self, r: &mut Reader) -> Result<JobId, String> {
+        self.o
+            .get("job")
+            .and_then(|v| r.id(1, v))
+            .map(JobId)
+            .ok_or_else(|| "no readable `job`".to_string())
+    }
+
+    fn who(&self, r: &mut Reader, f: &str) -> Result<WorkerName, String> {
+        let w = self.word(f)?;
+        Ok(r.worker(&w))
+    }
+
+    fn key(&self, r: &mut Reader, job: Option<JobId>) -> Result<IdemKey, String> {
+        let k = self.word("key")?;
+        r.key(&k, job)
+    }
+
+    fn entity(&self, r: &mut Reader) -> Result<EntityId, String> {
+        self.o
+            .get("entity")
+            .and_then(|v| r.id(2, v))
+            .map(EntityId)
+            .ok_or_else(|| "no readable `entity`".to_string())
     }
 }
 

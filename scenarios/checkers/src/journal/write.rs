@@ -528,7 +528,8 @@ impl<'a> Lines<'a> {
             .map(|s| local.saturating_sub(s))
     }
 
-    /// The line of trace event `i`, a journal event, and its callsite.
+    /// The line of trace event `i`, a journal event, and its callsite: the fields every line
+    /// has, then the event's own, stamped by the function of its family.
     fn line(&self, i: usize, note: &Event) -> (Line<'a>, Site) {
         let result = self.result;
         let e = &result.trace[i];
@@ -539,9 +540,27 @@ impl<'a> Lines<'a> {
             node: node_name(&result, e.node),
             ..Line::default()
         };
-        let mut site = Site::Worker;
+        // Each family's function stamps its own events and says whether `note` was one.
+        let site = if self.coordinator_lease(&mut l, note)
+            || self.coordinator_job(&mut l, note)
+            || statement(&mut l, note)
+        {
+            Site::Coordinator
+        } else if self.worker_lease(&mut l, note)
+            || self.worker_tool_call(&mut l, i, note)
+            || self.worker_effect(&mut l, note)
+        {
+            Site::Worker
+        } else {
+            self.other(&mut l, note);
+            Site::Other
+        };
+        (l, site)
+    }
+
+    /// The coordinator's lease events: grants, renewals, checkpoints, revocations, the cap.
+    fn coordinator_lease(&self, l: &mut Line<'a>, note: &Event) -> bool {
         match *note {
-            // ---- coordinator ----
             Event::LeaseGranted {
                 job,
                 holder,
@@ -551,8 +570,7 @@ impl<'a> Lines<'a> {
                 took_over,
                 reason,
             } => {
-                site = Site::Coordinator;
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.class = self.class(job);
                 l.holder = Some(holder.to_string());
                 l.attempt = Some(attempt.into());
@@ -568,50 +586,17 @@ impl<'a> Lines<'a> {
                 step,
                 lease_until,
             } => {
-                site = Site::Coordinator;
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.worker = Some(worker.to_string());
                 l.step = Some(step.into());
                 l.lease_until_ns = Some(lease_until);
-            }
-            Event::AdmissionDeferred {
-                job,
-                running,
-                capacity,
-            } => {
-                site = Site::Coordinator;
-                l.job = Some(job.0.into());
-                l.class = self.class(job);
-                l.running = Some(running.into());
-                l.capacity = Some(capacity.into());
-            }
-            Event::RetryScheduled {
-                job,
-                attempt,
-                not_before,
-            } => {
-                site = Site::Coordinator;
-                l.job = Some(job.0.into());
-                l.attempt = Some(attempt.into());
-                l.not_before_ns = Some(not_before);
-            }
-            Event::JobFailed {
-                job,
-                error,
-                attempt,
-            } => {
-                site = Site::Coordinator;
-                l.job = Some(job.0.into());
-                l.attempt = Some(attempt.into());
-                l.error = code(&error);
             }
             Event::RenewalCapReached {
                 job,
                 token,
                 first_claimed_at,
             } => {
-                site = Site::Coordinator;
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.first_claimed_at_ns = Some(first_claimed_at);
                 l.reason = code(&RefusalReason::RenewalCap);
             }
@@ -622,8 +607,7 @@ impl<'a> Lines<'a> {
                 epoch,
                 action: a,
             } => {
-                site = Site::Coordinator;
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.holder = holder.map(|h| h.to_string());
                 l.epoch = Some(epoch.0);
                 (l.action, l.to) = action(a);
@@ -635,10 +619,46 @@ impl<'a> Lines<'a> {
                 token,
                 lease_until,
             } => {
-                site = Site::Coordinator;
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.worker = Some(worker.to_string());
                 l.lease_until_ns = Some(lease_until);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// The coordinator's job events (admission, retries, failures) and its answers to heartbeats
+    /// and results.
+    fn coordinator_job(&self, l: &mut Line<'a>, note: &Event) -> bool {
+        match *note {
+            Event::AdmissionDeferred {
+                job,
+                running,
+                capacity,
+            } => {
+                l.job = Some(job.0.into());
+                l.class = self.class(job);
+                l.running = Some(running.into());
+                l.capacity = Some(capacity.into());
+            }
+            Event::RetryScheduled {
+                job,
+                attempt,
+                not_before,
+            } => {
+                l.job = Some(job.0.into());
+                l.attempt = Some(attempt.into());
+                l.not_before_ns = Some(not_before);
+            }
+            Event::JobFailed {
+                job,
+                error,
+                attempt,
+            } => {
+                l.job = Some(job.0.into());
+                l.attempt = Some(attempt.into());
+                l.error = code(&error);
             }
             Event::HeartbeatRefused {
                 job,
@@ -646,8 +666,7 @@ impl<'a> Lines<'a> {
                 token,
                 reason,
             } => {
-                site = Site::Coordinator;
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.worker = Some(worker.to_string());
                 l.reason = code(&reason);
             }
@@ -657,8 +676,7 @@ impl<'a> Lines<'a> {
                 token,
                 state,
             } => {
-                site = Site::Coordinator;
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.worker = Some(worker.to_string());
                 l.state = code(&state);
             }
@@ -669,19 +687,25 @@ impl<'a> Lines<'a> {
                 reason,
                 result_hash,
             } => {
-                site = Site::Coordinator;
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.worker = Some(worker.to_string());
                 l.reason = code(&reason);
                 l.result_hash = Some(hash(result_hash));
             }
-            // ---- worker ----
+            _ => return false,
+        }
+        true
+    }
+
+    /// A worker's lease events: claims, heartbeats, jeopardy, stage deadlines and commits.
+    fn worker_lease(&self, l: &mut Line<'a>, note: &Event) -> bool {
+        match *note {
             Event::JobClaimed {
                 job,
                 token,
                 deadline,
             } => {
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.class = self.class(job);
                 l.deadline_ns = Some(deadline);
                 l.payload_hash = self.payload(job);
@@ -691,11 +715,11 @@ impl<'a> Lines<'a> {
                 token,
                 deadline,
             } => {
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.deadline_ns = Some(deadline);
             }
             Event::HeartbeatLost { job, token } => {
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.reason = Some("zero_rows".to_string());
             }
             Event::JeopardyEntered {
@@ -704,7 +728,7 @@ impl<'a> Lines<'a> {
                 last_confirmed,
                 request,
             } => {
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.last_confirmed_ns = Some(last_confirmed);
                 l.request = request;
             }
@@ -712,14 +736,37 @@ impl<'a> Lines<'a> {
             | Event::SuccessClaimed { job, token }
             | Event::FailureAcknowledged { job, token }
             | Event::CommitRefused { job, token }
-            | Event::CommitAbandoned { job, token } => ids(&mut l, job, token),
+            | Event::CommitAbandoned { job, token } => ids(l, job, token),
+            Event::StageDeadlineExceeded { job, token } => {
+                ids(l, job, token);
+                l.error = code(&ErrorCode::StageDeadline);
+            }
+            Event::CommitSent {
+                job,
+                token,
+                outcome,
+                in_jeopardy,
+            } => {
+                ids(l, job, token);
+                l.in_jeopardy = Some(in_jeopardy);
+                commit_outcome(l, outcome);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A worker's tool calls: started, answered, timed out, asked after.
+    fn worker_tool_call(&self, l: &mut Line<'a>, i: usize, note: &Event) -> bool {
+        let worker = self.result.trace[i].node;
+        match *note {
             Event::ToolRequestStarted {
                 job,
                 token,
                 request,
                 step,
             } => {
-                self.tool_call(&mut l, i, job, token, request);
+                self.tool_call(l, i, job, token, request);
                 l.step = Some(step.into());
             }
             Event::ToolAnswered {
@@ -728,28 +775,32 @@ impl<'a> Lines<'a> {
                 request,
                 success,
             } => {
-                self.tool_call(&mut l, i, job, token, request);
+                self.tool_call(l, i, job, token, request);
                 l.success = Some(success);
-                l.duration_ns = self.duration(e.node, request, i);
+                l.duration_ns = self.duration(worker, request, i);
             }
             Event::ToolTimedOut {
                 job,
                 token,
                 request,
             } => {
-                self.tool_call(&mut l, i, job, token, request);
-                l.duration_ns = self.duration(e.node, request, i);
+                self.tool_call(l, i, job, token, request);
+                l.duration_ns = self.duration(worker, request, i);
                 l.error = code(&ErrorCode::ToolTimeout);
             }
             Event::ToolStatusQueried {
                 job,
                 token,
                 request,
-            } => self.tool_call(&mut l, i, job, token, request),
-            Event::StageDeadlineExceeded { job, token } => {
-                ids(&mut l, job, token);
-                l.error = code(&ErrorCode::StageDeadline);
-            }
+            } => self.tool_call(l, i, job, token, request),
+            _ => return false,
+        }
+        true
+    }
+
+    /// A worker's effects: started, answered, reconciled, handed to a person.
+    fn worker_effect(&self, l: &mut Line<'a>, note: &Event) -> bool {
+        match *note {
             Event::EffectStarted {
                 job,
                 token,
@@ -758,7 +809,7 @@ impl<'a> Lines<'a> {
                 key,
                 in_jeopardy,
             } => {
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.key = self.key(key);
                 l.receiver = Some(receiver.into());
                 l.entity = Some(entity.0.into());
@@ -770,9 +821,9 @@ impl<'a> Lines<'a> {
                 key,
                 outcome,
             } => {
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.key = self.key(key);
-                effect_outcome(&mut l, outcome);
+                effect_outcome(l, outcome);
             }
             Event::EffectReconciled {
                 job,
@@ -780,31 +831,28 @@ impl<'a> Lines<'a> {
                 key,
                 status,
             } => {
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.key = self.key(key);
                 l.status = code(&status);
             }
             Event::HumanReviewRequested { job, token, key } => {
-                ids(&mut l, job, token);
+                ids(l, job, token);
                 l.key = self.key(key);
             }
-            Event::CommitSent {
-                job,
-                token,
-                outcome,
-                in_jeopardy,
-            } => {
-                ids(&mut l, job, token);
-                l.in_jeopardy = Some(in_jeopardy);
-                commit_outcome(&mut l, outcome);
-            }
-            // ---- tool, operator, receivers ----
+            _ => return false,
+        }
+        true
+    }
+
+    /// Everyone else's events: the tool's faults, the operator's actions and the receivers'
+    /// receipts. Every event of the other families has been stamped before this is called.
+    fn other(&self, l: &mut Line<'a>, note: &Event) {
+        match *note {
             Event::ToolFaulted {
                 job,
                 request,
                 fault,
             } => {
-                site = Site::Other;
                 l.job = Some(job.0.into());
                 l.request = Some(request);
                 l.class = self.class(job);
@@ -812,48 +860,15 @@ impl<'a> Lines<'a> {
                 l.fault = code(&fault);
             }
             Event::OperatorActed { job, action: a } => {
-                site = Site::Other;
                 l.job = Some(job.0.into());
                 (l.action, l.to) = action(a);
             }
-            Event::StatementRan { statement, rows } => {
-                site = Site::Coordinator;
-                l.statement = Some(statement.name());
-                l.rows = Some(rows.into());
-            }
-            Event::StatementWaited {
-                statement, waited, ..
-            } => {
-                site = Site::Coordinator;
-                l.statement = Some(statement.name());
-                l.waited_ns = Some(waited);
-            }
-            Event::StepRan {
-                statement,
-                step,
-                connection,
-                ..
-            } => {
-                site = Site::Coordinator;
-                l.statement = Some(statement.name());
-                l.step = Some(step.into());
-                l.worker = connection.map(|w| w.to_string());
-            }
-            Event::StatementFailed {
-                statement, failure, ..
-            } => {
-                site = Site::Coordinator;
-                l.statement = Some(statement.name());
-                l.reason = code(&failure);
-            }
             Event::EffectApplied { entity, key, fence }
             | Event::EffectDuplicate { entity, key, fence } => {
-                site = Site::Other;
-                self.receipt(&mut l, entity, key, fence);
+                self.receipt(l, entity, key, fence);
             }
             Event::EffectUnauthorized { entity, key, fence } => {
-                site = Site::Other;
-                self.receipt(&mut l, entity, key, fence);
+                self.receipt(l, entity, key, fence);
                 l.reason = code(&EffectOutcome::Unauthorized);
             }
             Event::EffectFenced {
@@ -862,14 +877,47 @@ impl<'a> Lines<'a> {
                 fence,
                 mark,
             } => {
-                site = Site::Other;
-                self.receipt(&mut l, entity, key, fence);
+                self.receipt(l, entity, key, fence);
                 l.mark = Some(mark.0);
                 l.reason = code(&EffectOutcome::StaleFence { mark });
             }
+            _ => {}
         }
-        (l, site)
     }
+}
+
+/// A store's statements, which the coordinator journals: ran, waited, failed, and each step.
+fn statement(l: &mut Line<'_>, note: &Event) -> bool {
+    match *note {
+        Event::StatementRan { statement, rows } => {
+            l.statement = Some(statement.name());
+            l.rows = Some(rows.into());
+        }
+        Event::StatementWaited {
+            statement, waited, ..
+        } => {
+            l.statement = Some(statement.name());
+            l.waited_ns = Some(waited);
+        }
+        Event::StepRan {
+            statement,
+            step,
+            connection,
+            ..
+        } => {
+            l.statement = Some(statement.name());
+            l.step = Some(step.into());
+            l.worker = connection.map(|w| w.to_string());
+        }
+        Event::StatementFailed {
+            statement, failure, ..
+        } => {
+            l.statement = Some(statement.name());
+            l.reason = code(&failure);
+        }
+        _ => return false,
+    }
+    true
 }
 
 /// Stamps a line with a receiver's answer to an effect.
