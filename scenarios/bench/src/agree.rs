@@ -35,22 +35,7 @@ pub fn agree_cmd(
     let joined = a.variants.join(",");
     let variants = (!a.variants.is_empty()).then_some(joined.as_str());
     let other = Engine::shell();
-    let names: Vec<String> = if names.is_empty() {
-        // The default set, as far as this program has it.
-        engines::AGREE_SCENARIOS
-            .iter()
-            .filter(|s| scen.iter().any(|d| d.name == **s))
-            .map(|s| s.to_string())
-            .collect()
-    } else {
-        names.to_vec()
-    };
-    if names.is_empty() {
-        return Err(Error(format!(
-            "this program has none of agree's default scenarios ({}): name the scenarios to compare",
-            engines::AGREE_SCENARIOS.join(", ")
-        )));
-    }
+    let names = agree_scenarios(names, scen)?;
     let defs = scenario_list(scen, &names)?;
     let vs = agree_variants(variants, &defs, seeds, allow_unsafe_timing, cat)?;
     let range = seeds.start..seeds.end;
@@ -95,6 +80,28 @@ pub fn agree_cmd(
         print_agreement(out, other, &range, &rows, &skipped)?;
     }
     Ok(i32::from(disagreements > 0))
+}
+
+/// The scenarios to compare: those named, else agree's default set as far as this program
+/// has it.
+fn agree_scenarios(names: &[String], scen: &[leasesim::ScenarioDef]) -> Result<Vec<String>, Error> {
+    let names: Vec<String> = if names.is_empty() {
+        // The default set, as far as this program has it.
+        engines::AGREE_SCENARIOS
+            .iter()
+            .filter(|s| scen.iter().any(|d| d.name == **s))
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        names.to_vec()
+    };
+    if names.is_empty() {
+        return Err(Error(format!(
+            "this program has none of agree's default scenarios ({}): name the scenarios to compare",
+            engines::AGREE_SCENARIOS.join(", ")
+        )));
+    }
+    Ok(names)
 }
 
 /// The variants `--variants` names (or the default set), each once, each valid by P6 unless

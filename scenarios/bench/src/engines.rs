@@ -39,6 +39,41 @@ pub struct EngineFigures {
     pub peak_rss_kib: Option<u64>,
 }
 
+/// The simulator measured through the library's sweep, the code path of the product.
+#[allow(clippy::disallowed_methods)] // benchmark timing, outside the simulated world
+fn measure_sim(
+    def: &leasesim::ScenarioDef,
+    machines: &Machines,
+    seeds: u64,
+    jobs: usize,
+) -> EngineFigures {
+    let engine = Engine::Sim;
+    let config = SweepConfig {
+        threads: jobs,
+        // The command validated the timing before it started this process.
+        allow_unsafe_timing: true,
+        ..SweepConfig::new(
+            vec![def.clone()],
+            SeedRange {
+                start: 0,
+                end: seeds,
+            },
+            machines.clone(),
+        )
+    };
+    let started = std::time::Instant::now();
+    let report = sweep::sweep(&config, &AtomicBool::new(false), &sweep::Quiet);
+    let seconds = started.elapsed().as_secs_f64();
+    figures(
+        engine,
+        &def.name,
+        machines,
+        (seeds, report.threads, seconds),
+        report.trace_events,
+        report.failing(),
+    )
+}
+
 /// Runs seeds `0..seeds` of `scenario` on `engine` with `jobs` threads and measures.
 #[allow(clippy::disallowed_methods)] // benchmark timing, outside the simulated world
 pub fn measure(
@@ -51,31 +86,7 @@ pub fn measure(
     let variant = machines.setup_variant();
     engine.supports(&def.build(0, variant))?;
     if engine == Engine::Sim {
-        // The simulator is measured through the library's sweep, the code path of the product.
-        let config = SweepConfig {
-            threads: jobs,
-            // The command validated the timing before it started this process.
-            allow_unsafe_timing: true,
-            ..SweepConfig::new(
-                vec![def.clone()],
-                SeedRange {
-                    start: 0,
-                    end: seeds,
-                },
-                machines.clone(),
-            )
-        };
-        let started = std::time::Instant::now();
-        let report = sweep::sweep(&config, &AtomicBool::new(false), &sweep::Quiet);
-        let seconds = started.elapsed().as_secs_f64();
-        return Ok(figures(
-            engine,
-            &def.name,
-            machines,
-            (seeds, report.threads, seconds),
-            report.trace_events,
-            report.failing(),
-        ));
+        return Ok(measure_sim(def, machines, seeds, jobs));
     }
     let failed = AtomicBool::new(false);
     let work = pool::Chunks::new(seeds, 1, &failed);

@@ -34,22 +34,7 @@ struct Count {
 
 /// Runs the two counted sweeps and prints the figures per seed and per event.
 pub fn instructions(out: &mut dyn Write, a: &InstructionArgs<'_>) -> Result<i32, Error> {
-    if a.seeds == 0 || a.seeds > 1_000_000 {
-        return Err(Error(format!(
-            "--instruction-seeds {} is out of range: 1 to 1,000,000",
-            a.seeds
-        )));
-    }
-    let found = Command::new("valgrind")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if !found.is_ok_and(|s| s.success()) {
-        return Err(Error(
-            "bench --instructions counts with valgrind, which is not installed (Debian: apt-get install valgrind)".into(),
-        ));
-    }
+    ready(a)?;
     // A fresh folder of an unpredictable name: callgrind writes its profiles into it, and a
     // guessable name in the shared temporary folder could be a link planted to another.
     let tmp = std::env::temp_dir();
@@ -83,49 +68,83 @@ pub fn instructions(out: &mut dyn Write, a: &InstructionArgs<'_>) -> Result<i32,
             });
             crate::io(writeln!(out, "{doc:#}"))?;
         }
-        Format::Text => {
-            crate::io(writeln!(
-                out,
-                "{} --variant {}, one thread, counted by callgrind:\n  {:>8} seeds: {:>15} instructions, {:>10} events\n  {:>8} seeds: {:>15} instructions, {:>10} events\n  per seed: {:.0} instructions ({:.1} events); per event: {}",
-                a.scenario,
-                a.machines,
-                a.seeds,
-                lo.instructions,
-                lo.events,
-                3 * a.seeds,
-                hi.instructions,
-                hi.events,
-                per_seed,
-                events as f64 / seeds as f64,
-                per_event.map_or("n/a".into(), |p| format!("{p:.0} instructions")),
-            ))?;
-            let Some(parts) = parts else {
-                crate::io(writeln!(
-                    out,
-                    "  (no split by part: this build's debug information does not name the sources under {})",
-                    callgrind::workspace_root()
-                ))?;
-                return Ok(0);
-            };
-            crate::io(writeln!(
-                out,
-                "  a seed's instructions by the part of leasesim whose source they were compiled from:"
-            ))?;
-            for (part, n) in &parts {
-                crate::io(writeln!(
-                    out,
-                    "    {n:>10.0}  {:>5.1}%  {}",
-                    if per_seed > 0.0 {
-                        100.0 * n / per_seed
-                    } else {
-                        0.0
-                    },
-                    part.label()
-                ))?;
-            }
-        }
+        Format::Text => text(out, a, (&lo, &hi), per_seed, per_event, parts.as_deref())?,
     }
     Ok(0)
+}
+
+/// What `instructions` needs before it counts: seeds in range and valgrind installed.
+fn ready(a: &InstructionArgs<'_>) -> Result<(), Error> {
+    if a.seeds == 0 || a.seeds > 1_000_000 {
+        return Err(Error(format!(
+            "--instruction-seeds {} is out of range: 1 to 1,000,000",
+            a.seeds
+        )));
+    }
+    let found = Command::new("valgrind")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !found.is_ok_and(|s| s.success()) {
+        return Err(Error(
+            "bench --instructions counts with valgrind, which is not installed (Debian: apt-get install valgrind)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The count in words: both sweeps, the difference per seed and per event, and each part's share.
+fn text(
+    out: &mut dyn Write,
+    a: &InstructionArgs<'_>,
+    (lo, hi): (&Count, &Count),
+    per_seed: f64,
+    per_event: Option<f64>,
+    parts: Option<&[(callgrind::Part, f64)]>,
+) -> Result<(), Error> {
+    let seeds = 2 * a.seeds;
+    let events = hi.events.saturating_sub(lo.events);
+    crate::io(writeln!(
+        out,
+        "{} --variant {}, one thread, counted by callgrind:\n  {:>8} seeds: {:>15} instructions, {:>10} events\n  {:>8} seeds: {:>15} instructions, {:>10} events\n  per seed: {:.0} instructions ({:.1} events); per event: {}",
+        a.scenario,
+        a.machines,
+        a.seeds,
+        lo.instructions,
+        lo.events,
+        3 * a.seeds,
+        hi.instructions,
+        hi.events,
+        per_seed,
+        events as f64 / seeds as f64,
+        per_event.map_or("n/a".into(), |p| format!("{p:.0} instructions")),
+    ))?;
+    let Some(parts) = parts else {
+        crate::io(writeln!(
+            out,
+            "  (no split by part: this build's debug information does not name the sources under {})",
+            callgrind::workspace_root()
+        ))?;
+        return Ok(());
+    };
+    crate::io(writeln!(
+        out,
+        "  a seed's instructions by the part of leasesim whose source they were compiled from:"
+    ))?;
+    for (part, n) in parts {
+        crate::io(writeln!(
+            out,
+            "    {n:>10.0}  {:>5.1}%  {}",
+            if per_seed > 0.0 {
+                100.0 * n / per_seed
+            } else {
+                0.0
+            },
+            part.label()
+        ))?;
+    }
+    Ok(())
 }
 
 /// Sweeps `seeds` seeds under callgrind in `dir`.

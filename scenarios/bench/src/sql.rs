@@ -191,6 +191,7 @@ pub fn measure_here(
 /// The table: the in-memory reference coordinator beside the SQL one, same scenario and seeds,
 /// each in its own process (`sql_args`: the options that name the SQL coordinator, given to
 /// the measuring processes as they are).
+// Long: two measuring processes, then one table whose header and rows share their column widths.
 pub fn table(
     out: &mut dyn Write,
     scenario: &str,

@@ -129,6 +129,30 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// The simulator's scaling table, each row measured in processes of its own.
 fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i32, Error> {
+    let rows = scaling_rows(a, threads)?;
+    let code = i32::from(!rows.iter().all(|r| r.row.held));
+    if a.format == Format::Json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "row": r.row,
+                    "processes": SCALING_PROCESSES,
+                    "ns_per_event_range": [r.ns_range.0, r.ns_range.1],
+                    "first_ns_per_event_median": r.first_ns,
+                    "peak_rss_kib": r.peak_kib,
+                })
+            })
+            .collect();
+        io(writeln!(out, "{:#}", json!(v)))?;
+        return Ok(code);
+    }
+    scaling_text(out, &rows)?;
+    Ok(code)
+}
+
+/// Every row of the scaling grid, each the median of its processes (row after row, then again).
+fn scaling_rows(a: &BenchArgs, threads: usize) -> Result<Vec<ScaledRow>, Error> {
     let grid = crate::scaling::DEFAULT_GRID;
     let mut measured: Vec<Vec<_>> = grid.iter().map(|_| Vec::new()).collect();
     // Row after row, then again: a drift of the machine's speed falls on every row alike.
@@ -161,23 +185,11 @@ fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i
             peak_kib,
         });
     }
-    let code = i32::from(!rows.iter().all(|r| r.row.held));
-    if a.format == Format::Json {
-        let v: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                json!({
-                    "row": r.row,
-                    "processes": SCALING_PROCESSES,
-                    "ns_per_event_range": [r.ns_range.0, r.ns_range.1],
-                    "first_ns_per_event_median": r.first_ns,
-                    "peak_rss_kib": r.peak_kib,
-                })
-            })
-            .collect();
-        io(writeln!(out, "{:#}", json!(v)))?;
-        return Ok(code);
-    }
+    Ok(rows)
+}
+
+/// The scaling table in words: a row per size, then the largest against the smallest.
+fn scaling_text(out: &mut dyn Write, rows: &[ScaledRow]) -> Result<(), Error> {
     io(writeln!(out, "simulator scaling (reference protocol, no faults; each row the median of {SCALING_PROCESSES} processes of its own, one thread):"))?;
     io(writeln!(
         out,
@@ -199,7 +211,7 @@ fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i
         ns_range: (lo, hi),
         first_ns,
         peak_kib,
-    } in &rows
+    } in rows
     {
         io(writeln!(
             out,
@@ -232,10 +244,11 @@ fn scaling_table(out: &mut dyn Write, a: &BenchArgs, threads: usize) -> Result<i
             per(large.first_ns, small.row.ns_per_event)
         ))?;
     }
-    Ok(code)
+    Ok(())
 }
 
 /// The simulator beside the async-shell engine, each measured in a process of its own.
+// Long: two measuring processes, then one table whose header and rows share their column widths.
 fn engines_table(
     out: &mut dyn Write,
     a: &BenchArgs,
