@@ -3,9 +3,9 @@
 //! client's clock, never extends a lease it cannot justify, and never applies a refused result.
 
 use crate::outbox::{Outbox, KEPT_MAX};
-use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;
+use leasesim_sorted::SortedMap;
 use serde::{Deserialize, Serialize};
 
 /// A job class: the lease length lives here, on the coordinator, never in the payload (P7).

@@ -4,14 +4,14 @@
 //! Every input carries the handling node's local `now`; every output is plain data drained with
 //! `poll_output` (send a message, write a journal event) and the next wake-up is read with
 //! `poll_timeout`. Architecture invariant: this crate reads no clock, draws no random number,
-//! spawns no thread, does no I/O and depends on no other crate of the workspace.
+//! spawns no thread, does no I/O and depends on no other crate of the workspace but
+//! `leasesim-sorted`, its internal sorted-vector map and set, which depends on nothing.
 
 pub mod coordinator;
 pub mod invariant;
 pub mod machine;
 mod outbox;
 pub mod receiver;
-pub mod sorted;
 pub mod timing;
 pub mod tool;
 pub mod types;

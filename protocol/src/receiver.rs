@@ -3,9 +3,9 @@
 //! answers a repeated idempotency key with the first result, applying nothing (P10).
 
 use crate::outbox::{Outbox, KEPT_MAX};
-use crate::sorted::SortedMap;
 use crate::types::*;
 use crate::variant::Switches;
+use leasesim_sorted::SortedMap;
 
 /// The receiver state machine. Its whole state is durable: an external system does not forget
 /// what it applied.

@@ -9,9 +9,9 @@
 
 use crate::hazard::{Hazard, Hazards};
 use crate::{fmt_ns, Ev, Judgement, Role, Skipped, World};
-use leasesim_protocol::sorted::{SortedMap, SortedSet};
 use leasesim_protocol::Invariant;
 use leasesim_sim::{Command, Fate, NodeId};
+use leasesim_sorted::{SortedMap, SortedSet};
 
 /// A disturbance the reference protocol is built to absorb: one missed heartbeat (R - 1 misses
 /// tolerated) or extra latency within the jitter reserve (P6).

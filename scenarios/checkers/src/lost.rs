@@ -6,9 +6,9 @@
 
 use crate::handler::journaled_here;
 use crate::{Cx, Ev, Judgement};
-use leasesim_protocol::sorted::SortedMap;
 use leasesim_protocol::{Event, IdemKey, Invariant, JobId, Msg, Token};
 use leasesim_sim::NodeId;
+use leasesim_sorted::SortedMap;
 
 /// The journal entries workers owe.
 #[derive(Default)]

@@ -33,11 +33,11 @@ use crate::handler::{delivered_here, journaled_here, HANDLER_EVENTS_MAX};
 use crate::hazard::Hazard;
 use crate::history::{History, REQUEST_EVENTS_MAX};
 use crate::{Cx, Ev, Judgement, NearIds, Role, Window, JOBS_LAID_OUT};
-use leasesim_protocol::sorted::SortedSet;
 use leasesim_protocol::{
     EffectOutcome, EntityId, Event, IdemKey, JobId, Msg, OperatorAction, Outcome, Token, WorkerName,
 };
 use leasesim_sim::{Command, EventKind, Fate, NodeId};
+use leasesim_sorted::SortedSet;
 use std::collections::BTreeMap;
 
 /// A message as it was sent: the send's trace event (its node is the sender), the node it was

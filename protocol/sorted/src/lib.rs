@@ -3,6 +3,11 @@
 //! without giving its storage back, and is freed at once. The machines keep their tables in
 //! them, and the checkers their per-run state: a handful to a few hundred entries, where a
 //! vector's shifts cost less than a tree's nodes built and freed every run.
+//!
+//! Internal to leasesim: a crate of its own so that the protocol's machines and the checkers
+//! share one implementation without either crate's API offering it. It is not a supported
+//! interface and changes with them. Like the protocol, it reads no clock, does no I/O and
+//! depends on no other crate.
 
 /// An ordered map as a vector sorted by key, with each key at most once.
 #[derive(Clone, Debug)]
