@@ -50,8 +50,8 @@
 //! | worker | `job_claimed` and `heartbeat_ok` with its conservative deadline on its own clock, `jeopardy_entered`/`jeopardy_exited`, `heartbeat_lost`, `commit_refused`, `success_claimed`, `effect_started` | I5: its belief stays within the grant (judged when formed), nothing is started in jeopardy; I6: every loss it was told of is journaled |
 //! | receiver | `effect_applied`, `effect_duplicate`, `effect_fenced`, `effect_unauthorized` | I2 from its own store's point of view |
 //!
-//! The reference machines of this crate emit all of them; `leasesim list` and the README's
-//! "Test your own implementation" section show a user's machines that do too.
+//! The reference machines of this crate emit all of them; `leasesim list` and the guide's
+//! chapter on your own implementation (docs/your-implementation.md) show a user's machines that do too.
 
 use crate::{Coordinator, Msg, Nanos, Output, Receiver, Worker};
 

@@ -1,4 +1,4 @@
-//! The journal format, version 1 (JOURNAL.md): JSON lines, one journal event a line after a
+//! The journal format, version 1 (docs/journal-format.md): JSON lines, one journal event a line after a
 //! header naming the format and the nodes. [`mod@write`] writes a simulated run's journal (one file
 //! for all nodes, or one per node as a real system keeps them) and [`mod@read`] reads any journal
 //! back, a real system's too, for `leasesim audit`. Both sides live here so that what one writes

@@ -1,5 +1,5 @@
 //! The journal format, version 1: JSON lines as `leasesim run --journal` and `--journal-dir`
-//! write them and as a real system's logs can be mapped to (README, "Audit a real system").
+//! write them and as a real system's logs can be mapped to (docs/audit.md).
 //! This module owns reading it back: every line bounded, every problem named with its file and
 //! line, nothing ever panics on what a file says. A value that cannot be true (a time beyond
 //! [`TIME_NS_MAX`], a lease that ends before it was granted, a line of a node its header does
@@ -1314,7 +1314,7 @@ impl Fields<'_> {
 
 /// The words after a time beyond [`TIME_NS_MAX`].
 fn beyond() -> String {
-    format!("is beyond 2^62 ns ({TIME_NS_MAX}), later than any real clock reads (JOURNAL.md, \"Limits\")")
+    format!("is beyond 2^62 ns ({TIME_NS_MAX}), later than any real clock reads (docs/journal-format.md, \"Limits\")")
 }
 
 /// Why an event's values cannot all be true, if they cannot: a time beyond [`TIME_NS_MAX`], a

@@ -9,7 +9,7 @@
 //! timestamp is left out, so the same run always gives the same bytes.
 //!
 //! The file starts with the format's header (name, version, the nodes and their roles: the
-//! public format of JOURNAL.md, read back by [`mod@super::read`]). [`journal_per_node`] gives
+//! public format of docs/journal-format.md, read back by [`mod@super::read`]). [`journal_per_node`] gives
 //! one file per node instead, as a real system's nodes keep their logs: each line carries its
 //! node's `seq` and its own clock's reading, never true time.
 //!
