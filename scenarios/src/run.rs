@@ -278,20 +278,23 @@ fn run_judged(
     };
     r.statements = machines.statements_shared();
     r.unfinished = still.map(|st| st.describe(setup, &r.nodes, end));
-    r.machine_fault = fault.map(|(node, reason)| {
-        let info = r.nodes.get(node as usize);
-        let part = match info.map(|n| &n.role) {
-            Some(Role::Coordinator) => format!("coordinator '{}'", machines.parts().coordinator),
-            Some(Role::Worker { .. }) => format!("worker '{}'", machines.parts().worker),
-            Some(Role::Receiver { .. }) => format!("receiver '{}'", machines.parts().receiver),
-            Some(Role::Tool) | Some(Role::Operator) | None => "leasesim's own node".to_string(),
-        };
-        format!(
-            "{} ({part}) {reason}",
-            info.map_or("the simulator", |n| n.name.as_str())
-        )
-    });
+    r.machine_fault = fault.map(|(node, reason)| machine_fault(&r, machines, node, &reason));
     r
+}
+
+/// A machine's fault in words: the node, the implementation of its role, what it did.
+fn machine_fault(r: &RunResult, machines: &Machines, node: u32, reason: &str) -> String {
+    let info = r.nodes.get(node as usize);
+    let part = match info.map(|n| &n.role) {
+        Some(Role::Coordinator) => format!("coordinator '{}'", machines.parts().coordinator),
+        Some(Role::Worker { .. }) => format!("worker '{}'", machines.parts().worker),
+        Some(Role::Receiver { .. }) => format!("receiver '{}'", machines.parts().receiver),
+        Some(Role::Tool) | Some(Role::Operator) | None => "leasesim's own node".to_string(),
+    };
+    format!(
+        "{} ({part}) {reason}",
+        info.map_or("the simulator", |n| n.name.as_str())
+    )
 }
 
 /// What was still going on when a run hit a limit.

@@ -396,7 +396,6 @@ impl Process for Node {
 impl crate::setup::Setup {
     /// Builds the simulator's nodes with their clocks, each role's machine from `machines`.
     pub fn build_nodes(&self, seed: u64, machines: &Machines) -> Vec<(Node, Clock)> {
-        let switches = self.variant.switches();
         let addrs = Addrs {
             coordinator: Self::COORDINATOR,
             tool: self.tool_node(),
@@ -417,34 +416,7 @@ impl crate::setup::Setup {
             })),
             self.coordinator_clock.clock(),
         ));
-        // Each worker has its own addresses; the last takes these instead of a copy.
-        let mut addrs = Some(addrs);
-        let last = self.workers.len().saturating_sub(1);
-        for (index, w) in self.workers.iter().enumerate() {
-            let mut config = std::borrow::Cow::Borrowed(&w.config);
-            if switches.unsafe_timing {
-                // V12: a heartbeat period as long as the shortest lease: L <= R*H + J.
-                let config = config.to_mut();
-                config.heartbeat_ns = self
-                    .classes
-                    .iter()
-                    .map(|c| c.lease_ns)
-                    .min()
-                    .unwrap_or(config.heartbeat_ns);
-            }
-            let worker = machines.worker_part(&WorkerSpec {
-                index,
-                config: &config,
-            });
-            let addrs = match &mut addrs {
-                Some(a) if index < last => Addrs {
-                    receivers: crate::world::receivers_list(a.receivers.iter().copied()),
-                    ..*a
-                },
-                a => a.take().expect("only the last worker takes the addresses"),
-            };
-            nodes.push((Node::Worker(worker, addrs), w.clock.clock()));
-        }
+        self.push_workers(&mut nodes, addrs, machines);
         for (index, r) in self.receivers.iter().enumerate() {
             let receiver = machines.receiver_part(&ReceiverSpec {
                 index: index as u8,
@@ -472,6 +444,39 @@ impl crate::setup::Setup {
             .clock(),
         ));
         nodes
+    }
+
+    /// The workers' nodes, each with its own addresses (the last takes `addrs` instead of a
+    /// copy) and its configuration (V12 lengthens its heartbeat to the shortest lease).
+    fn push_workers(&self, nodes: &mut Vec<(Node, Clock)>, addrs: Addrs, machines: &Machines) {
+        let switches = self.variant.switches();
+        let mut addrs = Some(addrs);
+        let last = self.workers.len().saturating_sub(1);
+        for (index, w) in self.workers.iter().enumerate() {
+            let mut config = std::borrow::Cow::Borrowed(&w.config);
+            if switches.unsafe_timing {
+                // V12: a heartbeat period as long as the shortest lease: L <= R*H + J.
+                let config = config.to_mut();
+                config.heartbeat_ns = self
+                    .classes
+                    .iter()
+                    .map(|c| c.lease_ns)
+                    .min()
+                    .unwrap_or(config.heartbeat_ns);
+            }
+            let worker = machines.worker_part(&WorkerSpec {
+                index,
+                config: &config,
+            });
+            let addrs = match &mut addrs {
+                Some(a) if index < last => Addrs {
+                    receivers: crate::world::receivers_list(a.receivers.iter().copied()),
+                    ..*a
+                },
+                a => a.take().expect("only the last worker takes the addresses"),
+            };
+            nodes.push((Node::Worker(worker, addrs), w.clock.clock()));
+        }
     }
 }
 
