@@ -94,15 +94,6 @@ fn provision() -> Result<(), String> {
             &["component", "add", "rustfmt", "clippy"],
         )?;
     }
-    // The tests run under cargo-nextest, which runs the tests of every binary side by side (a
-    // long SQL test no longer holds the rest of the suite behind it).
-    if !present(&cargo(), &["nextest", "--version"]) {
-        run(
-            "the test runner",
-            &cargo(),
-            &["install", "cargo-nextest", "--locked"],
-        )?;
-    }
     // The browser test loads the example reports in Debian's Chromium, headless.
     if std::env::var_os("LEASESIM_CHROMIUM").is_none() && !present("chromium", &["--version"]) {
         apt_install(&["chromium"])?;
@@ -179,13 +170,7 @@ fn test() -> Result<(), String> {
             "warnings",
         ],
     )?;
-    run(
-        "tests",
-        "cargo",
-        &["nextest", "run", "--workspace", "--no-fail-fast"],
-    )?;
-    // nextest runs no doctests: the crates' examples and the guide's Rust blocks run here.
-    run("doctests", "cargo", &["test", "--workspace", "--doc"])?;
+    run("tests", "cargo", &["test", "--workspace"])?;
     // The crate documentation is the users' guide: it must build without a broken link.
     std::env::set_var("RUSTDOCFLAGS", "-D warnings");
     run("docs", "cargo", &["doc", "--workspace", "--no-deps"])?;
