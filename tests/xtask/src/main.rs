@@ -14,7 +14,7 @@ fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
-/// One step: a command line, shown before it runs.
+/// One step: a command line, shown before it runs, and how long it took after.
 fn run(what: &str, program: &str, args: &[&str]) -> Result<(), String> {
     println!("xtask: {what}: {program} {}", args.join(" "));
     let program = if program == "cargo" {
@@ -22,10 +22,12 @@ fn run(what: &str, program: &str, args: &[&str]) -> Result<(), String> {
     } else {
         program.to_string()
     };
+    let started = std::time::Instant::now();
     let status = Command::new(&program)
         .args(args)
         .status()
         .map_err(|e| format!("{what}: cannot start {program}: {e}"))?;
+    println!("xtask: {what} took {:.0} s", started.elapsed().as_secs_f64());
     if status.success() {
         Ok(())
     } else {
