@@ -27,7 +27,10 @@ fn run(what: &str, program: &str, args: &[&str]) -> Result<(), String> {
         .args(args)
         .status()
         .map_err(|e| format!("{what}: cannot start {program}: {e}"))?;
-    println!("xtask: {what} took {:.0} s", started.elapsed().as_secs_f64());
+    println!(
+        "xtask: {what} took {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     if status.success() {
         Ok(())
     } else {
