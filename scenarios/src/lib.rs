@@ -109,6 +109,7 @@ pub mod story;
 pub mod strategy;
 pub mod sweep;
 pub mod verdict;
+pub mod workspace;
 pub mod world;
 
 pub use leasesim_checkers as checkers;

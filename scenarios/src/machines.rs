@@ -29,6 +29,7 @@ use leasesim_protocol::{
     ClassSpec, Coordinator, CoordinatorMachine, JobSpec, Msg, Nanos, OpId, Output, Receiver,
     ReceiverMachine, Switches, Variant, Worker, WorkerConfig, WorkerMachine,
 };
+use std::cell::Cell;
 use std::sync::Arc;
 
 /// What a coordinator is built from: the job table's classes and jobs.
@@ -40,6 +41,9 @@ pub struct CoordinatorSpec<'a> {
     /// A number drawn from the run's seed, for a coordinator that makes choices of its own
     /// (the same seed, the same choices).
     pub seed: u64,
+    /// A coordinator of leasesim's own that the thread's last run left, for the stock factory
+    /// to renew instead of building one (a factory of yours may ignore it).
+    pub(crate) kept: Cell<Option<Box<Coordinator>>>,
 }
 
 /// What a worker is built from.
@@ -48,6 +52,8 @@ pub struct WorkerSpec<'a> {
     pub index: usize,
     /// Its configuration: logical name, timing, drift bound, plans.
     pub config: &'a WorkerConfig,
+    /// A worker of leasesim's own the thread's last run left (see [`CoordinatorSpec`]).
+    pub(crate) kept: Cell<Option<Box<Worker>>>,
 }
 
 /// What an effect receiver is built from.
@@ -60,6 +66,8 @@ pub struct ReceiverSpec<'a> {
     pub supports_status: bool,
     /// Operations its policy refuses (P16 commit-time authorization).
     pub refused_ops: &'a [OpId],
+    /// A receiver of leasesim's own the thread's last run left (see [`CoordinatorSpec`]).
+    pub(crate) kept: Cell<Option<Box<Receiver>>>,
 }
 
 /// Builds a coordinator.
@@ -141,16 +149,16 @@ impl Machines {
                 worker: part.clone(),
                 receiver: part,
             },
-            // A machine a run dropped is kept per thread and made new for the next run (see
-            // `Reused`): the same machine as a new one, without allocating its storage again.
+            // A machine a run dropped is kept by the thread and made new for the next run (see
+            // `Shelves`): the same machine as a new one, without allocating its storage again.
             coordinator: Arc::new(move |s: &CoordinatorSpec<'_>| {
-                Box::new(stock_coordinator(s, switches)) as Box<dyn CoordinatorMachine>
+                stock_coordinator(s, switches).0 as Box<dyn CoordinatorMachine>
             }),
             worker: Arc::new(move |s: &WorkerSpec<'_>| {
-                Box::new(stock_worker(s, switches)) as Box<dyn WorkerMachine>
+                stock_worker(s, switches).0 as Box<dyn WorkerMachine>
             }),
             receiver: Arc::new(move |s: &ReceiverSpec<'_>| {
-                Box::new(stock_receiver(s, switches)) as Box<dyn ReceiverMachine>
+                stock_receiver(s, switches).0 as Box<dyn ReceiverMachine>
             }),
             stock: StockParts {
                 coordinator: Some(switches),
@@ -386,33 +394,33 @@ struct StockParts {
     receiver: Option<Switches>,
 }
 
-/// leasesim's own coordinator, kept by this thread and rebuilt when it kept one.
+/// leasesim's own coordinator: the one the spec carries, rebuilt, or a new one.
 fn stock_coordinator(s: &CoordinatorSpec<'_>, switches: Switches) -> Reused<Coordinator> {
-    let coordinator = match Reused::<Coordinator>::take() {
+    let coordinator = match s.kept.take() {
         Some(mut c) => {
             c.rebuild(s.classes, s.jobs, switches);
             c
         }
         None => Box::new(Coordinator::new(s.classes.to_vec(), s.jobs, switches)),
     };
-    Reused(Some(coordinator))
+    Reused(coordinator)
 }
 
 /// leasesim's own worker (see [`stock_coordinator`]).
 fn stock_worker(s: &WorkerSpec<'_>, switches: Switches) -> Reused<Worker> {
-    let worker = match Reused::<Worker>::take() {
+    let worker = match s.kept.take() {
         Some(mut w) => {
             w.rebuild(s.config, switches);
             w
         }
         None => Box::new(Worker::new(s.config.clone(), switches)),
     };
-    Reused(Some(worker))
+    Reused(worker)
 }
 
 /// leasesim's own receiver (see [`stock_coordinator`]).
 fn stock_receiver(s: &ReceiverSpec<'_>, switches: Switches) -> Reused<Receiver> {
-    let receiver = match Reused::<Receiver>::take() {
+    let receiver = match s.kept.take() {
         Some(mut r) => {
             r.rebuild(s.supports_fence, switches);
             r
@@ -430,7 +438,7 @@ fn stock_receiver(s: &ReceiverSpec<'_>, switches: Switches) -> Reused<Receiver> 
                 .with_refused_ops(s.refused_ops.to_vec()),
         )
     };
-    Reused(Some(receiver))
+    Reused(receiver)
 }
 
 /// A machine as a node holds it: leasesim's own by its type, so that the node's calls to it
@@ -499,89 +507,104 @@ part_access!(CoordinatorPart, CoordinatorMachine);
 part_access!(WorkerPart, WorkerMachine);
 part_access!(ReceiverPart, ReceiverMachine);
 
-/// leasesim's own machines kept per thread, at most this many per role: a run needs a handful,
-/// and a thread that once ran a large setup does not keep hundreds.
+/// leasesim's own machines kept for a thread's next run, at most this many per role: a run
+/// needs a handful, and a thread that once ran a large setup does not keep hundreds.
 const REUSED_MAX: usize = 16;
 
-/// The machines a thread's runs dropped, by role, each in the box it is handed out in again.
+/// leasesim's own machines a thread's last run dropped, by role, each in the box it is handed
+/// out in again, so that the next run makes it new (`rebuild`) instead of building another: a
+/// sweep's run then allocates nothing for it, except a receiver's list of refused operations,
+/// when it has one. The machine stays in its own box from run to run, so that handing it out
+/// and taking it back moves a pointer, not the machine.
 #[derive(Default)]
 #[allow(clippy::vec_box)] // the boxes are the point: a kept machine is never moved
-pub(crate) struct Store {
+pub(crate) struct Shelves {
     coordinators: Vec<Box<Coordinator>>,
     workers: Vec<Box<Worker>>,
     receivers: Vec<Box<Receiver>>,
 }
 
-thread_local! {
-    static STORE: std::cell::RefCell<Store> = std::cell::RefCell::new(Store::default());
-}
-
-/// One of leasesim's own machines that goes back to its thread's store when the run drops it,
-/// so that the next run makes it new (`rebuild`) instead of building another: a sweep's run
-/// then allocates nothing for it (a factory hands it out in a small box of its own; a node
-/// holds it by type), except a receiver's list of refused operations, when it has one. The
-/// machine itself stays in its own box from run to run, so that handing it out and taking it
-/// back moves a pointer, not the machine. `None` only while it is dropped.
-pub(crate) struct Reused<T: Stored>(Option<Box<T>>);
-
-/// A machine kind the store keeps.
-pub(crate) trait Stored: Sized {
-    fn shelf(store: &mut Store) -> &mut Vec<Box<Self>>;
-}
-
-impl Stored for Coordinator {
-    fn shelf(store: &mut Store) -> &mut Vec<Box<Self>> {
-        &mut store.coordinators
+/// Puts `machine` on `shelf` when it has room.
+#[allow(clippy::vec_box)]
+fn shelve<T>(shelf: &mut Vec<Box<T>>, machine: Box<T>) {
+    if shelf.len() < REUSED_MAX {
+        shelf.push(machine);
     }
 }
 
-impl Stored for Worker {
-    fn shelf(store: &mut Store) -> &mut Vec<Box<Self>> {
-        &mut store.workers
+impl Shelves {
+    /// A kept coordinator for a spec to carry, if any.
+    pub(crate) fn coordinator(&mut self) -> Cell<Option<Box<Coordinator>>> {
+        Cell::new(self.coordinators.pop())
+    }
+
+    /// A kept worker for a spec to carry, if any.
+    pub(crate) fn worker(&mut self) -> Cell<Option<Box<Worker>>> {
+        Cell::new(self.workers.pop())
+    }
+
+    /// A kept receiver for a spec to carry, if any.
+    pub(crate) fn receiver(&mut self) -> Cell<Option<Box<Receiver>>> {
+        Cell::new(self.receivers.pop())
+    }
+
+    /// Takes back what a spec still carries once its factory ran (a user's factory takes none).
+    pub(crate) fn unused_coordinator(&mut self, kept: Cell<Option<Box<Coordinator>>>) {
+        if let Some(c) = kept.into_inner() {
+            shelve(&mut self.coordinators, c);
+        }
+    }
+
+    /// See [`Shelves::unused_coordinator`].
+    pub(crate) fn unused_worker(&mut self, kept: Cell<Option<Box<Worker>>>) {
+        if let Some(w) = kept.into_inner() {
+            shelve(&mut self.workers, w);
+        }
+    }
+
+    /// See [`Shelves::unused_coordinator`].
+    pub(crate) fn unused_receiver(&mut self, kept: Cell<Option<Box<Receiver>>>) {
+        if let Some(r) = kept.into_inner() {
+            shelve(&mut self.receivers, r);
+        }
+    }
+
+    /// Keeps a finished run's coordinator when it is leasesim's own, held by type; any other
+    /// is dropped.
+    pub(crate) fn keep_coordinator(&mut self, part: CoordinatorPart) {
+        if let Part::Stock(Reused(c)) = part.0 {
+            shelve(&mut self.coordinators, c);
+        }
+    }
+
+    /// See [`Shelves::keep_coordinator`].
+    pub(crate) fn keep_worker(&mut self, part: WorkerPart) {
+        if let Part::Stock(Reused(w)) = part.0 {
+            shelve(&mut self.workers, w);
+        }
+    }
+
+    /// See [`Shelves::keep_coordinator`].
+    pub(crate) fn keep_receiver(&mut self, part: ReceiverPart) {
+        if let Part::Stock(Reused(r)) = part.0 {
+            shelve(&mut self.receivers, r);
+        }
     }
 }
 
-impl Stored for Receiver {
-    fn shelf(store: &mut Store) -> &mut Vec<Box<Self>> {
-        &mut store.receivers
-    }
-}
+/// One of leasesim's own machines as a node holds it, by type, in the box it is kept in
+/// between runs ([`Shelves`]).
+pub(crate) struct Reused<T>(Box<T>);
 
-impl<T: Stored> Reused<T> {
-    /// A machine this thread kept, if it kept one.
-    fn take() -> Option<Box<T>> {
-        STORE.with_borrow_mut(|s| T::shelf(s).pop())
-    }
-
+impl<T> Reused<T> {
     #[inline]
     fn get(&self) -> &T {
-        self.0
-            .as_ref()
-            .expect("a kept machine is emptied only by its drop")
+        &self.0
     }
 
     #[inline]
     fn get_mut(&mut self) -> &mut T {
-        self.0
-            .as_mut()
-            .expect("a kept machine is emptied only by its drop")
-    }
-}
-
-impl<T: Stored> Drop for Reused<T> {
-    fn drop(&mut self) {
-        let Some(machine) = self.0.take() else {
-            return;
-        };
-        // A machine dropped while its thread exits finds the store gone: it is simply dropped.
-        let _ = STORE.try_with(|s| {
-            if let Ok(mut s) = s.try_borrow_mut() {
-                let shelf = T::shelf(&mut s);
-                if shelf.len() < REUSED_MAX {
-                    shelf.push(machine);
-                }
-            }
-        });
+        &mut self.0
     }
 }
 
@@ -716,6 +739,7 @@ mod tests {
             let spec = WorkerSpec {
                 index: 0,
                 config: &setup.workers[0].config,
+                kept: Cell::new(None),
             };
             assert!(matches!(stock.worker_part(&spec).0, Part::Stock(_)));
             assert!(matches!(behind.worker_part(&spec).0, Part::Dyn(_)));
@@ -745,6 +769,7 @@ mod tests {
         let spec = WorkerSpec {
             index: 0,
             config: &setup.workers[0].config,
+            kept: Cell::new(None),
         };
         let mut stock = machines.worker_part(&spec);
         let mut boxed = WorkerPart::from(machines.worker(&spec));
@@ -778,36 +803,51 @@ mod tests {
             .map(|name| crate::scenarios::find(name).unwrap().build(5, v));
         for setup in &setups {
             let _ = crate::run(setup, 5, &machines);
-            let seed = 11;
-            drop(machines.coordinator(&CoordinatorSpec {
+            // The machines the run left, as its thread's next run finds them.
+            let mut shelves = crate::workspace::with(|ws| std::mem::take(&mut ws.nodes.machines));
+            let spec = CoordinatorSpec {
                 classes: &setup.classes,
                 jobs: &setup.jobs,
-                seed,
-            }));
-            let kept = Reused::<Coordinator>::take().unwrap();
+                seed: 11,
+                kept: shelves.coordinator(),
+            };
+            let had = spec.kept.take();
+            assert!(had.is_some(), "the run left its coordinator");
+            spec.kept.set(had);
+            let renewed = stock_coordinator(&spec, switches);
+            assert!(
+                spec.kept.take().is_none(),
+                "the kept coordinator was renewed"
+            );
             let new = Coordinator::new(setup.classes.clone(), &setup.jobs, switches);
-            assert_eq!(format!("{kept:?}"), format!("{new:?}"));
-            for (index, w) in setup.workers.iter().enumerate() {
-                drop(machines.worker(&WorkerSpec {
+            assert_eq!(format!("{:?}", renewed.get()), format!("{new:?}"));
+            for (index, w) in setup.workers.iter().enumerate().take(REUSED_MAX) {
+                let spec = WorkerSpec {
                     index,
                     config: &w.config,
-                }));
-                let kept = Reused::<Worker>::take().unwrap();
+                    kept: shelves.worker(),
+                };
+                let had = spec.kept.take();
+                assert!(had.is_some(), "the run left its workers");
+                spec.kept.set(had);
+                let renewed = stock_worker(&spec, switches);
                 let new = Worker::new(w.config.clone(), switches);
-                assert_eq!(format!("{kept:?}"), format!("{new:?}"));
+                assert_eq!(format!("{:?}", renewed.get()), format!("{new:?}"));
             }
             for (status, refused) in [(true, vec![]), (false, vec![OpId(2)]), (true, vec![])] {
-                drop(machines.receiver(&ReceiverSpec {
+                let spec = ReceiverSpec {
                     index: 0,
                     supports_fence: !status,
                     supports_status: status,
                     refused_ops: &refused,
-                }));
-                let kept = Reused::<Receiver>::take().unwrap();
+                    kept: shelves.receiver(),
+                };
+                let renewed = stock_receiver(&spec, switches);
                 let new = Receiver::new(!status, switches)
                     .with_status(status)
                     .with_refused_ops(refused.clone());
-                assert_eq!(format!("{kept:?}"), format!("{new:?}"));
+                assert_eq!(format!("{:?}", renewed.get()), format!("{new:?}"));
+                shelves.keep_receiver(ReceiverPart(Part::Stock(renewed)));
             }
         }
     }

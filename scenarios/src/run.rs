@@ -2,63 +2,42 @@
 
 use crate::hazard::Hazards;
 use crate::machines::Machines;
-use crate::plan::PlanDirector;
 use crate::setup::{NodeInfo, Role, Setup};
+use crate::workspace::{self, Names, Workspace};
 use crate::world::Node;
-use leasesim_checkers::{self as oracle, Skipped, World};
+use leasesim_checkers::{self as oracle, Scratch, Skipped, World};
 use leasesim_protocol::{Event, Finding, Msg};
-use leasesim_sim::{stable_hash, Buffers, Clock, End, Sim, TraceEvent, WORLD};
-use std::cell::RefCell;
+use leasesim_sim::{stable_hash, Clock, End, Sim, TraceEvent, WORLD};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-thread_local! {
-    /// The simulator's storage, kept per thread from one run to the next: once the first runs
-    /// grew it, a run allocates nothing for its queue, its messages or its trace.
-    static BUFFERS: RefCell<Buffers<Msg, Event>> = RefCell::new(Buffers::default());
-    /// The fault plan's director, kept per thread and reset for each run, for the same reason
-    /// (`None` while a run uses it: a run started from inside another gets a new one). Boxed,
-    /// so that a run takes it and gives it back by moving a pointer, not the director.
-    static DIRECTOR: RefCell<Option<Box<PlanDirector>>> = const { RefCell::new(None) };
-    /// The node list and operation names of this thread's last run: a sweep's runs of one
-    /// scenario share them, so a run's result holds them without building them again.
-    static NAMES: RefCell<Option<Names>> = const { RefCell::new(None) };
-    /// The clocks the checkers read, kept per thread.
-    static CLOCKS: RefCell<Vec<Clock>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A run's node list and operation names.
-type Names = (Arc<[NodeInfo]>, Arc<[String]>);
-
-/// The node list and operation names of `setup`, shared with the thread's last run when they
-/// are the same.
-fn names_of(setup: &Setup) -> Names {
-    NAMES.with_borrow_mut(|cached| {
-        let (nodes, ops) = match cached.take() {
-            Some((nodes, ops)) => (
-                if setup.has_node_infos(&nodes) {
-                    nodes
-                } else {
-                    setup.node_infos().into()
-                },
-                if Arc::ptr_eq(&ops, &setup.op_names) || *ops == *setup.op_names {
-                    ops
-                } else {
-                    setup.op_names.clone()
-                },
-            ),
-            None => (setup.node_infos().into(), setup.op_names.clone()),
-        };
-        *cached = Some((nodes.clone(), ops.clone()));
-        (nodes, ops)
-    })
+/// The node list and operation names of `setup`, shared with the thread's last run (`cached`)
+/// when they are the same.
+fn names_of(setup: &Setup, cached: &mut Option<Names>) -> Names {
+    let (nodes, ops) = match cached.take() {
+        Some((nodes, ops)) => (
+            if setup.has_node_infos(&nodes) {
+                nodes
+            } else {
+                setup.node_infos().into()
+            },
+            if Arc::ptr_eq(&ops, &setup.op_names) || *ops == *setup.op_names {
+                ops
+            } else {
+                setup.op_names.clone()
+            },
+        ),
+        None => (setup.node_infos().into(), setup.op_names.clone()),
+    };
+    *cached = Some((nodes.clone(), ops.clone()));
+    (nodes, ops)
 }
 
 /// Gives a finished run's trace storage back to this thread's next run (a sweep calls it once
 /// it has read what it needs): the trace of a run that held is not kept, and its storage is not
 /// allocated again.
 pub(crate) fn recycle(r: RunResult) {
-    BUFFERS.with_borrow_mut(|b| b.give_trace(r.trace));
+    workspace::with(|ws| ws.sim.give_trace(r.trace));
 }
 
 pub use crate::verdict::Verdict;
@@ -217,7 +196,7 @@ pub fn run_swept_then<T>(
 
 /// Runs and judges a setup, walking the checkers over the trace every `judge_every` events
 /// (and at the end) and dropping what they will not read again; `trace_from` is set to the trace
-/// index of the result's first trace event.
+/// index of the result's first trace event. The run works in this thread's workspace.
 fn run_judged(
     setup: &Setup,
     seed: u64,
@@ -225,37 +204,56 @@ fn run_judged(
     judge_every: u64,
     trace_from: &mut usize,
 ) -> RunResult {
-    let built = catch_unwind(AssertUnwindSafe(|| setup.build_nodes(seed, machines)));
+    let mut ws = workspace::take();
+    let r = run_in(&mut ws, setup, seed, machines, judge_every, trace_from);
+    workspace::give(ws);
+    r
+}
+
+/// [`run_judged`] in the workspace `ws`: its nodes are built in what the last run left, and
+/// what this one leaves is kept there for the next.
+fn run_in(
+    ws: &mut Workspace,
+    setup: &Setup,
+    seed: u64,
+    machines: &Machines,
+    judge_every: u64,
+    trace_from: &mut usize,
+) -> RunResult {
+    let kept = &mut ws.nodes;
+    let built = catch_unwind(AssertUnwindSafe(|| {
+        setup.build_nodes_in(seed, machines, kept)
+    }));
     let nodes = match built {
         Ok(nodes) => nodes,
         Err(panic) => {
-            let mut r = judge(setup, seed, Vec::new(), End::ProcessFault, 0, 0);
-            r.machine_fault = Some(format!(
-                "a machine factory of '{}' {}",
-                machines.name(),
-                unwound(&panic)
-            ));
+            let mut r = judge_in(ws, setup, seed, Vec::new(), (End::ProcessFault, 0, 0));
+            r.machine_fault = Some(factory_fault(machines, &panic));
             return r;
         }
     };
-    let buffers = BUFFERS.with_borrow_mut(std::mem::take);
+    let buffers = std::mem::take(&mut ws.sim);
     let mut sim = Sim::with_buffers(seed, nodes, setup.net, setup.limits, buffers);
-    let mut director: Box<PlanDirector> =
-        DIRECTOR.with_borrow_mut(Option::take).unwrap_or_default();
+    let director = &mut ws.director;
     director.reset(&setup.faults, setup.tool_node(), setup.operator_node());
     for c in director.initial_commands(setup.heal_at_ns) {
         sim.command(c);
     }
     // Judged in parts only once the run pauses: a run shorter than a pause is judged whole at
-    // its end, as `judge` judges any engine's trace.
+    // its end, as `judge` judges any engine's trace. The parts are lent the workspace's clocks
+    // and checkers when they start.
     let mut parts: Option<Parts> = None;
+    let mut lent = Some((&mut ws.clocks, &mut ws.checkers));
     // Bounded: each pass processes at least one event, up to the event budget.
     let (end, fault) = loop {
         let pause_at = sim.events().saturating_add(judge_every);
-        match catch_unwind(AssertUnwindSafe(|| sim.run_until(&mut *director, pause_at))) {
+        match catch_unwind(AssertUnwindSafe(|| sim.run_until(director, pause_at))) {
             Ok(Some(end)) => break (end, sim.fault().cloned()),
             Ok(None) => parts
-                .get_or_insert_with(|| Parts::start(setup))
+                .get_or_insert_with(|| {
+                    let (clocks, checkers) = lent.take().expect("lent once, to the parts");
+                    Parts::start(setup, &mut ws.names, clocks, checkers)
+                })
                 .walk(setup, &mut sim),
             Err(panic) => {
                 break (
@@ -268,18 +266,27 @@ fn run_judged(
     let (end_ns, events, from) = (sim.now(), sim.events(), sim.trace_base());
     let (trace, buffers, nodes) = sim.finish_with_nodes();
     let still = end.is_limit().then(|| Still::of(&trace, &nodes));
-    crate::world::keep_nodes(nodes);
-    BUFFERS.with_borrow_mut(|b| *b = buffers);
-    DIRECTOR.with_borrow_mut(|d| *d = Some(director));
+    crate::world::keep_nodes(&mut ws.nodes, nodes);
+    ws.sim = buffers;
     *trace_from = from;
+    let ending = (end, end_ns, events);
     let mut r = match parts {
-        None => judge(setup, seed, trace, end, end_ns, events),
-        Some(p) => p.finish(setup, seed, trace, from, end, end_ns, events),
+        None => judge_in(ws, setup, seed, trace, ending),
+        Some(p) => p.finish(setup, seed, trace, from, ending),
     };
     r.statements = machines.statements_shared();
     r.unfinished = still.map(|st| st.describe(setup, &r.nodes, end));
     r.machine_fault = fault.map(|(node, reason)| machine_fault(&r, machines, node, &reason));
     r
+}
+
+/// A factory's fault in words: which machines, what it did.
+fn factory_fault(machines: &Machines, panic: &Box<dyn std::any::Any + Send>) -> String {
+    format!(
+        "a machine factory of '{}' {}",
+        machines.name(),
+        unwound(panic)
+    )
 }
 
 /// A machine's fault in words: the node, the implementation of its role, what it did.
@@ -368,22 +375,29 @@ impl Still {
     }
 }
 
-/// A run judged in parts: its world's names and clocks, and the judging.
-struct Parts {
+/// A run judged in parts: its world's names and clocks, and the judging, in the storage of
+/// the workspace the run works in.
+struct Parts<'w> {
     nodes: Arc<[NodeInfo]>,
     op_names: Arc<[String]>,
-    clocks: Vec<Clock>,
-    judging: oracle::Judging,
+    clocks: &'w [Clock],
+    judging: oracle::Judging<'w>,
 }
 
-impl Parts {
+impl<'w> Parts<'w> {
     #[cold]
     #[inline(never)]
-    fn start(setup: &Setup) -> Parts {
-        let (nodes, op_names) = names_of(setup);
-        let clocks = clocks_of(setup, nodes.len());
-        let judging =
-            oracle::Judging::start(&world_of(setup, &nodes, &op_names, &clocks, End::Idle, 0));
+    fn start(
+        setup: &Setup,
+        names: &mut Option<Names>,
+        clocks: &'w mut Vec<Clock>,
+        checkers: &'w mut Scratch,
+    ) -> Parts<'w> {
+        let (nodes, op_names) = names_of(setup, names);
+        clocks_of(setup, nodes.len(), clocks);
+        let clocks: &'w [Clock] = clocks;
+        let world = world_of(setup, &nodes, &op_names, clocks, End::Idle, 0);
+        let judging = oracle::Judging::start(&world, checkers);
         Parts {
             nodes,
             op_names,
@@ -402,7 +416,7 @@ impl Parts {
             setup,
             &self.nodes,
             &self.op_names,
-            &self.clocks,
+            self.clocks,
             End::Idle,
             0,
         );
@@ -410,8 +424,8 @@ impl Parts {
         sim.compact(self.judging.keep_from());
     }
 
-    /// The result: the rest of the trace judged, then the run's end.
-    #[allow(clippy::too_many_arguments)]
+    /// The result: the rest of the trace (from trace index `trace_from`) judged, then the run's
+    /// end (how it ended, true time at the end, events).
     #[cold]
     #[inline(never)]
     fn finish(
@@ -420,22 +434,13 @@ impl Parts {
         seed: u64,
         trace: Vec<TraceEvent<Msg, Event>>,
         trace_from: usize,
-        end: End,
-        end_ns: u64,
-        events: u64,
+        ending: (End, u64, u64),
     ) -> RunResult {
-        let world = world_of(
-            setup,
-            &self.nodes,
-            &self.op_names,
-            &self.clocks,
-            end,
-            end_ns,
-        );
+        let (end, end_ns, _) = ending;
+        let world = world_of(setup, &self.nodes, &self.op_names, self.clocks, end, end_ns);
         let judgement = self.judging.finish(&world, &trace, trace_from);
-        CLOCKS.with_borrow_mut(|c| *c = self.clocks);
         let names = (self.nodes, self.op_names);
-        RunResult::judged(seed, names, trace, (end, end_ns, events), judgement)
+        RunResult::judged(seed, names, trace, ending, judgement)
     }
 }
 
@@ -480,25 +485,35 @@ pub fn judge(
     end_ns: u64,
     events: u64,
 ) -> RunResult {
-    let (nodes, op_names) = names_of(setup);
-    let clocks = clocks_of(setup, nodes.len());
-    let world = world_of(setup, &nodes, &op_names, &clocks, end, end_ns);
-    let judgement = oracle::check(&world, &trace);
-    CLOCKS.with_borrow_mut(|c| *c = clocks);
-    let names = (nodes, op_names);
-    RunResult::judged(seed, names, trace, (end, end_ns, events), judgement)
+    workspace::with(|ws| judge_in(ws, setup, seed, trace, (end, end_ns, events)))
 }
 
-/// The clocks the checkers read, by node (this thread's storage, to be given back): they map a
-/// holder's stated deadline to true time.
-fn clocks_of(setup: &Setup, nodes: usize) -> Vec<Clock> {
-    let mut clocks = CLOCKS.with_borrow_mut(std::mem::take);
+/// [`judge`] in the workspace `ws`; `ending` is how the run ended, true time at the end and
+/// the events processed.
+fn judge_in(
+    ws: &mut Workspace,
+    setup: &Setup,
+    seed: u64,
+    trace: Vec<TraceEvent<Msg, Event>>,
+    ending: (End, u64, u64),
+) -> RunResult {
+    let (end, end_ns, _) = ending;
+    let (nodes, op_names) = names_of(setup, &mut ws.names);
+    clocks_of(setup, nodes.len(), &mut ws.clocks);
+    let world = world_of(setup, &nodes, &op_names, &ws.clocks, end, end_ns);
+    let judgement = oracle::check(&world, &trace, &mut ws.checkers);
+    let names = (nodes, op_names);
+    RunResult::judged(seed, names, trace, ending, judgement)
+}
+
+/// Fills `clocks` with the clocks the checkers read, by node: they map a holder's stated
+/// deadline to true time.
+fn clocks_of(setup: &Setup, nodes: usize, clocks: &mut Vec<Clock>) {
     clocks.clear();
     clocks.resize(nodes, Clock::new(0, 0));
     for (i, w) in setup.workers.iter().enumerate() {
         clocks[setup.worker_node(i) as usize] = w.clock.clock();
     }
-    clocks
 }
 
 /// The world the checkers judge a run of `setup` in.
@@ -647,6 +662,7 @@ pub fn reproduce_command(scenario: &str, seed: u64, variant: leasesim_protocol::
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::PlanDirector;
     use leasesim_protocol::Variant;
 
     /// A run judged a few events at a time is the run [`run`] makes and judges at once: the

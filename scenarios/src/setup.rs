@@ -539,7 +539,7 @@ const SPARE_MAX: usize = 256;
 /// by [`SPARE_MAX`]).
 const SPARE_PLANS_MAX: usize = 8;
 
-/// The storage of a setup this thread recycled, kept for the next setup it builds: a sweep
+/// The storage of a setup a thread recycled, kept for the next setup it builds: a sweep
 /// builds and recycles one setup per seed, and the next one reuses these vectors (and each kept
 /// worker's plans) instead of allocating its own. What they hold is stale: a builder that takes
 /// them clears each one or overwrites every element it keeps ([`copy_plans`]), so the setup it
@@ -556,22 +556,6 @@ pub(crate) struct Spare {
     pub faults: Vec<Fault>,
 }
 
-thread_local! {
-    /// The storage of the last setup this thread recycled, if not taken since.
-    static SPARE: std::cell::RefCell<Option<Spare>> = const { std::cell::RefCell::new(None) };
-}
-
-impl Spare {
-    /// What this thread kept, or empty vectors.
-    pub(crate) fn take() -> Spare {
-        SPARE
-            .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.take()))
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-    }
-}
-
 /// `v`'s storage when it is small enough to keep, else an empty vector (`v` is then freed
 /// with its setup).
 fn keep<T>(v: &mut Vec<T>) -> Vec<T> {
@@ -583,51 +567,42 @@ fn keep<T>(v: &mut Vec<T>) -> Vec<T> {
 }
 
 impl Setup {
-    /// Leaves this setup's vectors (its workers' plans too) to the next setup this thread's
-    /// stories or the swarm build, instead of freeing them: a sweep builds and drops one setup
-    /// per seed. A vector of more than 256 elements is freed, and so is all of it
-    /// when the thread already holds a setup's storage. The setup built next is the same as
-    /// one built in new storage (a test holds every named scenario to it).
-    pub(crate) fn recycle(mut self) {
-        // A setup recycled while its thread exits finds the store gone: it is simply dropped.
-        let _ = SPARE.try_with(|s| {
-            let Ok(mut s) = s.try_borrow_mut() else {
-                return;
-            };
-            if s.is_some() {
-                return;
-            }
-            let mut workers = keep(&mut self.workers);
-            for w in &mut workers {
-                let plans = &w.config.plans;
-                if plans.capacity() > SPARE_PLANS_MAX
-                    || plans.iter().any(|p| p.steps.capacity() > SPARE_MAX)
-                {
-                    w.config.plans = Vec::new();
-                }
-            }
-            let mut plans = keep(&mut self.plans);
+    /// This setup's vectors (its workers' plans too), for the next setup a thread's stories or
+    /// the swarm build (the workspace keeps it), instead of freeing them: a sweep
+    /// builds and drops one setup per seed. A vector of more than 256 elements is freed. The
+    /// setup built next is the same as one built in new storage (a test holds every named
+    /// scenario to it).
+    pub(crate) fn into_spare(mut self) -> Spare {
+        let mut workers = keep(&mut self.workers);
+        for w in &mut workers {
+            let plans = &w.config.plans;
             if plans.capacity() > SPARE_PLANS_MAX
                 || plans.iter().any(|p| p.steps.capacity() > SPARE_MAX)
             {
-                plans = Vec::new();
+                w.config.plans = Vec::new();
             }
-            let scenario = if self.scenario.capacity() <= SPARE_MAX {
-                std::mem::take(&mut self.scenario)
-            } else {
-                String::new()
-            };
-            *s = Some(Spare {
-                scenario,
-                classes: keep(&mut self.classes),
-                plans,
-                jobs: keep(&mut self.jobs),
-                workers,
-                receivers: keep(&mut self.receivers),
-                tool_steps: keep(&mut self.tool.steps),
-                faults: keep(&mut self.faults),
-            });
-        });
+        }
+        let mut plans = keep(&mut self.plans);
+        if plans.capacity() > SPARE_PLANS_MAX
+            || plans.iter().any(|p| p.steps.capacity() > SPARE_MAX)
+        {
+            plans = Vec::new();
+        }
+        let scenario = if self.scenario.capacity() <= SPARE_MAX {
+            std::mem::take(&mut self.scenario)
+        } else {
+            String::new()
+        };
+        Spare {
+            scenario,
+            classes: keep(&mut self.classes),
+            plans,
+            jobs: keep(&mut self.jobs),
+            workers,
+            receivers: keep(&mut self.receivers),
+            tool_steps: keep(&mut self.tool.steps),
+            faults: keep(&mut self.faults),
+        }
     }
 }
 

@@ -686,7 +686,7 @@ fn one_seed(
     config.machines.expressible(&setup)?;
     let failure = judge_seed(config, sc, seed, &setup, local, nondet);
     // The next seed's setup is built in this one's storage.
-    setup.recycle();
+    crate::workspace::recycle_setup(setup);
     Ok(failure)
 }
 

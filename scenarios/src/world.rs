@@ -7,8 +7,8 @@
 //! direct; the adapter's code is the same for both kinds.
 
 use crate::machines::{
-    on_part, CoordinatorPart, CoordinatorSpec, Machines, ReceiverPart, ReceiverSpec, WorkerPart,
-    WorkerSpec,
+    on_part, CoordinatorPart, CoordinatorSpec, Machines, ReceiverPart, ReceiverSpec, Shelves,
+    WorkerPart, WorkerSpec,
 };
 use crate::setup::ClockSpec;
 pub use leasesim_protocol::machine::{CoordinatorMachine, ReceiverMachine, WorkerMachine};
@@ -16,7 +16,6 @@ use leasesim_protocol::{
     Event, JobId, Msg, OperatorAction, Output, Peer, Tool, ToolAnswer, ToolCall, ToolFaultKind,
 };
 use leasesim_sim::{Clock, Cx, NodeId, Prng, Process, Stream};
-use std::cell::RefCell;
 
 pub use crate::setup::{ToolFaultRule, ToolSetup, ToolStep};
 
@@ -81,22 +80,26 @@ impl ToolNode {
     }
 }
 
-thread_local! {
-    /// The tool node of this thread's last run, handed back by [`keep_nodes`] for the next
-    /// run's [`tool_node`] to renew instead of building one.
-    static KEPT_TOOL: RefCell<Option<Box<ToolNode>>> = const { RefCell::new(None) };
-    /// The workers' lists of receivers of this thread's last run, handed back by
-    /// [`keep_nodes`] for the next run's [`receivers_list`] to fill instead of allocating one.
-    static KEPT_RECEIVERS: RefCell<Vec<Vec<NodeId>>> = const { RefCell::new(Vec::new()) };
+/// What a thread's last run left for its next one to build its nodes in: the tool node, the
+/// workers' lists of receivers, and leasesim's own machines (the workspace holds it; the next
+/// run's [`Setup::build_nodes`] renews them instead of building new ones).
+#[derive(Default)]
+pub(crate) struct Kept {
+    /// The tool node, renewed by [`tool_node`].
+    tool: Option<Box<ToolNode>>,
+    /// The workers' lists of receivers, filled by [`receivers_list`].
+    receivers: Vec<Vec<NodeId>>,
+    /// leasesim's own machines.
+    pub(crate) machines: Shelves,
 }
 
 /// Most lists of receivers a thread keeps (one per worker of a run).
 const KEPT_RECEIVERS_MAX: usize = 64;
 
-/// A list of the receivers `receivers` names, in the storage of one this thread kept from its
-/// last run when it kept one: the same list as one collected anew.
-pub(crate) fn receivers_list(receivers: impl Iterator<Item = NodeId>) -> Vec<NodeId> {
-    let mut list = KEPT_RECEIVERS.with_borrow_mut(Vec::pop).unwrap_or_default();
+/// A list of the receivers `receivers` names, in the storage of one `kept` holds when it holds
+/// one: the same list as one collected anew.
+fn receivers_list(kept: &mut Kept, receivers: impl Iterator<Item = NodeId>) -> Vec<NodeId> {
+    let mut list = kept.receivers.pop().unwrap_or_default();
     list.clear();
     list.extend(receivers);
     list
@@ -106,14 +109,15 @@ pub(crate) fn receivers_list(receivers: impl Iterator<Item = NodeId>) -> Vec<Nod
 /// list of receivers.
 const KEPT_ROOM_MAX: usize = 256;
 
-/// The tool node for a run: the one this thread kept from its last run, renewed, or a new one.
-/// A renewed node is the same as a new one (a test holds it to that).
-pub(crate) fn tool_node(
+/// The tool node for a run: the one `kept` holds, renewed, or a new one. A renewed node is the
+/// same as a new one (a test holds it to that).
+fn tool_node(
+    kept: &mut Kept,
     setup: &ToolSetup,
     rng: Prng,
     faults: impl Iterator<Item = ToolFaultRule>,
 ) -> Box<ToolNode> {
-    let Some(mut node) = KEPT_TOOL.with_borrow_mut(Option::take) else {
+    let Some(mut node) = kept.tool.take() else {
         let faults: Vec<ToolFaultRule> = faults.collect();
         return Box::new(ToolNode {
             tool: Tool::new(),
@@ -151,33 +155,34 @@ pub(crate) fn tool_node(
     node
 }
 
-/// Keeps the tool node of a finished run's `nodes` for this thread's next run (one at most,
-/// and only with room for at most a few hundred steps and rules), and the workers' lists of
-/// receivers (a few dozen at most, each with room for a few hundred); the rest are dropped.
-pub(crate) fn keep_nodes(nodes: Vec<Node>) {
+/// Keeps in `kept`, for the next run, a finished run's leasesim machines (a few per role), its
+/// tool node (one at most, and only with room for at most a few hundred steps and rules), and
+/// the workers' lists of receivers (a few dozen at most, each with room for a few hundred); the
+/// rest of `nodes` is dropped.
+pub(crate) fn keep_nodes(kept: &mut Kept, nodes: Vec<Node>) {
     for node in nodes {
-        if let Node::Worker(worker, addrs) = node {
-            // The machine goes first, as it would without the list kept.
-            drop(worker);
-            let list = addrs.receivers;
-            if list.capacity() != 0 && list.capacity() <= KEPT_ROOM_MAX {
-                KEPT_RECEIVERS.with_borrow_mut(|kept| {
-                    if kept.len() < KEPT_RECEIVERS_MAX {
-                        kept.push(list);
-                    }
-                });
+        match node {
+            Node::Coordinator(part) => kept.machines.keep_coordinator(part),
+            Node::Worker(worker, addrs) => {
+                kept.machines.keep_worker(worker);
+                let list = addrs.receivers;
+                if list.capacity() != 0
+                    && list.capacity() <= KEPT_ROOM_MAX
+                    && kept.receivers.len() < KEPT_RECEIVERS_MAX
+                {
+                    kept.receivers.push(list);
+                }
             }
-            continue;
-        }
-        if let Node::Tool(tool) = node {
-            let small = tool.setup.steps.capacity() <= KEPT_ROOM_MAX
-                && tool.faults.capacity() <= KEPT_ROOM_MAX
-                && tool.seen.capacity() <= KEPT_ROOM_MAX;
-            if small {
-                KEPT_TOOL.with_borrow_mut(|kept| {
-                    kept.get_or_insert(tool);
-                });
+            Node::Receiver(part) => kept.machines.keep_receiver(part),
+            Node::Tool(tool) => {
+                let small = tool.setup.steps.capacity() <= KEPT_ROOM_MAX
+                    && tool.faults.capacity() <= KEPT_ROOM_MAX
+                    && tool.seen.capacity() <= KEPT_ROOM_MAX;
+                if small && kept.tool.is_none() {
+                    kept.tool = Some(tool);
+                }
             }
+            Node::Operator(..) => {}
         }
     }
 }
@@ -396,38 +401,58 @@ impl Process for Node {
 impl crate::setup::Setup {
     /// Builds the simulator's nodes with their clocks, each role's machine from `machines`.
     pub fn build_nodes(&self, seed: u64, machines: &Machines) -> Vec<(Node, Clock)> {
+        self.build_nodes_in(seed, machines, &mut Kept::default())
+    }
+
+    /// [`Setup::build_nodes`], renewing what `kept` holds from a thread's last run instead of
+    /// building new machines, tool node and lists (the same nodes: tests hold them to that).
+    pub(crate) fn build_nodes_in(
+        &self,
+        seed: u64,
+        machines: &Machines,
+        kept: &mut Kept,
+    ) -> Vec<(Node, Clock)> {
         let addrs = Addrs {
             coordinator: Self::COORDINATOR,
             tool: self.tool_node(),
-            receivers: crate::world::receivers_list(
+            receivers: receivers_list(
+                kept,
                 (0..self.receivers.len()).map(|i| self.receiver_node(i)),
             ),
         };
         // The coordinator, the workers, the receivers, the tool and the operator.
         let mut nodes: Vec<(Node, Clock)> =
             Vec::with_capacity(self.workers.len() + self.receivers.len() + 3);
+        let spec = CoordinatorSpec {
+            classes: &self.classes,
+            jobs: &self.jobs,
+            // Its own stream, apart from the simulator's: a coordinator that draws (a
+            // SQL coordinator's gaps between statements) changes nothing else of the run.
+            seed: leasesim_sim::stable_hash(&("coordinator", seed)),
+            kept: kept.machines.coordinator(),
+        };
+        let coordinator = machines.coordinator_part(&spec);
+        kept.machines.unused_coordinator(spec.kept);
         nodes.push((
-            Node::Coordinator(machines.coordinator_part(&CoordinatorSpec {
-                classes: &self.classes,
-                jobs: &self.jobs,
-                // Its own stream, apart from the simulator's: a coordinator that draws (a
-                // SQL coordinator's gaps between statements) changes nothing else of the run.
-                seed: leasesim_sim::stable_hash(&("coordinator", seed)),
-            })),
+            Node::Coordinator(coordinator),
             self.coordinator_clock.clock(),
         ));
-        self.push_workers(&mut nodes, addrs, machines);
+        self.push_workers(&mut nodes, addrs, machines, kept);
         for (index, r) in self.receivers.iter().enumerate() {
-            let receiver = machines.receiver_part(&ReceiverSpec {
+            let spec = ReceiverSpec {
                 index: index as u8,
                 supports_fence: r.supports_fence,
                 supports_status: r.supports_status,
                 refused_ops: &r.refused_ops,
-            });
+                kept: kept.machines.receiver(),
+            };
+            let receiver = machines.receiver_part(&spec);
+            kept.machines.unused_receiver(spec.kept);
             nodes.push((Node::Receiver(receiver), r.clock.clock()));
         }
         nodes.push((
-            Node::Tool(crate::world::tool_node(
+            Node::Tool(tool_node(
+                kept,
                 &self.tool,
                 Prng::new(seed, Stream::Tool),
                 self.tool_faults(),
@@ -448,7 +473,13 @@ impl crate::setup::Setup {
 
     /// The workers' nodes, each with its own addresses (the last takes `addrs` instead of a
     /// copy) and its configuration (V12 lengthens its heartbeat to the shortest lease).
-    fn push_workers(&self, nodes: &mut Vec<(Node, Clock)>, addrs: Addrs, machines: &Machines) {
+    fn push_workers(
+        &self,
+        nodes: &mut Vec<(Node, Clock)>,
+        addrs: Addrs,
+        machines: &Machines,
+        kept: &mut Kept,
+    ) {
         let switches = self.variant.switches();
         let mut addrs = Some(addrs);
         let last = self.workers.len().saturating_sub(1);
@@ -464,13 +495,16 @@ impl crate::setup::Setup {
                     .min()
                     .unwrap_or(config.heartbeat_ns);
             }
-            let worker = machines.worker_part(&WorkerSpec {
+            let spec = WorkerSpec {
                 index,
                 config: &config,
-            });
+                kept: kept.machines.worker(),
+            };
+            let worker = machines.worker_part(&spec);
+            kept.machines.unused_worker(spec.kept);
             let addrs = match &mut addrs {
                 Some(a) if index < last => Addrs {
-                    receivers: crate::world::receivers_list(a.receivers.iter().copied()),
+                    receivers: receivers_list(kept, a.receivers.iter().copied()),
                     ..*a
                 },
                 a => a.take().expect("only the last worker takes the addresses"),
@@ -517,7 +551,7 @@ mod tests {
     fn addresses_built_in_kept_lists_are_new_ones() {
         use crate::machines::Machines;
         use leasesim_protocol::Variant;
-        let addrs = |nodes: Vec<(Node, leasesim_sim::Clock)>| -> Vec<Addrs> {
+        let addrs = |kept: &mut Kept, nodes: Vec<(Node, leasesim_sim::Clock)>| -> Vec<Addrs> {
             let all = nodes
                 .iter()
                 .filter_map(|(n, _)| match n {
@@ -525,7 +559,7 @@ mod tests {
                     _ => None,
                 })
                 .collect();
-            keep_nodes(nodes.into_iter().map(|(n, _)| n).collect());
+            keep_nodes(kept, nodes.into_iter().map(|(n, _)| n).collect());
             all
         };
         let machines = Machines::reference();
@@ -533,8 +567,11 @@ mod tests {
             let setup = crate::scenarios::find(name)
                 .unwrap()
                 .build(3, Variant::Reference);
-            KEPT_RECEIVERS.with_borrow_mut(Vec::clear);
-            let new = addrs(setup.build_nodes(3, &machines));
+            let mut kept = Kept::default();
+            let new = {
+                let nodes = setup.build_nodes_in(3, &machines, &mut kept);
+                addrs(&mut kept, nodes)
+            };
             let want = Addrs {
                 coordinator: crate::Setup::COORDINATOR,
                 tool: setup.tool_node(),
@@ -547,10 +584,16 @@ mod tests {
                 let before = crate::scenarios::find(other)
                     .unwrap()
                     .build(5, Variant::Reference);
-                addrs(before.build_nodes(5, &machines));
-                assert!(KEPT_RECEIVERS.with_borrow(|k| !k.is_empty()));
+                {
+                    let nodes = before.build_nodes_in(5, &machines, &mut kept);
+                    addrs(&mut kept, nodes)
+                };
+                assert!(!kept.receivers.is_empty());
                 assert_eq!(
-                    addrs(setup.build_nodes(3, &machines)),
+                    {
+                        let nodes = setup.build_nodes_in(3, &machines, &mut kept);
+                        addrs(&mut kept, nodes)
+                    },
                     new,
                     "{name} after {other}"
                 );
@@ -571,9 +614,14 @@ mod tests {
     /// healed) and renewed for another setup is the same as a new node for that setup.
     #[test]
     fn a_renewed_tool_node_is_a_new_one() {
-        KEPT_TOOL.with_borrow_mut(|kept| *kept = None);
+        let mut kept = Kept::default();
         let faults = [rule(1, ToolFaultKind::Late), rule(0, ToolFaultKind::Hang)];
-        let mut used = tool_node(&setup(3), Prng::new(1, Stream::Tool), faults.into_iter());
+        let mut used = tool_node(
+            &mut kept,
+            &setup(3),
+            Prng::new(1, Stream::Tool),
+            faults.into_iter(),
+        );
         for step in 0..3 {
             let call = used.call(4, step);
             let msg = Msg::ToolRequest {
@@ -587,14 +635,16 @@ mod tests {
         used.tool.handle_timeout(15);
         used.healed = true;
         assert!(used.seen.iter().any(|&n| n > 0));
-        keep_nodes(vec![Node::Tool(used)]);
+        keep_nodes(&mut kept, vec![Node::Tool(used)]);
 
         let faults = [rule(2, ToolFaultKind::AnswerLost)];
-        let renewed = tool_node(&setup(1), Prng::new(2, Stream::Tool), faults.into_iter());
-        assert!(
-            KEPT_TOOL.with_borrow(Option::is_none),
-            "the kept node was taken"
+        let renewed = tool_node(
+            &mut kept,
+            &setup(1),
+            Prng::new(2, Stream::Tool),
+            faults.into_iter(),
         );
+        assert!(kept.tool.is_none(), "the kept node was taken");
         let new = Box::new(ToolNode {
             tool: Tool::new(),
             setup: setup(1),

@@ -109,7 +109,7 @@ fn judged(trace: &[TraceEvent<Msg, Event>], clocks: &[Clock]) -> Judgement {
         end_ns: trace.last().map_or(0, |e| e.t),
         messages: true,
     };
-    check(&world, trace)
+    check(&world, trace, &mut leasesim_checkers::Scratch::default())
 }
 
 fn findings(trace: Vec<TraceEvent<Msg, Event>>) -> Vec<Invariant> {
@@ -462,7 +462,7 @@ fn a_healthy_holder_taken_over_and_an_unfinished_job_are_rejected_i7() {
         end_ns: 1_000,
         messages: true,
     };
-    let found: Vec<Invariant> = check(&world, &trace)
+    let found: Vec<Invariant> = check(&world, &trace, &mut leasesim_checkers::Scratch::default())
         .findings
         .into_iter()
         .map(|f| f.invariant)

@@ -116,7 +116,7 @@ fn the_walks_shortcuts_change_no_judgement() {
         for &variant in Variant::ALL {
             for seed in 0..GOLDEN_SEEDS {
                 let fast = run(&def.name, seed, variant);
-                let full = leasesim::checkers::without_shortcuts(|| run(&def.name, seed, variant));
+                let full = leasesim::workspace::without_shortcuts(|| run(&def.name, seed, variant));
                 assert_eq!(fast.trace_hash(), full.trace_hash());
                 let what = |r: &leasesim::RunResult| {
                     format!("{:?}\n{:?}\n{:?}", r.findings, r.hazards, r.skipped)

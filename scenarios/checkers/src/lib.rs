@@ -50,7 +50,6 @@ use leasesim_protocol::{
 };
 use leasesim_sim::{Clock, Command, End, EventKind, Fate, NodeId, TraceEvent};
 pub use node::{NodeInfo, Role};
-use std::cell::RefCell;
 use std::fmt;
 use table::Table;
 use wire::{Said, Sending, Wire};
@@ -273,45 +272,46 @@ struct State {
     models: Models,
 }
 
-thread_local! {
-    /// The state the checkers build for every run, kept per thread and cleared, not dropped,
-    /// for the next. The history's storage is reserved once, large enough that each vector is a
-    /// block of its own outside the small-object heap (where the simulator grows its own
-    /// buffers run after run); the checkers' and the models' sets and maps are vectors that
-    /// keep theirs. Once the first runs grew them, judging a run allocates almost nothing and
-    /// leaves that heap as it found it.
-    static STATE: RefCell<Option<Box<State>>> = RefCell::new(Some(State::boxed()));
+/// What judging keeps from one run to the next: the state the checkers build for every run,
+/// cleared, not dropped, for the next. The history's storage is reserved once, large enough that
+/// each vector is a block of its own outside the small-object heap (where the simulator grows
+/// its own buffers run after run); the checkers' and the models' sets and maps are vectors that
+/// keep theirs. Once the first runs grew them, judging a run allocates almost nothing and leaves
+/// that heap as it found it. A caller that judges run after run (a sweep's thread) keeps one and
+/// hands it to each [`check`] or [`Judging::start`].
+pub struct Scratch {
+    state: Box<State>,
+    shortcuts: bool,
 }
 
-impl State {
-    fn boxed() -> Box<State> {
-        Box::new(State {
-            history: History::with_room(HISTORY_ROOM_BYTES),
-            checkers: Checkers::default(),
-            models: Models::default(),
-        })
-    }
-}
-
-thread_local! {
-    /// Whether this thread's walks take their shortcuts (see [`without_shortcuts`]).
-    static SHORTCUTS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
-}
-
-/// Runs `f` with this thread's walks handing every event to every checker and model, without
-/// the shortcuts by which [`check`] passes over routine sends, deliveries and notes that nothing
-/// takes in, or hands them only to the part of the walk that does. The judgement must be the
-/// same, only slower: a test holds the two equal over every scenario and variant, so that a
-/// checker that starts to read one of those events cannot be bypassed unnoticed.
-pub fn without_shortcuts<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            SHORTCUTS.set(self.0);
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            state: Box::new(State {
+                history: History::with_room(HISTORY_ROOM_BYTES),
+                checkers: Checkers::default(),
+                models: Models::default(),
+            }),
+            shortcuts: true,
         }
     }
-    let _restore = Restore(SHORTCUTS.replace(false));
-    f()
+}
+
+impl Scratch {
+    /// Whether the walks of the runs judged with it take their shortcuts (true unless set).
+    pub fn shortcuts(&self) -> bool {
+        self.shortcuts
+    }
+
+    /// Sets whether they do. Without them, a walk hands every event to every checker and model,
+    /// without the shortcuts by which [`check`] passes over routine sends, deliveries and notes
+    /// that nothing takes in, or hands them only to the part of the walk that does. The
+    /// judgement must be the same, only slower: a test holds the two equal over every scenario
+    /// and variant, so that a checker that starts to read one of those events cannot be
+    /// bypassed unnoticed.
+    pub fn set_shortcuts(&mut self, on: bool) {
+        self.shortcuts = on;
+    }
 }
 
 /// Most jobs whose per-job facts (the reference table's rows, the wire's, the heads of the
@@ -365,25 +365,22 @@ impl Default for NearIds {
 /// (128 KiB) at which an allocator gives a block pages of its own.
 const HISTORY_ROOM_BYTES: usize = 256 * 1024;
 
-/// Checks every invariant over a trace and counts the hazards reached.
-pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
+/// Checks every invariant over a trace and counts the hazards reached, in `scratch`'s storage.
+pub fn check(world: &World<'_>, trace: &Trace, scratch: &mut Scratch) -> Judgement {
     // Made here and filled in place: the judgement is returned without copies on the way.
     let mut out = Judgement::default();
-    STATE.with_borrow_mut(|kept| {
-        // While a run is judged as it goes on this thread, its state is out: a new one serves.
-        let state = kept.get_or_insert_with(State::boxed);
-        let coordinator = begin(world, state, &mut out);
-        let run = Run {
-            world,
-            trace: Window {
-                events: trace,
-                base: 0,
-            },
-            coordinator,
-        };
-        walk::<false>(&run, state, SHORTCUTS.get(), &mut out, 0);
-        end(&run, state, &mut out);
-    });
+    let state = &mut *scratch.state;
+    let coordinator = begin(world, state, &mut out);
+    let run = Run {
+        world,
+        trace: Window {
+            events: trace,
+            base: 0,
+        },
+        coordinator,
+    };
+    walk::<false>(&run, state, scratch.shortcuts, &mut out, 0);
+    end(&run, state, &mut out);
     out
 }
 
@@ -394,9 +391,9 @@ pub fn check(world: &World<'_>, trace: &Trace) -> Judgement {
 ///
 /// The world's `end` and `end_ns` are read only by [`Judging::finish`]: a walk may be given the
 /// world with any end while the run goes on.
-pub struct Judging {
-    /// This thread's state, taken for the run and given back when it is finished (or dropped).
-    state: Option<Box<State>>,
+pub struct Judging<'s> {
+    /// The state of the scratch it was started with.
+    state: &'s mut State,
     out: Judgement,
     coordinator: NodeId,
     shortcuts: bool,
@@ -404,21 +401,18 @@ pub struct Judging {
     next: usize,
 }
 
-impl Judging {
-    /// Starts judging a run of `world`.
-    pub fn start(world: &World<'_>) -> Judging {
-        // A run judged while another is (on the same thread) gets a state of its own.
-        let mut state = STATE
-            .with_borrow_mut(Option::take)
-            .unwrap_or_else(State::boxed);
+impl<'s> Judging<'s> {
+    /// Starts judging a run of `world`, in `scratch`'s storage.
+    pub fn start(world: &World<'_>, scratch: &'s mut Scratch) -> Judging<'s> {
+        let state = &mut *scratch.state;
         let mut out = Judgement::default();
-        let coordinator = begin(world, &mut state, &mut out);
+        let coordinator = begin(world, state, &mut out);
         state.history.log_requests();
         Judging {
-            state: Some(state),
+            state,
             out,
             coordinator,
-            shortcuts: SHORTCUTS.get(),
+            shortcuts: scratch.shortcuts,
             next: 0,
         }
     }
@@ -438,17 +432,14 @@ impl Judging {
             trace.end(),
             self.next
         );
-        let Some(state) = self.state.as_deref_mut() else {
-            return;
-        };
         let run = Run {
             world,
             trace,
             coordinator: self.coordinator,
         };
-        walk::<true>(&run, state, self.shortcuts, &mut self.out, self.next);
+        walk::<true>(&run, self.state, self.shortcuts, &mut self.out, self.next);
         self.next = trace.end();
-        state.history.forget_requests(self.next);
+        self.state.history.forget_requests(self.next);
     }
 
     /// The first trace event a later walk may read: those before it may be dropped.
@@ -459,23 +450,13 @@ impl Judging {
     /// Judges the events not judged yet, then the end of the run (`world.end`, `world.end_ns`).
     pub fn finish(mut self, world: &World<'_>, events: &Trace, base: usize) -> Judgement {
         self.walk(world, events, base);
-        if let Some(state) = self.state.as_deref_mut() {
-            let run = Run {
-                world,
-                trace: Window { events, base },
-                coordinator: self.coordinator,
-            };
-            end(&run, state, &mut self.out);
-        }
-        std::mem::take(&mut self.out)
-    }
-}
-
-impl Drop for Judging {
-    fn drop(&mut self) {
-        if let Some(state) = self.state.take() {
-            STATE.with_borrow_mut(|kept| *kept = Some(state));
-        }
+        let run = Run {
+            world,
+            trace: Window { events, base },
+            coordinator: self.coordinator,
+        };
+        end(&run, self.state, &mut self.out);
+        self.out
     }
 }
 
@@ -739,7 +720,7 @@ struct Walk<'a, 's> {
     checkers: &'s mut Checkers,
     models: &'s mut Models,
     out: &'s mut Judgement,
-    /// Whether notes only the history files skip the rest (see [`without_shortcuts`]).
+    /// Whether notes only the history files skip the rest (see [`Scratch::set_shortcuts`]).
     shortcuts: bool,
 }
 

@@ -70,7 +70,7 @@ impl Story {
             mut receivers,
             mut tool_steps,
             mut faults,
-        } = Spare::take();
+        } = crate::workspace::spare();
         let mut r = Prng::new(seed, Stream::Config);
         let lease_ns = ms(&mut r, 20_000, 40_000);
         // H between L/5 and L/3 keeps L > R*H + J with R = 2 and a jitter reserve of L/3 (P6).
@@ -293,7 +293,7 @@ pub fn ms(r: &mut Prng, lo_ms: u64, hi_ms: u64) -> Nanos {
 #[cfg(test)]
 mod tests {
     use crate::scenarios::ALL;
-    use crate::setup::Spare;
+    use crate::workspace;
     use leasesim_protocol::Variant;
 
     /// A setup built in the storage another setup left (any scenario, any seed) is the same as
@@ -304,9 +304,9 @@ mod tests {
             for (p, prev) in ALL.iter().enumerate() {
                 let seed = (k * ALL.len() + p) as u64;
                 let variant = Variant::ALL[seed as usize % Variant::ALL.len()];
-                drop(Spare::take());
+                drop(workspace::spare());
                 let new = def.build(seed, variant);
-                prev.build(seed ^ 0x5a5a, Variant::Reference).recycle();
+                workspace::recycle_setup(prev.build(seed ^ 0x5a5a, Variant::Reference));
                 let reused = def.build(seed, variant);
                 assert_eq!(new, reused, "{} after {}, seed {seed}", def.name, prev.name);
                 assert_eq!(format!("{new:?}"), format!("{reused:?}"));
@@ -317,14 +317,14 @@ mod tests {
     /// The storage is kept indeed: the next story's vectors are the last one's.
     #[test]
     fn a_recycled_setup_leaves_its_storage_to_the_next_story() {
-        drop(Spare::take());
+        drop(workspace::spare());
         let w1_w2 = crate::scenarios::find("w1-w2").unwrap();
         let first = w1_w2.build(1, Variant::Reference);
         let places = (
             first.workers.as_ptr(),
             first.workers[1].config.plans.as_ptr(),
         );
-        first.recycle();
+        workspace::recycle_setup(first);
         let next = w1_w2.build(2, Variant::Reference);
         assert_eq!(
             places,

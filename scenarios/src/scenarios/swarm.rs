@@ -76,7 +76,7 @@ fn build(seed: u64, variant: Variant) -> Setup {
         mut receivers,
         tool_steps,
         mut faults,
-    } = Spare::take();
+    } = crate::workspace::spare();
     let mut r = Prng::new(seed, Stream::Config);
     let workers_n = r.range(1, 8) as usize;
     let jobs_n = r.range(1, 50) as usize;

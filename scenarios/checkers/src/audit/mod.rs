@@ -193,7 +193,8 @@ fn check_records(j: &Journal, order: &[&Record]) -> Judgement {
         end_ns: trace.len() as u64,
         messages: false,
     };
-    check(&world, &trace)
+    // One judgement per audit: its storage is not kept for another.
+    check(&world, &trace, &mut crate::Scratch::default())
 }
 
 /// Whether a finding at record `r` stands on a journal: an invariant judged at its node's
