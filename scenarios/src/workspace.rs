@@ -4,7 +4,7 @@
 //! them, a sweep's run allocates almost nothing.
 //!
 //! The modules a run is built from (the setup, the adapter, the machines, the plan, the
-//! checkers) keep nothing of their own: each is handed the part of a [`Workspace`] it fills and
+//! checkers) keep nothing of their own: each is handed the part of a `Workspace` it fills and
 //! empties. The entry points ([`crate::run()`], [`crate::run::judge`], a scenario's build) take
 //! this thread's workspace for the call and give it back after; a run started from inside
 //! another (a machine's factory that runs a setup) finds it taken and works in a new one.
