@@ -10,9 +10,10 @@
 //!   database `leasesim` (connect, and create its own schemas); the superuser (its own
 //!   password) makes that role and is otherwise only for looking inside by hand.
 //! - A watchdog process (`sh`, in a process group of its own so a terminal's Ctrl-C never
-//!   reaches it) holds the other end of a pipe: when this process ends, however it ends (a
-//!   normal exit, a signal, `kill -9`), the pipe closes and the watchdog stops the server and
-//!   removes the folder. Stopping the server is closing that pipe and waiting for the watchdog.
+//!   reaches it) makes the folder itself (`mktemp -d`) and holds the other end of a pipe: when
+//!   this process ends, however it ends (a normal exit, a signal, `kill -9`, even before it
+//!   learnt the folder's name), the pipe closes and the watchdog stops the server and removes
+//!   the folder. Stopping the server is closing that pipe and waiting for the watchdog.
 //! - Run as root, the server's tools run as the `postgres` account (`initdb` refuses root).
 //!
 //! Starting is bounded (each tool has a deadline) and retried once when the first try fails;
@@ -41,20 +42,25 @@ const TOOL_LIMIT: Duration = Duration::from_secs(180);
 /// Lines of a tool's output and of the server's log quoted when starting fails.
 const QUOTED_LINES: usize = 6;
 
-/// The watchdog: it waits until leasesim's end of its standard input closes (leasesim stopped
-/// the server, or ended however it ended), then stops the server at once and removes its
-/// folder. `$1` is the folder, `$2` pg_ctl, `$3` the account to run it as (empty: ourselves).
-/// It ignores the signals a terminal sends, so a Ctrl-C cannot end it before it has cleaned up.
-const WATCHDOG: &str = r#"trap '' INT HUP TERM QUIT
+/// The watchdog: it makes the server's folder (fresh, mode 0700, an unpredictable name under
+/// `$1`) and prints its path, then waits until leasesim's end of its standard input closes
+/// (leasesim stopped the server, or ended however it ended), then stops the server at once and
+/// removes the folder. Since it makes the folder, no moment of leasesim's life leaves one that
+/// no watchdog will remove. `$2` is pg_ctl, `$3` the account to run it as (empty: ourselves). It
+/// ignores the signals a terminal sends, and a closed output, so that nothing ends it before it
+/// has cleaned up.
+const WATCHDOG: &str = r#"trap '' INT HUP TERM QUIT PIPE
+dir=$(mktemp -d "$1/leasesim-pg-XXXXXXXXXXXXXXXX") || exit 1
+printf '%s\n' "$dir"
 read -r _ignored
-if [ -f "$1/data/postmaster.pid" ]; then
+if [ -f "$dir/data/postmaster.pid" ]; then
   if [ -n "$3" ]; then
-    runuser -u "$3" -- "$2" -D "$1/data" -m immediate -w -t 60 stop
+    runuser -u "$3" -- "$2" -D "$dir/data" -m immediate -w -t 60 stop
   else
-    "$2" -D "$1/data" -m immediate -w -t 60 stop
+    "$2" -D "$dir/data" -m immediate -w -t 60 stop
   fi
 fi >/dev/null 2>&1
-rm -rf -- "$1"
+rm -rf -- "$dir"
 "#;
 
 /// A running throwaway server.
@@ -154,19 +160,17 @@ impl Server {
     }
 
     fn start_once(bin: &Path, account: &Option<Account>) -> Result<Server, String> {
-        let tmp = std::env::temp_dir();
-        let dir = leasesim::files::private_dir(&tmp, "leasesim-pg-")
-            .map_err(|e| format!("cannot create a folder in {}: {e}", tmp.display()))?;
-        // From here on, dropping `server` (an error below) stops and removes everything.
-        let mut server = Server {
+        // From here on, dropping the watchdog's pipe (an error below, or `server` dropped)
+        // stops and removes everything.
+        let (watchdog, dir) = Server::watch(bin, account)?;
+        let server = Server {
             dir,
             bin: bin.to_path_buf(),
             account: account.clone(),
             password: random_hex(16)?,
             superuser: random_hex(16)?,
-            watchdog: None,
+            watchdog: Some(watchdog),
         };
-        server.watchdog = Some(server.watch()?);
         server.give(&server.dir)?;
         let pwfile = server.dir.join("pwfile");
         server.write_private(&pwfile, &server.superuser)?;
@@ -217,18 +221,23 @@ impl Server {
         Ok(server)
     }
 
-    /// Starts the watchdog (see [`WATCHDOG`]).
-    fn watch(&self) -> Result<(Child, ChildStdin), String> {
-        let user = self.account.as_ref().map_or("", |a| a.name.as_str());
+    /// Starts the watchdog (see [`WATCHDOG`]) and reads the folder it made in the temporary
+    /// folder: a new folder of ours, not a link.
+    fn watch(
+        bin: &Path,
+        account: &Option<Account>,
+    ) -> Result<((Child, ChildStdin), PathBuf), String> {
+        let tmp = std::env::temp_dir();
+        let user = account.as_ref().map_or("", |a| a.name.as_str());
         let mut child = Command::new("/bin/sh")
             .arg("-c")
             .arg(WATCHDOG)
             .arg("leasesim-pg-watchdog")
-            .arg(&self.dir)
-            .arg(self.bin.join("pg_ctl"))
+            .arg(&tmp)
+            .arg(bin.join("pg_ctl"))
             .arg(user)
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
@@ -237,7 +246,23 @@ impl Server {
             .stdin
             .take()
             .ok_or("the watchdog has no standard input")?;
-        Ok((child, stdin))
+        let out = child.stdout.take().ok_or("the watchdog has no output")?;
+        // One line, then the watchdog writes nothing more (bounded: it ends or it prints).
+        let mut line = String::new();
+        let read = std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line);
+        let dir = PathBuf::from(line.trim_end_matches('\n'));
+        let made = read.is_ok()
+            && dir.parent() == Some(tmp.as_path())
+            && std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+        if !made {
+            drop(stdin);
+            let _ = child.wait();
+            return Err(format!(
+                "cannot create a folder in {} (mktemp -d failed)",
+                tmp.display()
+            ));
+        }
+        Ok(((child, stdin), dir))
     }
 
     /// Gives `path` to the server's account (when there is one), never through a link.
