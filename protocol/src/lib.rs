@@ -5,7 +5,8 @@
 //! `poll_output` (send a message, write a journal event) and the next wake-up is read with
 //! `poll_timeout`. Architecture invariant: this crate reads no clock, draws no random number,
 //! spawns no thread, does no I/O and depends on no other crate of the workspace but
-//! `leasesim-sorted`, its internal sorted-vector map and set, which depends on nothing.
+//! `leasesim-sorted`, its internal sorted-vector map and set, and `leasesim-store`, the events
+//! a lease store reports of its own work (carried as `Event::Store`); both depend on nothing.
 
 pub mod coordinator;
 pub mod invariant;

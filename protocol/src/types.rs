@@ -3,6 +3,7 @@
 //! Everything here is plain `Copy` data so that the simulator can record it in a trace without
 //! allocation, and so that a trace can be serialized, hashed and compared byte for byte.
 
+pub use leasesim_store::{Connection, StoreEvent, StoreFailure, StoreStatement};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -983,70 +984,12 @@ pub enum Event {
         /// The highest fence admitted for the entity.
         mark: Token,
     },
-    /// A lease store's statement decided (a SQL coordinator journals it before the decision
-    /// it made): which statement, and how many rows it returned or changed. Last of the
-    /// variants, so the stable hash of every older trace stays as it was.
-    StatementRan {
-        /// The statement of the store's contract.
-        statement: StoreStatement,
-        /// Its row count (`0` from `heartbeat` is a refusal).
-        rows: u32,
-    },
-    /// A step of a store's statement waited on a lock another connection held, for `waited`
-    /// simulated nanoseconds (journaled when it went on).
-    StatementWaited {
-        /// The statement of the store's contract.
-        statement: StoreStatement,
-        /// Its step (0-based) among the statement's SQL statements.
-        step: u8,
-        /// How long it waited.
-        waited: Nanos,
-    },
-    /// The store aborted a statement's transaction: the decision it would have made is a
-    /// refusal, and nothing changed.
-    StatementFailed {
-        /// The statement of the store's contract.
-        statement: StoreStatement,
-        /// Its step (0-based) among the statement's SQL statements.
-        step: u8,
-        /// Why.
-        failure: StoreFailure,
-    },
-    /// One SQL statement of a store's statement ran on a connection (a SQL coordinator whose
-    /// statements are several journals each): sent at `issued`, done at the event's time, so
-    /// a timeline draws each transaction as a bar on its connection's row.
-    StepRan {
-        /// The statement of the store's contract.
-        statement: StoreStatement,
-        /// This step (0-based).
-        step: u8,
-        /// How many steps the statement has.
-        steps: u8,
-        /// Whose connection: the worker, or `None` for the operator's.
-        connection: Option<WorkerName>,
-        /// When it was sent, on the coordinator's clock.
-        issued: Nanos,
-    },
-}
-
-/// Why a lease store aborted a transaction.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StoreFailure {
-    /// Two transactions waited for each other (SQLSTATE 40P01); this one was chosen to end.
-    Deadlock,
-    /// The isolation level could not order it with a concurrent one (SQLSTATE 40001).
-    Serialization,
-}
-
-impl StoreFailure {
-    /// In words.
-    pub fn describe(self) -> &'static str {
-        match self {
-            StoreFailure::Deadlock => "deadlock",
-            StoreFailure::Serialization => "serialization failure",
-        }
-    }
+    /// A lease store's own report of its work (a statement ran, waited, failed, or ran one
+    /// step on a connection): see [`leasesim_store`]. Never read by the protocol's machines
+    /// nor judged by an invariant. Last of the variants, so the stable hash of every trace
+    /// without one stays as it was; written in a journal under the store event's own name.
+    #[serde(untagged)]
+    Store(StoreEvent),
 }
 
 impl Event {
@@ -1071,10 +1014,7 @@ impl Event {
             Event::HeartbeatRefused { .. } => "heartbeat_refused",
             Event::ResultAccepted { .. } => "result_accepted",
             Event::ResultRejected { .. } => "result_rejected",
-            Event::StatementRan { .. } => "statement_ran",
-            Event::StatementWaited { .. } => "statement_waited",
-            Event::StatementFailed { .. } => "statement_failed",
-            Event::StepRan { .. } => "step_ran",
+            Event::Store(e) => e.name(),
             Event::JobClaimed { .. } => "job_claimed",
             Event::HeartbeatOk { .. } => "heartbeat_ok",
             Event::HeartbeatLost { .. } => "heartbeat_lost",
@@ -1093,50 +1033,6 @@ impl Event {
             Event::EffectApplied { .. } => "effect_applied",
             Event::EffectDuplicate { .. } => "effect_duplicate",
             Event::EffectFenced { .. } => "effect_fenced",
-        }
-    }
-}
-
-/// The named statements of a lease store's contract (a SQL file's `-- name:` statements).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StoreStatement {
-    /// Adds a job.
-    Enqueue,
-    /// Grants a job to a worker.
-    Claim,
-    /// Renews a holder's lease.
-    Heartbeat,
-    /// Accepts a holder's success.
-    Commit,
-    /// Accepts a holder's failure.
-    Fail,
-    /// An operator revokes a lease.
-    Revoke,
-    /// An operator hands a job to another worker.
-    Takeover,
-    /// An operator cancels a job.
-    Cancel,
-    /// Persists a stage.
-    Checkpoint,
-    /// Reads a job's row.
-    Status,
-}
-
-impl StoreStatement {
-    /// Its name in the file (`claim`, `heartbeat`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            StoreStatement::Enqueue => "enqueue",
-            StoreStatement::Claim => "claim",
-            StoreStatement::Heartbeat => "heartbeat",
-            StoreStatement::Commit => "commit",
-            StoreStatement::Fail => "fail",
-            StoreStatement::Revoke => "revoke",
-            StoreStatement::Takeover => "takeover",
-            StoreStatement::Cancel => "cancel",
-            StoreStatement::Checkpoint => "checkpoint",
-            StoreStatement::Status => "status",
         }
     }
 }

@@ -7,7 +7,8 @@
 //! Architecture invariant: reports only read data; they never run or judge anything.
 
 use leasesim_protocol::{
-    EffectOutcome, Event, Finding, GrantReason, IdemKey, Msg, OperatorAction, Outcome, ToolAnswer,
+    EffectOutcome, Event, Finding, GrantReason, IdemKey, Msg, OperatorAction, Outcome, StoreEvent,
+    ToolAnswer,
 };
 use leasesim_sim::{Command, DropCause, EventKind, Fate, NodeId, TraceEvent, WORLD};
 use std::fmt::Write;
@@ -58,9 +59,10 @@ pub struct RunView<'a> {
     pub trace: &'a [TraceEvent<Msg, Event>],
     /// The violations found, in trace order.
     pub findings: &'a [Finding],
-    /// The coordinator's named statements (name, SQL text), for a coordinator written as SQL:
-    /// each decision's tooltip shows the statement that made it. Empty otherwise.
-    pub statements: &'a [(String, String)],
+    /// The text of each named operation of the coordinator (name, text), for a store written
+    /// as named operations (a SQL file's statements): each decision's tooltip shows the one the
+    /// store journaled as making it. Empty otherwise.
+    pub sources: &'a [(String, String)],
 }
 
 /// Names a renderer needs: nodes by id, operations by op id.
@@ -274,10 +276,7 @@ pub fn event(names: &Names<'_>, e: &Event) -> String {
         | Event::EffectDuplicate { .. }
         | Event::EffectUnauthorized { .. }
         | Event::EffectFenced { .. } => effect(names, e),
-        Event::StatementRan { .. }
-        | Event::StatementWaited { .. }
-        | Event::StepRan { .. }
-        | Event::StatementFailed { .. } => sql(e),
+        Event::Store(_) => sql(e),
     };
     format!("{} {detail}", e.name())
 }
@@ -534,40 +533,43 @@ fn effect(names: &Names<'_>, e: &Event) -> String {
 /// A statement of a coordinator written as SQL: run, waited on a lock, one step sent, failed.
 fn sql(e: &Event) -> String {
     match *e {
-        Event::StatementRan { statement, rows } => format!(
+        Event::Store(StoreEvent::Ran { statement, rows }) => format!(
             "`{}` -> {rows} row{}",
             statement.name(),
             if rows == 1 { "" } else { "s" }
         ),
-        Event::StatementWaited {
+        Event::Store(StoreEvent::Waited {
             statement,
             step,
             waited,
-        } => format!(
+        }) => format!(
             "`{}` step {} waited {} on a lock",
             statement.name(),
             step + 1,
             secs(waited)
         ),
-        Event::StepRan {
+        Event::Store(StoreEvent::Step {
             statement,
             step,
             steps,
             connection,
             issued,
-        } => format!(
+        }) => format!(
             "`{}` statement {} of {} on {}'s connection, sent at {}",
             statement.name(),
             step + 1,
             steps,
-            connection.map_or_else(|| "the operator".to_string(), |w| w.to_string()),
+            match connection {
+                leasesim_protocol::Connection::Worker(_) => connection.to_string(),
+                leasesim_protocol::Connection::Operator => "the operator".to_string(),
+            },
             secs(issued)
         ),
-        Event::StatementFailed {
+        Event::Store(StoreEvent::Failed {
             statement,
             step,
             failure,
-        } => format!(
+        }) => format!(
             "`{}` step {} aborted: {}",
             statement.name(),
             step + 1,

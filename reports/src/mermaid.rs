@@ -119,10 +119,7 @@ fn note_priority(e: &Event) -> Option<u8> {
         | Event::EffectReconciled { .. }
         | Event::RetryScheduled { .. } => 1,
         Event::LeaseRenewed { .. }
-        | Event::StatementRan { .. }
-        | Event::StatementWaited { .. }
-        | Event::StatementFailed { .. }
-        | Event::StepRan { .. }
+        | Event::Store(_)
         | Event::AdmissionDeferred { .. }
         | Event::ToolStatusQueried { .. }
         | Event::ToolFaulted { .. }

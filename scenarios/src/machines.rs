@@ -108,7 +108,7 @@ pub struct Machines {
     /// than through its factory (the same machine; see [`Part`]); `None` for a user's part.
     stock: StockParts,
     scope: Option<ScopeCheck>,
-    statements: Arc<Vec<(String, String)>>,
+    sources: Arc<Vec<(String, String)>>,
     command_line: Option<String>,
     bug: Option<String>,
 }
@@ -166,7 +166,7 @@ impl Machines {
                 receiver: Some(switches),
             },
             scope: None,
-            statements: Arc::new(Vec::new()),
+            sources: Arc::new(Vec::new()),
             command_line: None,
             bug: None,
         }
@@ -247,21 +247,22 @@ impl Machines {
         }
     }
 
-    /// The statements of a coordinator written as named statements (name, text): reports show
-    /// each decision's statement text beside it.
-    pub fn with_statements(mut self, statements: Vec<(String, String)>) -> Machines {
-        self.statements = Arc::new(statements);
+    /// The text of each named operation of the coordinator, as (name, text): a SQL file's
+    /// statements, a store's scripts. A report shows, beside each decision, the text of the
+    /// operation the store journaled as making it ([`leasesim_protocol::StoreEvent`]).
+    pub fn with_sources(mut self, sources: Vec<(String, String)>) -> Machines {
+        self.sources = Arc::new(sources);
         self
     }
 
-    /// The statements reports show (empty for a coordinator without named statements).
-    pub fn statements(&self) -> &[(String, String)] {
-        &self.statements
+    /// The texts reports show (empty for a coordinator without named operations).
+    pub fn sources(&self) -> &[(String, String)] {
+        &self.sources
     }
 
     /// The same, shared (a run result keeps them without a copy).
-    pub fn statements_shared(&self) -> Arc<Vec<(String, String)>> {
-        self.statements.clone()
+    pub fn sources_shared(&self) -> Arc<Vec<(String, String)>> {
+        self.sources.clone()
     }
 
     /// Machines `leasesim` itself selects with these arguments (`--coordinator sql:FILE`):

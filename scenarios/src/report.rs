@@ -49,7 +49,7 @@ pub fn render(r: &RunResult, title: &str, subtitle: &str) -> (String, String) {
         ops: &r.op_names,
         trace: &r.trace,
         findings: &r.findings,
-        statements: &r.statements,
+        sources: &r.sources,
     };
     (html::render(&view), mermaid::render(&view))
 }

@@ -72,9 +72,10 @@ pub struct RunResult {
     /// What kept a run that hit a limit from ending (messages the plan holds and never
     /// released, busy workers, jobs not terminal); `None` for a run that ended by itself.
     pub unfinished: Option<String>,
-    /// The coordinator's named statements (name, text) when it is written as statements (a
-    /// SQL file): reports show them beside its decisions. Empty otherwise.
-    pub statements: std::sync::Arc<Vec<(String, String)>>,
+    /// The text of each named operation of the coordinator (name, text; a SQL file's
+    /// statements, see [`Machines::with_sources`]): reports show them beside its decisions.
+    /// Empty otherwise.
+    pub sources: std::sync::Arc<Vec<(String, String)>>,
 }
 
 impl RunResult {
@@ -102,7 +103,7 @@ impl RunResult {
             machine_fault: None,
             skipped: judgement.skipped,
             unfinished: None,
-            statements: no_statements(),
+            sources: no_sources(),
         }
     }
 
@@ -274,7 +275,7 @@ fn run_in(
         None => judge_in(ws, setup, seed, trace, ending),
         Some(p) => p.finish(setup, seed, trace, from, ending),
     };
-    r.statements = machines.statements_shared();
+    r.sources = machines.sources_shared();
     r.unfinished = still.map(|st| st.describe(setup, &r.nodes, end));
     r.machine_fault = fault.map(|(node, reason)| machine_fault(&r, machines, node, &reason));
     r
@@ -541,8 +542,8 @@ fn world_of<'a>(
     }
 }
 
-/// The statements of a coordinator that has none, shared rather than allocated for each run.
-fn no_statements() -> Arc<Vec<(String, String)>> {
+/// The sources of a coordinator that has none, shared rather than allocated for each run.
+fn no_sources() -> Arc<Vec<(String, String)>> {
     static NONE: std::sync::OnceLock<Arc<Vec<(String, String)>>> = std::sync::OnceLock::new();
     NONE.get_or_init(|| Arc::new(Vec::new())).clone()
 }

@@ -24,7 +24,7 @@ fn render(scenario: &str, seed: u64, variant: Variant) -> (RunResult, String, St
         ops: &r.op_names,
         trace: &r.trace,
         findings: &r.findings,
-        statements: &[],
+        sources: &[],
     };
     let page = html::render(&view);
     let md = mermaid::render(&view);
@@ -380,7 +380,7 @@ fn thousands_of_messages_are_elided_with_a_note() {
         ops: &[],
         trace: &trace,
         findings: &[],
-        statements: &[],
+        sources: &[],
     };
     let page = html::render(&view);
     assert_self_contained(&page);
@@ -407,7 +407,7 @@ fn odd_input_is_escaped_and_never_panics() {
         ops: &r.op_names,
         trace: &r.trace,
         findings: &r.findings,
-        statements: &[],
+        sources: &[],
     };
     let page = html::render(&view);
     assert_eq!(
@@ -429,7 +429,7 @@ fn odd_input_is_escaped_and_never_panics() {
             ops: &[],
             trace: &r.trace,
             findings: &r.findings,
-            statements: &[],
+            sources: &[],
         };
         assert!(html::render(&view).contains("</html>"));
         assert!(mermaid::render(&view).contains("sequenceDiagram"));
@@ -442,7 +442,7 @@ fn odd_input_is_escaped_and_never_panics() {
         ops: &[],
         trace: &[],
         findings: &[],
-        statements: &[],
+        sources: &[],
     };
     assert!(html::render(&empty).contains("</html>"));
     assert!(mermaid::render(&empty).contains("sequenceDiagram"));

@@ -5,7 +5,7 @@ use super::{f, LaneGeom, Page, EFFECT_LABEL_ROW, EFFECT_LABEL_ROWS, MAX_MARKS, P
 use crate::escape::html as esc;
 use crate::html::{event_job, squash};
 use crate::line;
-use leasesim_protocol::{Event, IdemKey, Msg, StoreStatement, Token};
+use leasesim_protocol::{Event, IdemKey, Msg, StoreEvent, StoreStatement, Token};
 use leasesim_sim::{EventKind, TraceEvent};
 use std::fmt::Write;
 
@@ -64,10 +64,7 @@ pub(super) fn effect_mark(e: &Event) -> Option<EffectMark> {
         | Event::SuccessClaimed { .. }
         | Event::FailureAcknowledged { .. }
         | Event::CommitRefused { .. }
-        | Event::StatementRan { .. }
-        | Event::StatementWaited { .. }
-        | Event::StatementFailed { .. }
-        | Event::StepRan { .. }
+        | Event::Store(_)
         | Event::CommitAbandoned { .. } => return None,
     };
     Some(EffectMark {
@@ -120,10 +117,7 @@ pub(super) fn note_class(e: &Event) -> &'static str {
         | Event::EffectApplied { .. }
         | Event::EffectDuplicate { .. }
         | Event::EffectUnauthorized { .. }
-        | Event::StatementRan { .. }
-        | Event::StatementWaited { .. }
-        | Event::StatementFailed { .. }
-        | Event::StepRan { .. }
+        | Event::Store(_)
         | Event::EffectFenced { .. } => "",
     }
 }
@@ -148,7 +142,10 @@ pub(super) fn budget(trace: &[TraceEvent<Msg, Event>]) -> (usize, usize) {
     let (mut routine, mut notes) = (0, 0);
     for e in trace {
         if let EventKind::Note { note } = &e.kind {
-            if matches!(note, Event::StatementRan { .. } | Event::StepRan { .. }) {
+            if matches!(
+                note,
+                Event::Store(StoreEvent::Ran { .. } | StoreEvent::Step { .. })
+            ) {
                 // Not drawn as marks: the decision after it names the statement, and the
                 // steps are the transaction bars.
                 continue;
@@ -177,15 +174,15 @@ impl Page<'_> {
             let EventKind::Note { note } = &e.kind else {
                 continue;
             };
-            if let Event::StatementRan {
+            if let Event::Store(StoreEvent::Ran {
                 statement: st,
                 rows,
-            } = *note
+            }) = *note
             {
                 statement = Some((st, rows));
                 continue;
             }
-            if matches!(note, Event::StepRan { .. }) {
+            if matches!(note, Event::Store(StoreEvent::Step { .. })) {
                 continue;
             }
             let decided_by = statement.take();
@@ -239,7 +236,7 @@ impl Page<'_> {
                 if rows == 1 { "" } else { "s" }
             );
             let _ = write!(text, "\n{}", esc(&format!("decided by {said}")));
-            if let Some((_, sql)) = self.view.statements.iter().find(|(n, _)| n == st.name()) {
+            if let Some((_, sql)) = self.view.sources.iter().find(|(n, _)| n == st.name()) {
                 let _ = write!(text, ":\n{}", esc(sql));
             }
             if labels_statement(note) {

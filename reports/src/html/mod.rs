@@ -106,9 +106,7 @@ pub(crate) fn event_job(e: &Event) -> Option<u32> {
         | EffectDuplicate { key, .. }
         | EffectUnauthorized { key, .. }
         | EffectFenced { key, .. } => key.job.0,
-        StatementRan { .. } | StatementWaited { .. } | StatementFailed { .. } | StepRan { .. } => {
-            return None
-        }
+        Store(_) => return None,
     })
 }
 
@@ -263,7 +261,7 @@ struct Page<'p> {
     /// connections and the bars.
     tx_lane: Option<usize>,
     tx_row0: usize,
-    tx_conns: Vec<Option<leasesim_protocol::WorkerName>>,
+    tx_conns: Vec<leasesim_protocol::Connection>,
     tx_bars: Vec<transactions::Bar>,
     view: &'p RunView<'p>,
     names: &'p Names<'p>,

@@ -170,8 +170,7 @@ impl Page<'_> {
             let ry = g.lease_y + r as f64 * LEASE_ROW;
             if self.tx_lane == Some(l) && r >= self.tx_row0 {
                 // A SQL connection's row: its transactions.
-                let who = self.tx_conns[r - self.tx_row0]
-                    .map_or_else(|| "operator".to_string(), |w| w.to_string());
+                let who = self.tx_conns[r - self.tx_row0].to_string();
                 let _ = write!(
                     o,
                     "<text class=\"sub-label\" x=\"{}\" y=\"{}\">{}\u{2019}s connection</text>",

@@ -5,7 +5,7 @@
 
 use super::{f, Ev, Page, LEASE_ROW};
 use crate::escape::html as esc;
-use leasesim_protocol::{Event, StoreFailure, StoreStatement, WorkerName};
+use leasesim_protocol::{Connection, Event, StoreEvent, StoreFailure, StoreStatement};
 use leasesim_sim::EventKind;
 use std::fmt::Write;
 
@@ -23,8 +23,8 @@ pub(super) struct Bar {
 }
 
 /// The connections (in order of first use) and the bars on them.
-pub(super) fn bars(trace: &[Ev]) -> (Vec<Option<WorkerName>>, Vec<Bar>) {
-    let mut conns: Vec<Option<WorkerName>> = Vec::new();
+pub(super) fn bars(trace: &[Ev]) -> (Vec<Connection>, Vec<Bar>) {
+    let mut conns: Vec<Connection> = Vec::new();
     let mut bars: Vec<Bar> = Vec::new();
     // The open bar of each connection row.
     let mut open: Vec<Option<usize>> = Vec::new();
@@ -34,13 +34,13 @@ pub(super) fn bars(trace: &[Ev]) -> (Vec<Option<WorkerName>>, Vec<Bar>) {
             continue;
         };
         match *note {
-            Event::StepRan {
+            Event::Store(StoreEvent::Step {
                 statement,
                 step,
                 steps,
                 connection,
                 issued,
-            } => {
+            }) => {
                 // `issued` is on the coordinator's clock: back to true time by how long ago
                 // it was on that clock (its rate is one within a step's milliseconds).
                 let issued = e.t.saturating_sub(e.local.saturating_sub(issued));
@@ -73,7 +73,7 @@ pub(super) fn bars(trace: &[Ev]) -> (Vec<Option<WorkerName>>, Vec<Bar>) {
                 open[row] = (step + 1 < steps).then_some(k);
                 last_row = Some(row);
             }
-            Event::StatementFailed { failure, .. } => {
+            Event::Store(StoreEvent::Failed { failure, .. }) => {
                 // The step before it failed: its operation ends here.
                 if let Some(row) = last_row {
                     if let Some(bar) = bars.iter_mut().rev().find(|b| b.row == row) {
@@ -164,7 +164,7 @@ impl Page<'_> {
         }
         if let Some((_, sql)) = self
             .view
-            .statements
+            .sources
             .iter()
             .find(|(n, _)| n == b.statement.name())
         {

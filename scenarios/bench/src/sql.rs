@@ -5,7 +5,7 @@
 use crate::{io, Error, Format};
 use leasesim::run::{run, Verdict};
 use leasesim::{pool, Machines};
-use leasesim_protocol::Event;
+use leasesim_protocol::{Event, StoreEvent};
 use leasesim_sim::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -71,7 +71,7 @@ fn measure(
                     matches!(
                         e.kind,
                         EventKind::Note {
-                            note: Event::StatementRan { .. }
+                            note: Event::Store(StoreEvent::Ran { .. })
                         }
                     )
                 })

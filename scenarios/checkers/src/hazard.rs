@@ -192,10 +192,7 @@ pub fn of_note(note: &Event) -> Option<Hazard> {
         Event::LeaseGranted { .. }
         | Event::LeaseRenewed { .. }
         | Event::LeaseRevoked { .. }
-        | Event::StatementRan { .. }
-        | Event::StatementWaited { .. }
-        | Event::StatementFailed { .. }
-        | Event::StepRan { .. }
+        | Event::Store(_)
         | Event::JobFailed { .. }
         | Event::ResultAccepted { .. }
         | Event::JobClaimed { .. }

@@ -42,7 +42,7 @@
 use crate::{NearIds, Trace};
 use leasesim_protocol::{
     ClassId, EffectOutcome, EntityId, Event, GrantReason, IdemKey, JobId, JobState, Msg,
-    OperatorAction, Outcome, RefusalReason, Token, ToolFaultKind, WorkerName,
+    OperatorAction, Outcome, RefusalReason, StoreEvent, Token, ToolFaultKind, WorkerName,
 };
 use leasesim_sim::{Command, EventKind, NodeId};
 use std::collections::BTreeMap;
@@ -1239,10 +1239,7 @@ impl History {
             | Event::OperatorActed { .. }
             | Event::EffectReconciled { .. }
             | Event::HumanReviewRequested { .. } => {}
-            Event::StatementRan { .. }
-            | Event::StepRan { .. }
-            | Event::StatementWaited { .. }
-            | Event::StatementFailed { .. } => self.store_note(note),
+            Event::Store(_) => self.store_note(note),
         }
     }
 
@@ -1486,12 +1483,12 @@ impl History {
     #[inline(always)]
     fn store_note(&mut self, note: &Event) {
         match *note {
-            Event::StatementRan { .. } | Event::StepRan { .. } => {}
-            Event::StatementWaited { waited, .. } => {
+            Event::Store(StoreEvent::Ran { .. } | StoreEvent::Step { .. }) => {}
+            Event::Store(StoreEvent::Waited { waited, .. }) => {
                 self.store.waits += 1;
                 self.store.waited_ns = self.store.waited_ns.saturating_add(waited);
             }
-            Event::StatementFailed { .. } => self.store.aborts += 1,
+            Event::Store(StoreEvent::Failed { .. }) => self.store.aborts += 1,
             // Another family's: `note` files it.
             _ => {}
         }

@@ -687,10 +687,7 @@ fn filed_only(note: &Event) -> bool {
         | Event::CommitSent { .. }
         | Event::EffectUnauthorized { .. }
         | Event::EffectFenced { .. }
-        | Event::StatementRan { .. }
-        | Event::StatementWaited { .. }
-        | Event::StatementFailed { .. }
-        | Event::StepRan { .. } => true,
+        | Event::Store(_) => true,
         Event::LeaseGranted { .. }
         | Event::CheckpointSaved { .. }
         | Event::RenewalCapReached { .. }
@@ -817,10 +814,7 @@ impl Walk<'_, '_> {
             EffectDuplicate,
             EffectUnauthorized,
             EffectFenced,
-            StatementRan,
-            StatementWaited,
-            StatementFailed,
-            StepRan,
+            Store,
         )
     }
 
@@ -1184,10 +1178,7 @@ impl Checkers {
             | Event::ToolTimedOut { .. }
             | Event::StageDeadlineExceeded { .. }
             | Event::ToolFaulted { .. }
-            | Event::StatementRan { .. }
-            | Event::StatementWaited { .. }
-            | Event::StatementFailed { .. }
-            | Event::StepRan { .. }
+            | Event::Store(_)
             | Event::OperatorActed { .. } => {}
         }
     }

@@ -249,10 +249,7 @@ impl Table {
             | Event::SuccessClaimed { .. }
             | Event::FailureAcknowledged { .. }
             | Event::CommitRefused { .. }
-            | Event::StatementRan { .. }
-            | Event::StatementWaited { .. }
-            | Event::StatementFailed { .. }
-            | Event::StepRan { .. }
+            | Event::Store(_)
             | Event::CommitAbandoned { .. } => {}
         }
     }

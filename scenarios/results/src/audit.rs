@@ -297,7 +297,7 @@ pub fn page(j: &Journal, a: &Audit, verdict: Verdict) -> String {
         ops: &j.ops,
         trace: &trace,
         findings: &findings,
-        statements: &[],
+        sources: &[],
     };
     html::render(&view)
 }

@@ -6,7 +6,7 @@
 //! the database's `now()`), and the statement's rows become the answer and the journal: one row
 //! from `claim` is a grant with the token and lease end the row names, no row from `heartbeat`
 //! is a refusal (as the article says), a row count of one from `commit` accepts the result. Each
-//! decision is journaled after a [`Event::StatementRan`] naming the statement and its row
+//! decision is journaled after a [`StoreEvent::Ran`] naming the statement and its row
 //! count, so a timeline shows which `where` clause let a stale commit through.
 //!
 //! What the database does not say, the adapter keeps from what it saw: which token a job's
@@ -21,9 +21,9 @@ use crate::steps::{self, Cursor, Ended, Stepped};
 use crate::time::{parse_us, Scale};
 use crate::SqlQueue;
 use leasesim_protocol::{
-    ClassSpec, CoordinatorMachine, ErrorCode, Event, GrantReason, JobId, JobSpec, JobState, Msg,
-    Nanos, OperatorAction, Outcome, Output, Peer, RefusalReason, StoreFailure, StoreStatement,
-    Token, WorkerName,
+    ClassSpec, Connection, CoordinatorMachine, ErrorCode, Event, GrantReason, JobId, JobSpec,
+    JobState, Msg, Nanos, OperatorAction, Outcome, Output, Peer, RefusalReason, StoreEvent,
+    StoreFailure, StoreStatement, Token, WorkerName,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -209,11 +209,12 @@ impl SqlCoordinator {
             let r = self.ready.take().expect("checked");
             if let Some((step, failure)) = r.failure {
                 self.aborted = true;
-                self.out.push_back(Output::Journal(Event::StatementFailed {
-                    statement: statement_of(name),
-                    step,
-                    failure,
-                }));
+                self.out
+                    .push_back(Output::Journal(Event::Store(StoreEvent::Failed {
+                        statement: statement_of(name),
+                        step,
+                        failure,
+                    })));
                 return Answer::default();
             }
             return self.checked(name, r.answer);
@@ -231,11 +232,12 @@ impl SqlCoordinator {
             Ended::Done(answer) => self.checked(name, answer),
             Ended::Aborted { step, failure } => {
                 self.aborted = true;
-                self.out.push_back(Output::Journal(Event::StatementFailed {
-                    statement: statement_of(name),
-                    step: step.min(255) as u8,
-                    failure,
-                }));
+                self.out
+                    .push_back(Output::Journal(Event::Store(StoreEvent::Failed {
+                        statement: statement_of(name),
+                        step: step.min(255) as u8,
+                        failure,
+                    })));
                 Answer::default()
             }
         }
@@ -272,10 +274,11 @@ impl SqlCoordinator {
         }
         if name != "status" {
             // A status read only explains a refusal; the decision was the statement before.
-            self.out.push_back(Output::Journal(Event::StatementRan {
-                statement: statement_of(name),
-                rows: answer.count.min(u64::from(u32::MAX)) as u32,
-            }));
+            self.out
+                .push_back(Output::Journal(Event::Store(StoreEvent::Ran {
+                    statement: statement_of(name),
+                    rows: answer.count.min(u64::from(u32::MAX)) as u32,
+                })));
         }
         answer
     }
@@ -1200,22 +1203,24 @@ impl SqlCoordinator {
         };
         let steps_n = queue.file.get(name).expect("checked").each_step().len();
         let connection = match self.stepper().keys.get(session) {
-            Some(SessionKey::Worker(w)) => Some(*w),
-            _ => None,
+            Some(SessionKey::Worker(w)) => Connection::Worker(w.0),
+            _ => Connection::Operator,
         };
-        self.out.push_back(Output::Journal(Event::StepRan {
-            statement: statement_of(name),
-            step: step.min(255) as u8,
-            steps: steps_n.min(255) as u8,
-            connection,
-            issued,
-        }));
-        if let Some(since) = waited {
-            self.out.push_back(Output::Journal(Event::StatementWaited {
+        self.out
+            .push_back(Output::Journal(Event::Store(StoreEvent::Step {
                 statement: statement_of(name),
                 step: step.min(255) as u8,
-                waited: now.saturating_sub(since),
-            }));
+                steps: steps_n.min(255) as u8,
+                connection,
+                issued,
+            })));
+        if let Some(since) = waited {
+            self.out
+                .push_back(Output::Journal(Event::Store(StoreEvent::Waited {
+                    statement: statement_of(name),
+                    step: step.min(255) as u8,
+                    waited: now.saturating_sub(since),
+                })));
         }
         match stepped {
             Stepped::Aborted(failure) => {

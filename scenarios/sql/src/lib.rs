@@ -311,7 +311,7 @@ impl SqlQueue {
                 SqlCoordinator::new(q.clone(), spec.classes, spec.jobs, spec.seed)
             })
             .with_scope(move |setup| scope.expressible(setup))
-            .with_statements(texts);
+            .with_sources(texts);
         match &self.file.known_bad {
             Some(bug) => machines.known_bad_as(bug),
             None => machines,

@@ -3,7 +3,7 @@
 //! on a second server.
 
 use leasesim::{run, scenarios, Verdict};
-use leasesim_protocol::Event;
+use leasesim_protocol::{Event, StoreEvent};
 use leasesim_sim::EventKind;
 use leasesim_sql::{Database, SqlQueue};
 use std::path::Path;
@@ -30,7 +30,7 @@ fn hash(queue: &Arc<SqlQueue>, scenario: &str, seed: u64) -> (u64, Verdict, usiz
             matches!(
                 e.kind,
                 EventKind::Note {
-                    note: Event::StatementRan { .. }
+                    note: Event::Store(StoreEvent::Ran { .. })
                 }
             )
         })

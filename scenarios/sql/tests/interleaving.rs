@@ -7,8 +7,8 @@
 use leasesim::sweep::{self, SeedRange, SweepConfig};
 use leasesim::{run, scenarios, Verdict};
 use leasesim_protocol::{
-    ClassId, ClassSpec, CoordinatorMachine, Event, JobId, JobSpec, Msg, Output, StoreFailure,
-    WorkerName, SECOND_NS,
+    ClassId, ClassSpec, CoordinatorMachine, Event, JobId, JobSpec, Msg, Output, StoreEvent,
+    StoreFailure, WorkerName, SECOND_NS,
 };
 use leasesim_sim::EventKind;
 use leasesim_sql::{Database, Isolation, SqlQueue};
@@ -97,7 +97,7 @@ fn the_articles_claim_and_a_locking_claim_hold_under_every_isolation_level() {
                     matches!(
                         e.kind,
                         EventKind::Note {
-                            note: Event::StatementWaited { .. }
+                            note: Event::Store(StoreEvent::Waited { .. })
                         }
                     )
                 })
@@ -245,10 +245,10 @@ fn two_transactions_that_deadlock_end_with_the_deadlock_journaled() {
         let failed = out.iter().any(|o| {
             matches!(
                 o,
-                Output::Journal(Event::StatementFailed {
+                Output::Journal(Event::Store(StoreEvent::Failed {
                     failure: StoreFailure::Deadlock,
                     ..
-                })
+                }))
             )
         });
         if failed {

@@ -19,9 +19,10 @@
 use crate::history::History;
 use crate::node::NodeInfo;
 use leasesim_protocol::{
-    EffectOutcome, EntityId, ErrorCode, Event, GrantReason, IdemKey, JobId, Msg, OperatorAction,
-    Outcome, RefusalReason, Token,
+    Connection, EffectOutcome, EntityId, ErrorCode, Event, GrantReason, IdemKey, JobId, Msg,
+    OperatorAction, Outcome, RefusalReason, StoreEvent, Token,
 };
+
 use leasesim_sim::{EventKind, NodeId, TraceEvent};
 use serde::Serialize;
 use std::io::Write;
@@ -438,10 +439,10 @@ fn emit(
                 continue;
             };
             let (mut line, site) = lines.line(i, note);
-            if let Event::StatementRan {
+            if let Event::Store(StoreEvent::Ran {
                 statement: st,
                 rows,
-            } = *note
+            }) = *note
             {
                 statement = Some((st.name(), u64::from(rows)));
             } else if let Some((st, rows)) = statement.take() {
@@ -889,29 +890,32 @@ impl<'a> Lines<'a> {
 /// A store's statements, which the coordinator journals: ran, waited, failed, and each step.
 fn statement(l: &mut Line<'_>, note: &Event) -> bool {
     match *note {
-        Event::StatementRan { statement, rows } => {
+        Event::Store(StoreEvent::Ran { statement, rows }) => {
             l.statement = Some(statement.name());
             l.rows = Some(rows.into());
         }
-        Event::StatementWaited {
+        Event::Store(StoreEvent::Waited {
             statement, waited, ..
-        } => {
+        }) => {
             l.statement = Some(statement.name());
             l.waited_ns = Some(waited);
         }
-        Event::StepRan {
+        Event::Store(StoreEvent::Step {
             statement,
             step,
             connection,
             ..
-        } => {
+        }) => {
             l.statement = Some(statement.name());
             l.step = Some(step.into());
-            l.worker = connection.map(|w| w.to_string());
+            l.worker = match connection {
+                Connection::Worker(_) => Some(connection.to_string()),
+                Connection::Operator => None,
+            };
         }
-        Event::StatementFailed {
+        Event::Store(StoreEvent::Failed {
             statement, failure, ..
-        } => {
+        }) => {
             l.statement = Some(statement.name());
             l.reason = code(&failure);
         }
