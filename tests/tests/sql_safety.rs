@@ -75,7 +75,8 @@ fn another_account_cannot_reach_the_throwaway_server() {
     let name = dir.file_name().unwrap().to_string_lossy().into_owned();
     let random = name.strip_prefix("leasesim-pg-").expect("its prefix");
     assert!(
-        random.len() == 16 && random.chars().all(|c| c.is_ascii_hexdigit()),
+        // `mktemp`'s sixteen letters and digits: about 95 bits.
+        random.len() == 16 && random.chars().all(|c| c.is_ascii_alphanumeric()),
         "an unpredictable name, not a process id: {name}"
     );
     let meta = std::fs::symlink_metadata(&dir).unwrap();
