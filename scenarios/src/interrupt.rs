@@ -135,6 +135,12 @@ impl Graceful {
     pub fn stopped(&self) -> bool {
         STOP.load(Ordering::SeqCst)
     }
+
+    /// Whether an outer section holds too: then the command that entered that one decides
+    /// what a signal ends, and an inner step (starting a server) only goes on to its end.
+    pub fn nested(&self) -> bool {
+        GRACEFUL.load(Ordering::SeqCst) > 1
+    }
 }
 
 impl Drop for Graceful {

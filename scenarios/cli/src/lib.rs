@@ -664,7 +664,14 @@ fn dispatch(
             out: dest,
             format,
             sql,
-        } => run::shrink_cmd(out, &file, dest, format, &with_sql(cat, &sql)?, scen),
+        } => {
+            // A Ctrl-C ends the shrinking after the candidate run under way, and the smallest
+            // failing plan found so far is saved and shown, from the first moment: the section
+            // starts before a `--coordinator sql:` server does.
+            let graceful = leasesim::interrupt::Graceful::enter();
+            let cat = with_sql(cat, &sql)?;
+            run::shrink_cmd(out, &file, dest, format, &cat, scen, &graceful)
+        }
         Command::Report {
             file,
             html,

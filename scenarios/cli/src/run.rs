@@ -612,13 +612,13 @@ pub(super) fn shrink_cmd(
     format: Format,
     cat: &[Machines],
     scen: &[ScenarioDef],
+    graceful: &leasesim::interrupt::Graceful,
 ) -> Result<i32, UsageError> {
     let replay = Replay::load(file).map_err(UsageError)?;
     // A Ctrl-C ends the shrinking after the candidate run under way; the smallest failing plan
-    // found so far is saved and shown, and the command exits as a signal's. The section starts
-    // before the replay's recorded machines are resolved, which can start a SQL server; one
-    // started from `--coordinator` starts before this command runs, outside the section.
-    let graceful = leasesim::interrupt::Graceful::enter();
+    // found so far is saved and shown, and the command exits as a signal's. The caller's
+    // section started before any SQL server (from `--coordinator`, or the replay's recorded
+    // machines, resolved here).
     let m = resolve(replay.machines.as_ref(), &replay.setup, file, cat, scen)?;
     let dest = dest.unwrap_or_else(|| shrunk_path(file));
     check_outputs(&[("--out", &dest)], &[file])?;

@@ -125,14 +125,17 @@ fn throwaway_or(args: &SqlArgs) -> Result<Database, UsageError> {
     }
     // A signal while the server starts must not leave it behind: the start runs in a graceful
     // section, so the signal only sets the stop flag; once the server's cleanup is registered,
-    // a signal that came meanwhile ends the process (and the cleanup removes the server).
+    // a signal that came meanwhile ends the process (and the cleanup removes the server),
+    // unless the command is in a graceful section of its own (a shrink, which then saves what
+    // it has): it sees the flag when it starts.
     let graceful = interrupt::Graceful::enter();
     let db = Database::throwaway().map_err(UsageError);
     if let Ok(db) = &db {
         interrupt::on_exit(db.stopper());
     }
-    if graceful.stopped() {
+    if graceful.stopped() && !graceful.nested() {
         drop(db);
+        eprintln!("stopped by a signal while the PostgreSQL server started; nothing was run");
         interrupt::exit_now();
     }
     db
