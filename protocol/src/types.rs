@@ -458,6 +458,32 @@ pub enum Msg {
 }
 
 impl Msg {
+    /// The request id it carries: a request's own, or, on a reply, the request's it answers.
+    pub fn req(&self) -> u64 {
+        match *self {
+            Msg::Claim { req, .. }
+            | Msg::ClaimGranted { req, .. }
+            | Msg::ClaimEmpty { req }
+            | Msg::Heartbeat { req, .. }
+            | Msg::HeartbeatOk { req, .. }
+            | Msg::HeartbeatRejected { req, .. }
+            | Msg::Commit { req, .. }
+            | Msg::CommitAccepted { req, .. }
+            | Msg::CommitRejected { req, .. }
+            | Msg::ToolRequest { req, .. }
+            | Msg::ToolResponse { req, .. }
+            | Msg::Effect { req, .. }
+            | Msg::EffectAck { req, .. }
+            | Msg::Operator { req, .. }
+            | Msg::OperatorDone { req, .. }
+            | Msg::Checkpoint { req, .. }
+            | Msg::CheckpointAck { req, .. }
+            | Msg::EffectStatus { req, .. }
+            | Msg::EffectStatusReply { req, .. }
+            | Msg::ToolStatus { req, .. } => req,
+        }
+    }
+
     /// A short name of the message kind, for timelines and fault patterns.
     pub fn kind(&self) -> MsgKind {
         match self {

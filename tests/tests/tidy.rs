@@ -34,6 +34,8 @@ const CRATES: &[(&str, &str)] = &[
     ("protocol/sorted", "leasesim-sorted"),
     ("protocol/store", "leasesim-store"),
     ("sim", "leasesim-sim"),
+    ("sim/tokio", "leasesim-tokio"),
+    ("scenarios/async", "leasesim-async"),
     ("scenarios/checkers", "leasesim-checkers"),
     ("reports", "leasesim-reports"),
     ("scenarios", "leasesim"),
@@ -81,6 +83,12 @@ fn the_crate_graph_points_one_way() {
         ("protocol/sorted", &[]),
         ("protocol/store", &[]),
         ("sim", &[]),
+        // tokio's API on the simulator knows nothing of leases.
+        ("sim/tokio", &[]),
+        (
+            "scenarios/async",
+            &["leasesim", "leasesim-protocol", "leasesim-tokio"],
+        ),
         (
             "scenarios/checkers",
             &["leasesim-protocol", "leasesim-sim", "leasesim-sorted"],
@@ -156,7 +164,7 @@ fn heavy_dependencies_stay_in_their_satellite_crates() {
         // The library's interrupt module: a signal ends a run and stops the servers it started.
         ("signal-hook", &["scenarios"]),
         ("tokio", &["scenarios/shell"]),
-        ("real-tokio", &["scenarios/shell"]),
+        ("real-tokio", &["scenarios/shell", "sim/tokio"]),
         ("madsim", &["scenarios/shell"]),
         // The database client: only the SQL coordinator talks to a database.
         ("postgres", &["scenarios/sql"]),
@@ -196,6 +204,9 @@ fn protocol_and_sim_do_no_io_and_read_no_time() {
         "protocol/sorted/src",
         "protocol/store/src",
         "sim/src",
+        // Async code on the simulator reads its node's clock, never the machine's.
+        "sim/tokio/src",
+        "scenarios/async/src",
     ] {
         for file in sources(&root().join(folder)) {
             let text = std::fs::read_to_string(&file).unwrap();
