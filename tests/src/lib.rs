@@ -195,6 +195,8 @@ pub mod guide {
     pub struct Readme;
     #[doc = include_str!("../../docs/your-implementation.md")]
     pub struct YourImplementation;
+    #[doc = include_str!("../../docs/async-worker.md")]
+    pub struct AsyncWorker;
     #[doc = include_str!("../../docs/sql-queue.md")]
     pub struct SqlQueue;
     #[doc = include_str!("../../docs/audit.md")]

@@ -47,6 +47,7 @@ const CRATES: &[(&str, &str)] = &[
     ("tests", "leasesim-tests"),
     ("tests/xtask", "leasesim-xtask"),
     ("tests/example", "leasesim-example"),
+    ("tests/async-example", "leasesim-async-example"),
 ];
 
 /// The names a crate's `[dependencies]` (normal and target-specific) list.
@@ -163,7 +164,8 @@ fn heavy_dependencies_stay_in_their_satellite_crates() {
         ("tracing-subscriber", &["scenarios/checkers"]),
         // The library's interrupt module: a signal ends a run and stops the servers it started.
         ("signal-hook", &["scenarios"]),
-        ("tokio", &["scenarios/shell"]),
+        // The async example is a user's worker: real tokio in its production build.
+        ("tokio", &["scenarios/shell", "tests/async-example"]),
         ("real-tokio", &["scenarios/shell", "sim/tokio"]),
         ("madsim", &["scenarios/shell"]),
         // The database client: only the SQL coordinator talks to a database.

@@ -178,10 +178,53 @@ fn test() -> Result<(), String> {
         ],
     )?;
     run("tests", "cargo", &["test", "--workspace"])?;
+    async_example()?;
     // The crate documentation is the users' guide: it must build without a broken link.
     std::env::set_var("RUSTDOCFLAGS", "-D warnings");
     run("docs", "cargo", &["doc", "--workspace", "--no-deps"])?;
     std::env::remove_var("RUSTDOCFLAGS");
+    madsim_engine()?;
+    println!("xtask: all tests passed");
+    Ok(())
+}
+
+/// The async example's own test build and its lints.
+fn async_example() -> Result<(), String> {
+    // The async example's own test build: the same worker source against leasesim's tokio
+    // (`--features sim`); the workspace build above is its production build, on real tokio.
+    run(
+        "async example lints (sim build)",
+        "cargo",
+        &[
+            "clippy",
+            "-p",
+            "leasesim-async-example",
+            "--all-targets",
+            "--no-default-features",
+            "--features",
+            "sim",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    run(
+        "async example tests (sim build)",
+        "cargo",
+        &[
+            "test",
+            "-p",
+            "leasesim-async-example",
+            "--no-default-features",
+            "--features",
+            "sim",
+        ],
+    )?;
+    Ok(())
+}
+
+/// The engine tests on madsim.
+fn madsim_engine() -> Result<(), String> {
     // The madsim engine: built with `--cfg madsim` in its own target directory (the normal
     // build above is untouched), warnings refused: the shell, the only code that differs
     // there, runs its engine tests on madsim.
@@ -207,9 +250,7 @@ fn test() -> Result<(), String> {
             "--test",
             "engines",
         ],
-    )?;
-    println!("xtask: all tests passed");
-    Ok(())
+    )
 }
 
 const USAGE: &str = "usage: cargo xtask test   (installs what a fresh machine lacks, then runs fmt, clippy, the tests and the madsim tests)";
