@@ -141,6 +141,11 @@ impl Future for Sleep {
             self.disarm();
             return Poll::Ready(());
         }
+        // The end of the clock (a sleep for `Duration::MAX`, say): it never comes, and arms
+        // nothing that would wake the node.
+        if self.deadline.0 == u64::MAX {
+            return Poll::Pending;
+        }
         let still_armed = match &self.armed {
             Some((s, key)) => s.rearm(*key, cx.waker()),
             None => false,
