@@ -285,3 +285,68 @@ fn renewals_awaited_on_the_tool_calls_task_are_caught() {
         "renewals starved by a tool call are caught on some scenario"
     );
 }
+
+#[test]
+fn the_same_seeds_give_the_same_traces_on_any_thread_and_in_any_order() {
+    let w = find("w1-w2").expect("w1-w2");
+    let hashes = |seeds: Vec<u64>| {
+        let m = machines(false);
+        let mut out: Vec<(u64, u64)> = seeds
+            .into_iter()
+            .map(|seed| {
+                (
+                    seed,
+                    run(&w.build(seed, Variant::Reference), seed, &m).trace_hash(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let here = hashes((0..60).collect());
+    // Two other threads at once, each with its own share, one of them backwards: each node's
+    // executor is its own, whichever thread polls it and whatever ran there before.
+    let evens = std::thread::spawn(move || hashes((0..60).filter(|s| s % 2 == 0).collect()));
+    let odds = std::thread::spawn(move || hashes((0..60).rev().filter(|s| s % 2 == 1).collect()));
+    let mut there = evens.join().unwrap();
+    there.extend(odds.join().unwrap());
+    there.sort();
+    assert_eq!(here, there);
+}
+
+/// Runs of the whole test binary so far: what a worker that keeps state outside its node sees.
+static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A worker whose first claim waits for a time drawn from outside the simulation (a process-wide
+/// counter, as a global or the machine's clock would be): the same seed runs differently twice.
+async fn leaky(io: WorkerIo) {
+    let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    time::sleep(Duration::from_millis(1 + n % 7)).await;
+    worker(io, false).await;
+}
+
+#[test]
+fn a_worker_that_reads_state_outside_its_node_is_reported_with_where_its_runs_diverge() {
+    let m = Machines::new("leaky").with_async_worker("leaky", leaky);
+    let mut config = leasesim::Builder::new()
+        .machines(m)
+        .scenarios([find("w1-w2").unwrap().clone()])
+        .seeds(0..20)
+        .threads(1)
+        .sweep_config()
+        .unwrap();
+    config.check_determinism = true;
+    let report = leasesim::sweep::sweep(
+        &config,
+        &std::sync::atomic::AtomicBool::new(false),
+        &leasesim::sweep::Quiet,
+    );
+    let o = &report.scenarios[0];
+    assert!(o.nondeterministic > 0, "the leak is seen");
+    let (_, why) = &o.nondeterministic_seeds[0];
+    assert!(why.starts_with("traces diverge at event"), "{why}");
+    assert!(
+        why.contains("W1") || why.contains("W2"),
+        "it names the node: {why}"
+    );
+}
