@@ -1,5 +1,5 @@
-//! Async machines: a worker written as ordinary async Rust against tokio's API, run by leasesim
-//! as a machine on its simulator.
+//! Async machines: a worker, a coordinator or an effect receiver written as ordinary async Rust
+//! against tokio's API, run by leasesim as a machine on its simulator (servers: [`ServerIo`]).
 //!
 //! The worker's code is an async start function given a [`WorkerIo`], its node's way to the
 //! world: requests to the coordinator, the tool and the receivers (each a protocol message that
@@ -32,20 +32,39 @@
 //! none is left; the earliest armed timer is the machine's next wake-up. Since nothing runs
 //! between inputs, the run stays a function of its seed.
 
+mod server;
 mod worker;
 
+pub use server::{
+    AsyncCoordinator, AsyncReceiver, CoordinatorSetup, ReceiverSetup, ServerIo, INBOX_MAX,
+};
 pub use worker::{AsyncWorker, ClaimReply, Grant, WorkerIo, REPLIES_KEPT_MAX};
 
 use leasesim::Machines;
 use std::future::Future;
+use std::sync::Arc;
 
-/// [`Machines`] that take an async worker.
+/// [`Machines`] that take async machines.
 pub trait AsyncMachines {
     /// The same machines with this async worker, whose implementation is called `part`:
     /// `start` is its start function, run at every start and restart of each worker node.
     fn with_async_worker<F, Fut>(self, part: &str, start: F) -> Machines
     where
         F: Fn(WorkerIo) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static;
+
+    /// The same machines with this async coordinator: `start` runs once per run, its tasks
+    /// read the requests from [`ServerIo::recv`] and say when every job is terminal.
+    fn with_async_coordinator<F, Fut>(self, part: &str, start: F) -> Machines
+    where
+        F: Fn(ServerIo, Arc<CoordinatorSetup>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static;
+
+    /// The same machines with this async effect receiver: `start` runs once per run and
+    /// receiver node.
+    fn with_async_receiver<F, Fut>(self, part: &str, start: F) -> Machines
+    where
+        F: Fn(ServerIo, Arc<ReceiverSetup>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static;
 }
 
@@ -58,6 +77,39 @@ impl AsyncMachines for Machines {
         let start = worker::Start::new(start);
         self.with_worker(part, move |spec| {
             AsyncWorker::with_start(spec.config.clone(), start.clone())
+        })
+    }
+
+    fn with_async_coordinator<F, Fut>(self, part: &str, start: F) -> Machines
+    where
+        F: Fn(ServerIo, Arc<CoordinatorSetup>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let start = server::start_server(start);
+        self.with_coordinator(part, move |spec| {
+            let setup = CoordinatorSetup {
+                classes: spec.classes.to_vec(),
+                jobs: spec.jobs.to_vec(),
+                seed: spec.seed,
+            };
+            AsyncCoordinator::new(&start, setup)
+        })
+    }
+
+    fn with_async_receiver<F, Fut>(self, part: &str, start: F) -> Machines
+    where
+        F: Fn(ServerIo, Arc<ReceiverSetup>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let start = server::start_server(start);
+        self.with_receiver(part, move |spec| {
+            let setup = ReceiverSetup {
+                index: spec.index,
+                supports_fence: spec.supports_fence,
+                supports_status: spec.supports_status,
+                refused_ops: spec.refused_ops.to_vec(),
+            };
+            AsyncReceiver::new(&start, setup)
         })
     }
 }
