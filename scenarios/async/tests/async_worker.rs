@@ -350,3 +350,45 @@ fn a_worker_that_reads_state_outside_its_node_is_reported_with_where_its_runs_di
         "it names the node: {why}"
     );
 }
+
+#[test]
+fn an_async_worker_runs_through_replay_shrink_and_explore() {
+    let m = machines(true);
+    // The first run where the starved worker fails, saved, replayed, shrunk.
+    let (seed, setup, r) = ALL
+        .iter()
+        .flat_map(|def| (0..50).map(move |seed| (def, seed)))
+        .map(|(def, seed)| {
+            let setup = def.build(seed, Variant::Reference);
+            let r = run(&setup, seed, &m);
+            (seed, setup, r)
+        })
+        .find(|(_, _, r)| !r.findings.is_empty())
+        .expect("the starved worker fails some run");
+    let dir = std::env::temp_dir().join(format!("leasesim-async-replay-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join("starved.json");
+    let replay = leasesim::replay::Replay::record_on(&setup, seed, false, &r, &m, "");
+    replay.save(&file).unwrap();
+    let again = leasesim::replay::Replay::load(&file)
+        .unwrap()
+        .run_on(&m)
+        .unwrap();
+    assert_eq!(
+        again.trace_hash(),
+        r.trace_hash(),
+        "the replay repeats the run"
+    );
+    let shrunk = leasesim::shrink::shrink_on(&replay, &m).unwrap();
+    assert!(shrunk.replay.setup.faults.len() <= setup.faults.len());
+    assert_eq!(shrunk.invariant, r.findings[0].invariant);
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Every placement of one fault on the held worker: explored, and it holds.
+    let explored = leasesim::Builder::new()
+        .machines(machines(false))
+        .explore("w1-w2", 1, 1)
+        .unwrap();
+    assert!(explored.distinct > 0, "plans ran");
+    assert_eq!(explored.violating_plans, 0, "one fault breaks no async run");
+}
