@@ -300,18 +300,17 @@ impl WorkerIo {
 
     /// Calls the tool for step `step` of the job: its answer.
     pub async fn tool(&self, job: JobId, token: Token, step: u8) -> ToolAnswer {
-        loop {
-            let reply = self
-                .request(Peer::Tool, |req| Msg::ToolRequest {
-                    req,
-                    job,
-                    token,
-                    step,
-                })
-                .await;
-            if let Msg::ToolResponse { answer, .. } = reply {
-                return answer;
-            }
+        let reply = self
+            .request(Peer::Tool, |req| Msg::ToolRequest {
+                req,
+                job,
+                token,
+                step,
+            })
+            .await;
+        match reply {
+            Msg::ToolResponse { answer, .. } => answer,
+            other => wrong_answer(self.name(), "a tool request", &other),
         }
     }
 
@@ -325,19 +324,18 @@ impl WorkerIo {
         key: IdemKey,
         fence: Token,
     ) -> EffectOutcome {
-        loop {
-            let reply = self
-                .request(Peer::Receiver(receiver), |req| Msg::Effect {
-                    req,
-                    job,
-                    entity,
-                    key,
-                    fence,
-                })
-                .await;
-            if let Msg::EffectAck { outcome, .. } = reply {
-                return outcome;
-            }
+        let reply = self
+            .request(Peer::Receiver(receiver), |req| Msg::Effect {
+                req,
+                job,
+                entity,
+                key,
+                fence,
+            })
+            .await;
+        match reply {
+            Msg::EffectAck { outcome, .. } => outcome,
+            other => wrong_answer(self.name(), "an effect", &other),
         }
     }
 
@@ -369,6 +367,15 @@ impl WorkerIo {
         };
         drop(dropped);
     }
+}
+
+/// A peer answered a request with a message of another kind: the peer broke the protocol, and
+/// the run ends as MACHINE ERROR (the worker cannot go on as if it had an answer).
+fn wrong_answer(worker: WorkerName, what: &str, reply: &Msg) -> ! {
+    panic!(
+        "async worker {worker}: {what} was answered with {:?}",
+        reply.kind()
+    )
 }
 
 fn keep(io: &mut Io, msg: Msg) {

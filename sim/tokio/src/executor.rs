@@ -336,7 +336,6 @@ impl Executor {
         drop(futures);
         drop(timers);
         drop(current);
-        self.shared.woken_queue().clear();
     }
 }
 
