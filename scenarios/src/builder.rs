@@ -43,6 +43,7 @@ pub struct Builder {
     seeds: Range<u64>,
     threads: Option<usize>,
     allow_skipped: Vec<String>,
+    started_with: Option<String>,
 }
 
 impl Default for Builder {
@@ -61,6 +62,7 @@ impl Builder {
             seeds: DEFAULT_SEEDS,
             threads: None,
             allow_skipped: Vec::new(),
+            started_with: None,
         }
     }
 
@@ -119,6 +121,21 @@ impl Builder {
     pub fn allow_skipped(mut self, judgement: &str) -> Builder {
         self.allow_skipped.push(judgement.to_string());
         self
+    }
+
+    /// How the commands this program prints start it again, when the default (`cargo run
+    /// --release -p PACKAGE --bin NAME --`, from the binary's name) is not enough: a binary
+    /// behind a cargo feature says so here, e.g. `cargo run --release -p my-worker
+    /// --no-default-features --features sim --bin my-leasesim --`. Used by
+    /// `leasesim_cli::main_with`.
+    pub fn started_with(mut self, command: impl Into<String>) -> Builder {
+        self.started_with = Some(command.into());
+        self
+    }
+
+    /// The command given by [`Builder::started_with`], if any.
+    pub fn start_command(&self) -> Option<&str> {
+        self.started_with.as_deref()
     }
 
     /// The judgements allowed to be skipped everywhere ([`Builder::allow_skipped`]): `check()`

@@ -623,9 +623,22 @@ pub fn command_prefix(leasesim_can: bool) -> String {
     }
 }
 
-/// How this program is started again from its workspace: `cargo run --release --bin <name> --`
-/// for a binary under a cargo target folder, or its path otherwise.
+/// The command this program's own [`set_program_prefix`] gave, once for the process.
+static PROGRAM_PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Says how this program is started again (the first call wins): a binary that needs cargo
+/// features or options the default of [`program_prefix`] cannot know gives its own command.
+pub fn set_program_prefix(command: &str) {
+    let _ = PROGRAM_PREFIX.set(command.trim_end().to_string());
+}
+
+/// How this program is started again from its workspace: the command [`set_program_prefix`]
+/// gave, or `cargo run --release -p <package> --bin <name> --` for a binary under a cargo
+/// target folder, or its path otherwise.
 pub fn program_prefix() -> String {
+    if let Some(p) = PROGRAM_PREFIX.get() {
+        return p.clone();
+    }
     let exe = std::env::current_exe().ok();
     let name = exe
         .as_ref()

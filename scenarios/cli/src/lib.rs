@@ -482,6 +482,9 @@ impl<W: Write> Write for QuietPipe<W> {
 /// for the run (the progress bar draws on standard error from the sweep's threads).
 pub fn main_with(program: leasesim::Builder) -> std::process::ExitCode {
     interrupt::install();
+    if let Some(command) = program.start_command() {
+        leasesim::run::set_program_prefix(command);
+    }
     let mut out = QuietPipe {
         inner: std::io::stdout(),
         closed: false,

@@ -51,6 +51,15 @@ pub fn machines(bug: Bug) -> Machines {
     }
 }
 
+/// Everything the example's own command line (`async-leasesim`) knows: the fixed worker first
+/// (the default `--variant`), then each bug, on leasesim's scenarios.
+pub fn program() -> leasesim::Builder {
+    leasesim::Builder::new()
+        .machines(machines(Bug::None))
+        .machines(machines(Bug::RenewOnToolTask))
+        .machines(machines(Bug::DeadlineWithoutDrift))
+}
+
 fn actions(steps: &[Step]) -> Vec<Action> {
     steps
         .iter()
