@@ -62,40 +62,57 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
 /// run it as a process.
 pub fn leasesim_bin() -> std::path::PathBuf {
     static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| build_bin(&["-p", "leasesim-cli", "--bin", "leasesim"], "leasesim"))
+        .clone()
+}
+
+/// The async example's own command line (`async-leasesim`, in its `sim` build), built on first
+/// use as [`leasesim_bin`] is: the guide's chapter on async workers runs it.
+pub fn async_leasesim_bin() -> std::path::PathBuf {
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
-        // This test executable lives in target/<profile>/deps/; the binary in target/<profile>/.
-        let exe = std::env::current_exe().expect("the test executable has a path");
-        let profile_dir = exe
-            .parent()
-            .and_then(|deps| deps.parent())
-            .expect("target/<profile>/deps");
-        let target_dir = profile_dir.parent().expect("target/");
-        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => "dev",
-            Some(other) => other,
-        };
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "leasesim-cli",
-                "--bin",
-                "leasesim",
-            ])
-            .args(["--profile", profile])
-            .arg("--target-dir")
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the leasesim binary failed");
-        let bin = profile_dir.join("leasesim");
-        assert!(bin.exists(), "{} was not built", bin.display());
-        bin
+        let args = [
+            "-p",
+            "leasesim-async-example",
+            "--no-default-features",
+            "--features",
+            "sim",
+            "--bin",
+            "async-leasesim",
+        ];
+        build_bin(&args, "async-leasesim")
     })
     .clone()
+}
+
+/// Builds a binary of the workspace (`cargo build ARGS`) in this test's own profile and
+/// target folder; its path.
+fn build_bin(args: &[&str], name: &str) -> std::path::PathBuf {
+    // This test executable lives in target/<profile>/deps/; the binary in target/<profile>/.
+    let exe = std::env::current_exe().expect("the test executable has a path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let target_dir = profile_dir.parent().expect("target/");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(other) => other,
+    };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--quiet"])
+        .args(args)
+        .args(["--profile", profile])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building {name} failed");
+    let bin = profile_dir.join(name);
+    assert!(bin.exists(), "{} was not built", bin.display());
+    bin
 }
 
 /// A fresh, empty temporary folder for one test, removed when the value is dropped.

@@ -4,7 +4,7 @@
 //! language; every relative link points at a file. The Rust blocks are compiled as doctests of
 //! this crate (`src/lib.rs` includes each page).
 
-use leasesim_tests::{leasesim_bin, run_with_limit, TempDir};
+use leasesim_tests::{async_leasesim_bin, leasesim_bin, run_with_limit, TempDir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -211,6 +211,9 @@ fn special(step: &Step) -> Option<Result<(), String>> {
     None
 }
 
+/// How the guide starts the async example's own command line (its binary, built once).
+const ASYNC_EXAMPLE: &str = "cargo run --release -p leasesim-async-example --no-default-features --features sim --bin async-leasesim -- ";
+
 /// A fresh folder with the repository's inputs in reach (`scenarios/`, `tests/` as links to
 /// them) and `leasesim` on the path, where a page's commands run one after another.
 struct Workdir {
@@ -219,7 +222,7 @@ struct Workdir {
 }
 
 impl Workdir {
-    fn new(page: &str) -> Workdir {
+    fn new(page: &str, steps: &[Step]) -> Workdir {
         let dir = TempDir::new(&format!("guide-{}", page.replace(['/', '.'], "-")));
         for input in ["scenarios", "tests"] {
             std::os::unix::fs::symlink(root().join(input), dir.join(input)).unwrap();
@@ -227,6 +230,9 @@ impl Workdir {
         let bin = dir.join("bin");
         std::fs::create_dir(&bin).unwrap();
         std::os::unix::fs::symlink(leasesim_bin(), bin.join("leasesim")).unwrap();
+        if steps.iter().any(|s| s.command.starts_with(ASYNC_EXAMPLE)) {
+            std::os::unix::fs::symlink(async_leasesim_bin(), bin.join("async-leasesim")).unwrap();
+        }
         let mut path = bin.display().to_string();
         if let Ok(pg) = leasesim_sql::server::bindir() {
             path = format!("{path}:{}", pg.display());
@@ -236,7 +242,10 @@ impl Workdir {
     }
 
     fn run(&self, step: &Step, env: &[(String, String)]) -> Result<(), String> {
-        let line = step.command.replace("cargo run --release -- ", "leasesim ");
+        let line = step
+            .command
+            .replace(ASYNC_EXAMPLE, "async-leasesim ")
+            .replace("cargo run --release -- ", "leasesim ");
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(&line)
@@ -342,7 +351,7 @@ fn run_page(name: &str) {
     let page = root().join(name);
     let all: Vec<Step> = blocks(&page).iter().flat_map(steps).collect();
     assert!(!all.is_empty(), "{name} has no command");
-    let work = Workdir::new(name);
+    let work = Workdir::new(name, &all);
     let database = page_database(&all);
     let env = database
         .as_ref()
@@ -479,6 +488,7 @@ page_tests! {
     ci_commands_run_as_written => "docs/ci.md",
     protocol_commands_run_as_written => "docs/protocol.md",
     performance_commands_run_as_written => "docs/performance.md",
+    async_worker_commands_run_as_written => "docs/async-worker.md",
 }
 
 #[test]

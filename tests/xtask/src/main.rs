@@ -230,6 +230,7 @@ fn madsim_engine() -> Result<(), String> {
     // there, runs its engine tests on madsim.
     // Unoptimised: every crate is built again for the flag, and the engine tests are small
     // (52 s to build and run, against 198 s optimised as the rest of the suite is).
+    // The async example's engine tests run here too: its async worker as madsim nodes.
     run(
         "madsim engine tests",
         "cargo",
@@ -247,6 +248,11 @@ fn madsim_engine() -> Result<(), String> {
             "target/madsim",
             "-p",
             "leasesim-shell",
+            "-p",
+            "leasesim-async-example",
+            "--no-default-features",
+            "--features",
+            "leasesim-async-example/sim",
             "--test",
             "engines",
         ],
