@@ -7,7 +7,8 @@
 //! and whether it holds a job. It spawns tasks, sleeps, times out and selects with
 //! `leasesim_tokio` (the `tokio` of its tests): every task of a node runs on that node's own
 //! clock, with its offset, drift, steps and pauses, and a crash drops them all; a restart runs
-//! the start function again.
+//! the start function again, with what the node wrote to its durable store
+//! ([`WorkerIo::durable_put`], its local disk) kept.
 //!
 //! ```
 //! use leasesim::Machines;
@@ -38,7 +39,10 @@ mod worker;
 pub use server::{
     AsyncCoordinator, AsyncReceiver, CoordinatorSetup, ReceiverSetup, ServerIo, INBOX_MAX,
 };
-pub use worker::{AsyncWorker, ClaimReply, Grant, WorkerIo, REPLIES_KEPT_MAX};
+pub use worker::{
+    AsyncWorker, ClaimReply, Grant, WorkerIo, DURABLE_BYTES_MAX, DURABLE_ENTRIES_MAX,
+    REPLIES_KEPT_MAX,
+};
 
 use leasesim::Machines;
 use std::future::Future;

@@ -17,6 +17,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// would.
 pub const REPLIES_KEPT_MAX: usize = 64;
 
+/// How many entries a worker's durable store ([`WorkerIo::durable_put`]) holds at most.
+pub const DURABLE_ENTRIES_MAX: usize = 1024;
+
+/// How many bytes (keys and values) a worker's durable store holds at most: a worker that
+/// writes past it is a fault of the machine, as a disk that fills would be.
+pub const DURABLE_BYTES_MAX: usize = 1 << 20;
+
 type StartFn = dyn Fn(WorkerIo) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync;
 
 /// A worker's start function, shared by every node and run it is built for.
@@ -47,6 +54,9 @@ struct Io {
     /// The tool call a task waits for.
     tool_call: Option<u64>,
     wall: Nanos,
+    /// What the node keeps across crashes (its local disk), and its size in bytes.
+    durable: BTreeMap<String, Vec<u8>>,
+    durable_bytes: usize,
 }
 
 /// A worker node's way to the world, given to its start function. Cheap to clone: every task
@@ -111,6 +121,8 @@ impl WorkerIo {
                 busy: false,
                 tool_call: None,
                 wall: 0,
+                durable: BTreeMap::new(),
+                durable_bytes: 0,
             })),
             arrived: Arc::new(Notify::new()),
             config: Arc::new(config),
@@ -200,6 +212,39 @@ impl WorkerIo {
     /// jeopardy, a refused commit). The checkers judge what it sends either way.
     pub fn journal(&self, event: Event) {
         self.lock().out.push_back(Output::Journal(event));
+    }
+
+    /// Reads `key` from the node's durable store: what it wrote there before, in this
+    /// incarnation or an earlier one (a crash loses every task and channel, never this).
+    pub fn durable_get(&self, key: &str) -> Option<Vec<u8>> {
+        self.lock().durable.get(key).cloned()
+    }
+
+    /// Writes `key` to the node's durable store, at once and whole (a crash right after it
+    /// keeps it). More than [`DURABLE_ENTRIES_MAX`] entries or [`DURABLE_BYTES_MAX`] bytes end
+    /// the run as MACHINE ERROR naming the worker.
+    pub fn durable_put(&self, key: &str, value: &[u8]) {
+        let name = self.name();
+        let mut io = self.lock();
+        let old = io.durable.get(key).map_or(0, |v| key.len() + v.len());
+        let bytes = io.durable_bytes - old + key.len() + value.len();
+        let entries = io.durable.len() + usize::from(!io.durable.contains_key(key));
+        if bytes > DURABLE_BYTES_MAX || entries > DURABLE_ENTRIES_MAX {
+            drop(io);
+            panic!(
+                "async worker {name}: its durable store would hold {entries} entries and {bytes} bytes, past its bound of {DURABLE_ENTRIES_MAX} and {DURABLE_BYTES_MAX}"
+            );
+        }
+        io.durable_bytes = bytes;
+        io.durable.insert(key.to_string(), value.to_vec());
+    }
+
+    /// Removes `key` from the node's durable store.
+    pub fn durable_remove(&self, key: &str) {
+        let mut io = self.lock();
+        if let Some(v) = io.durable.remove(key) {
+            io.durable_bytes -= key.len() + v.len();
+        }
     }
 
     /// Says whether it holds (or believes it holds) a job: a run ends only when no worker is

@@ -392,3 +392,48 @@ fn an_async_worker_runs_through_replay_shrink_and_explore() {
     assert!(explored.distinct > 0, "plans ran");
     assert_eq!(explored.violating_plans, 0, "one fault breaks no async run");
 }
+
+/// The worker, keeping on its node's durable store how many times it started, and telling the
+/// test what each start read there.
+async fn counting(io: WorkerIo, seen: std::sync::Arc<std::sync::Mutex<Vec<(String, u8)>>>) {
+    let before = io.durable_get("starts").map_or(0, |v| v[0]);
+    seen.lock().unwrap().push((io.name().to_string(), before));
+    io.durable_put("starts", &[before + 1]);
+    worker(io, false).await;
+}
+
+#[test]
+fn a_restart_runs_the_start_function_again_with_what_the_node_kept_on_its_durable_store() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let m =
+        Machines::new("counting").with_async_worker("counting", move |io| counting(io, s.clone()));
+    let def = find("restart-same-name").unwrap();
+    let r = run(&def.build(0, Variant::Reference), 0, &m);
+    assert_eq!(r.verdict(), Verdict::Held, "{:?}", r.findings);
+    // W1 started, crashed and started again: its second life read what its first wrote,
+    // although every task and channel of the first was dropped.
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("W1".to_string(), 0), ("W1".to_string(), 1)]
+    );
+}
+
+/// A worker that writes more than its node's disk holds.
+async fn hoarding(io: WorkerIo) {
+    for i in 0.. {
+        io.durable_put(&format!("k{i}"), &[0; 4096]);
+        time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+#[test]
+fn a_worker_that_fills_its_durable_store_ends_the_run_as_a_machine_fault() {
+    let m = Machines::new("hoarding").with_async_worker("hoarding", hoarding);
+    let r = run(&find("w1-w2").unwrap().build(0, Variant::Reference), 0, &m);
+    let fault = r.machine_fault.expect("a machine fault");
+    assert!(
+        fault.contains("durable store would hold") && fault.contains("(worker 'hoarding')"),
+        "{fault}"
+    );
+}
