@@ -41,6 +41,7 @@ const CRATES: &[(&str, &str)] = &[
     ("scenarios", "leasesim"),
     ("scenarios/shell", "leasesim-shell"),
     ("scenarios/sql", "leasesim-sql"),
+    ("scenarios/exec", "leasesim-exec"),
     ("scenarios/results", "leasesim-results"),
     ("scenarios/bench", "leasesim-bench"),
     ("scenarios/cli", "leasesim-cli"),
@@ -124,6 +125,11 @@ fn the_crate_graph_points_one_way() {
                 "leasesim-sim",
                 "leasesim-reports",
             ],
+        ),
+        // Processes as machines: the library's machine traits over a pipe.
+        (
+            "scenarios/exec",
+            &["leasesim", "leasesim-protocol", "leasesim-sim"],
         ),
         (
             "scenarios/results",

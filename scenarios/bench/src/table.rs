@@ -28,6 +28,9 @@ pub struct BenchArgs {
     pub child: Option<String>,
     /// How the table is printed.
     pub format: Format,
+    /// The options that select machines of the user's own (`--worker exec:COMMAND`), handed
+    /// to the measuring processes instead of `--variant`; empty for a named set.
+    pub machine_args: Vec<String>,
 }
 
 /// The engines side by side (or the scaling table), each measured in a child process of this
@@ -58,12 +61,13 @@ pub fn bench_cmd(
 
 /// The arguments of a measuring process: this benchmark, measuring `what` only.
 fn child_args(a: &BenchArgs, threads: usize, what: &str) -> Vec<String> {
-    vec![
-        "bench".to_string(),
-        "--scenario".into(),
-        a.scenario.clone(),
-        "--variant".into(),
-        a.machines.name().to_string(),
+    let machines = match a.machine_args.is_empty() {
+        true => vec!["--variant".into(), a.machines.name().to_string()],
+        false => a.machine_args.clone(),
+    };
+    let mut args = vec!["bench".to_string(), "--scenario".into(), a.scenario.clone()];
+    args.extend(machines);
+    args.extend([
         "--seeds".into(),
         a.seeds.to_string(),
         "--shell-seeds".into(),
@@ -73,7 +77,8 @@ fn child_args(a: &BenchArgs, threads: usize, what: &str) -> Vec<String> {
         "--allow-unsafe-timing".into(),
         "--child".into(),
         what.to_string(),
-    ]
+    ]);
+    args
 }
 
 /// A measuring process: one engine (or one scaling row), figures as one JSON document.

@@ -69,7 +69,11 @@ pub(super) fn bench(
             out,
             &leasesim_bench::BenchArgs {
                 scenario: a.scenario,
-                machines: pick(cat, a.variant.as_deref())?,
+                machines: super::pick_with(cat, a.variant.as_deref(), &a.sql, "bench")?,
+                machine_args: match a.sql.any_exec() {
+                    true => a.sql.to_args(),
+                    false => Vec::new(),
+                },
                 seeds: a.seeds,
                 shell_seeds: a.shell_seeds,
                 jobs: a.jobs,

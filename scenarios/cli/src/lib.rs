@@ -369,7 +369,7 @@ fn pick_with(
     match sql::one(sql, command)? {
         Some(m) => match name {
             Some(v) => Err(UsageError(format!(
-                "--variant {v} and a SQL coordinator: the SQL file replaces the coordinator of the reference; give one of them"
+                "--variant {v} and machines of your own (sql:FILE, exec:COMMAND): they take the place of the reference's; give one of them"
             ))),
             None => Ok(m),
         },

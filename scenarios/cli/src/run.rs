@@ -166,6 +166,10 @@ fn resolve(
     scen: &[ScenarioDef],
 ) -> Result<Machines, UsageError> {
     let m = replay::machines_in(recorded, setup, cat, Some(file)).map_err(|e| {
+        let given = cat.iter().find(|m| m.command_line().is_some());
+        if let Some(needs) = recorded.and_then(|r| sql::replay_needs_exec(file, r, given)) {
+            return needs;
+        }
         match recorded.and_then(|r| sql::recorded_sql(&r.coordinator)) {
             Some(name) => sql::replay_needs(
                 file,

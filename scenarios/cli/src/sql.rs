@@ -41,12 +41,30 @@ pub(super) struct SqlArgs {
     /// create roles); such a role is refused otherwise.
     #[arg(long)]
     allow_privileged_role: bool,
+    /// Runs every worker node as a process of yours: `exec:COMMAND`, speaking leasesim's
+    /// process protocol over JSON lines (see docs/process-protocol.md).
+    #[arg(long, value_name = "exec:COMMAND")]
+    worker: Option<String>,
+    /// Runs every receiver node as a process of yours: `exec:COMMAND`.
+    #[arg(long, value_name = "exec:COMMAND")]
+    receiver: Option<String>,
+    /// How long a process may take to answer one input before the run ends as a machine
+    /// error naming it (default 10s).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = leasesim::advise::parse_duration)]
+    exec_timeout: Option<u64>,
 }
 
 impl SqlArgs {
     /// Whether a SQL file was named.
     pub(super) fn any(&self) -> bool {
-        !self.coordinator.is_empty() || !self.sql.is_empty()
+        self.coordinator.iter().any(|c| !is_exec(c)) || !self.sql.is_empty()
+    }
+
+    /// Whether a process was named for some role.
+    pub(super) fn any_exec(&self) -> bool {
+        self.worker.is_some()
+            || self.receiver.is_some()
+            || self.coordinator.iter().any(|c| is_exec(c))
     }
 
     /// The same options as command-line arguments (for a measuring child process).
@@ -70,18 +88,26 @@ impl SqlArgs {
         if self.allow_privileged_role {
             args.push("--allow-privileged-role".to_string());
         }
+        for (flag, v) in [("--worker", &self.worker), ("--receiver", &self.receiver)] {
+            if let Some(v) = v {
+                args.extend([flag.to_string(), v.clone()]);
+            }
+        }
+        if let Some(ns) = self.exec_timeout {
+            args.extend(["--exec-timeout".to_string(), format!("{ns}ns")]);
+        }
         args
     }
 
     /// The SQL files named, in order.
     pub(super) fn files(&self) -> Result<Vec<PathBuf>, UsageError> {
         let mut files = Vec::new();
-        for c in &self.coordinator {
+        for c in self.coordinator.iter().filter(|c| !is_exec(c)) {
             match c.strip_prefix(PART_PREFIX) {
                 Some(path) if !path.is_empty() => files.push(PathBuf::from(path)),
                 _ => {
                     return Err(UsageError(format!(
-                        "--coordinator {c:?}: expected sql:FILE (a queue's SQL file)"
+                        "--coordinator {c:?}: expected sql:FILE (a queue's SQL file) or exec:COMMAND (a process)"
                     )))
                 }
             }
@@ -141,6 +167,106 @@ fn throwaway_or(args: &SqlArgs) -> Result<Database, UsageError> {
     db
 }
 
+/// Whether a role's option names a process (`exec:COMMAND`).
+fn is_exec(v: &str) -> bool {
+    v.starts_with(leasesim_exec::PART_PREFIX)
+}
+
+/// The process an option names, checked.
+fn exec_of(flag: &str, v: &str, timeout: Option<u64>) -> Result<leasesim_exec::Exec, UsageError> {
+    let Some(cmd) = v.strip_prefix(leasesim_exec::PART_PREFIX) else {
+        return Err(UsageError(format!(
+            "{flag} {v:?}: expected exec:COMMAND (a process speaking leasesim's process protocol)"
+        )));
+    };
+    let exec = leasesim_exec::Exec::new(cmd).map_err(UsageError)?;
+    Ok(match timeout {
+        Some(0) => {
+            return Err(UsageError(
+                "--exec-timeout 0s would fail every input; give a duration above 0".into(),
+            ))
+        }
+        Some(ns) => exec.with_timeout(std::time::Duration::from_nanos(ns)),
+        None => exec,
+    })
+}
+
+/// An argument as the shell reads it back: quoted when it has to be.
+fn quoted(arg: &str) -> String {
+    if !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@=,+".contains(c))
+    {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// The processes the options name put in their roles of `base` (each SQL file's machines, or
+/// leasesim's reference), named after what they replace.
+fn with_processes(args: &SqlArgs, base: Vec<Machines>) -> Result<Vec<Machines>, UsageError> {
+    use leasesim_exec::ExecMachines;
+    let coordinator: Vec<&String> = args.coordinator.iter().filter(|c| is_exec(c)).collect();
+    if coordinator.len() > 1 || (!coordinator.is_empty() && !base.is_empty()) {
+        return Err(UsageError(
+            "one coordinator at a time: a process (exec:COMMAND) or SQL files (sql:FILE)".into(),
+        ));
+    }
+    let t = args.exec_timeout;
+    let roles = [
+        ("--coordinator", coordinator.first().map(|c| c.as_str())),
+        ("--worker", args.worker.as_deref()),
+        ("--receiver", args.receiver.as_deref()),
+    ];
+    let mut execs = Vec::new();
+    for (flag, v) in roles {
+        if let Some(v) = v {
+            execs.push((flag, v, exec_of(flag, v, t)?));
+        }
+    }
+    if execs.is_empty() {
+        if t.is_some() {
+            return Err(UsageError(
+                "--exec-timeout is for a process: name it with --worker, --receiver or --coordinator exec:COMMAND".into(),
+            ));
+        }
+        return Ok(base);
+    }
+    let plain = base.is_empty();
+    let base = match plain {
+        true => vec![Machines::reference()],
+        false => base,
+    };
+    let mut out = Vec::new();
+    for m in base {
+        let mut name: Vec<String> = match plain {
+            true => Vec::new(),
+            false => vec![m.name().to_string()],
+        };
+        let mut line: Vec<String> = m.command_line().map(str::to_string).into_iter().collect();
+        let mut m = m;
+        for (flag, v, exec) in &execs {
+            m = match *flag {
+                "--coordinator" => m.with_exec_coordinator(exec),
+                "--worker" => m.with_exec_worker(exec),
+                _ => m.with_exec_receiver(exec),
+            };
+            name.push(exec.part_name());
+            line.push(format!("{flag} {}", quoted(v)));
+        }
+        if let Some(t) = t {
+            line.push(format!("--exec-timeout {t}ns"));
+        }
+        out.push(
+            m.named(&name.join(" + "))
+                .with_command_line(&line.join(" ")),
+        );
+    }
+    Ok(out)
+}
+
 /// Opens every SQL file the options name on one server (none when no file was named); the
 /// server lives as long as any of the machines. Each file is checked against the
 /// contract and its lease measured first; any problem is a one-line error (exit 2).
@@ -148,8 +274,14 @@ pub(super) fn machines(args: &SqlArgs) -> Result<Vec<Machines>, UsageError> {
     Ok(open(args)?.0)
 }
 
-/// [`machines`], and the database they run on (`None` when no file was named).
+/// [`open_sql`] with the processes the options name put in their roles.
 pub(super) fn open(args: &SqlArgs) -> Result<(Vec<Machines>, Option<Database>), UsageError> {
+    let (sql, db) = open_sql(args)?;
+    Ok((with_processes(args, sql)?, db))
+}
+
+/// The SQL files' machines, and the database they run on (`None` when no file was named).
+fn open_sql(args: &SqlArgs) -> Result<(Vec<Machines>, Option<Database>), UsageError> {
     let files = args.files()?;
     if files.is_empty() {
         if args.database_url.is_some()
@@ -207,6 +339,50 @@ pub(super) fn one(args: &SqlArgs, command: &str) -> Result<Option<Machines>, Usa
             "{command} takes one SQL coordinator; {n} were named"
         ))),
     }
+}
+
+/// The error for a replay recorded on a process of the user's, given without it or with
+/// another (a file the command names changed); `None` when no part was a process.
+pub(super) fn replay_needs_exec(
+    file: &Path,
+    recorded: &leasesim::replay::RecordedMachines,
+    given: Option<&Machines>,
+) -> Option<UsageError> {
+    let parts = [
+        (
+            "--coordinator",
+            &recorded.coordinator,
+            given.map(|m| &m.parts().coordinator),
+        ),
+        (
+            "--worker",
+            &recorded.worker,
+            given.map(|m| &m.parts().worker),
+        ),
+        (
+            "--receiver",
+            &recorded.receiver,
+            given.map(|m| &m.parts().receiver),
+        ),
+    ];
+    for (flag, was, now) in parts {
+        let Some(body) = was.strip_prefix(leasesim_exec::PART_PREFIX) else {
+            continue;
+        };
+        let cmd = body.rsplit_once('@').map_or(body, |(c, _)| c);
+        return Some(UsageError(match now {
+            Some(now) if now.starts_with(leasesim_exec::PART_PREFIX) => format!(
+                "{}: it was recorded with {flag} {was}, and {flag} gives {now}: not the same command, or a file it names changed since",
+                file.display()
+            ),
+            _ => format!(
+                "{}: it was recorded with a process, {flag} {was}; give it: {flag} {}",
+                file.display(),
+                quoted(&format!("{}{cmd}", leasesim_exec::PART_PREFIX))
+            ),
+        }));
+    }
+    None
 }
 
 /// `sql check FILE...`: every problem of every file against the statement contract, as
