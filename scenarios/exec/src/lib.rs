@@ -57,6 +57,17 @@ impl Exec {
     /// knows when the file changed.
     pub fn new(command: &str) -> Result<Exec, String> {
         let cmd = CommandLine::parse(command)?;
+        if !runnable(&cmd.words[0]) {
+            return Err(format!(
+                "exec:{}: no program '{}' {}",
+                cmd.text,
+                cmd.words[0],
+                match cmd.words[0].contains('/') {
+                    true => "there",
+                    false => "on the PATH",
+                }
+            ));
+        }
         let mut named = Vec::new();
         for w in &cmd.words {
             let p = std::path::Path::new(w);
@@ -88,6 +99,15 @@ impl Exec {
     pub fn part_name(&self) -> String {
         format!("{PART_PREFIX}{}@{:016x}", self.cmd.text, self.hash)
     }
+}
+
+/// Whether `program` names a file (with a `/`) or a program on the PATH.
+fn runnable(program: &str) -> bool {
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// A slot's process, and whether a run has used it since its last reset.

@@ -1,7 +1,8 @@
 //! `cargo xtask test`: the whole test suite on any machine of this project's kind, fresh or not.
 //!
 //! It installs what a fresh machine lacks (the formatter and linter components, Debian's
-//! Chromium for the browser test, PostgreSQL's server for the SQL coordinator's tests) and then
+//! Chromium for the browser test, PostgreSQL's server for the SQL coordinator's tests, Python
+//! and Node.js for the process examples) and then
 //! runs, in order and stopping at the first failure:
 //! `cargo fmt --check`, `cargo clippy -D warnings`, `cargo test --workspace`, and the madsim
 //! engine's tests in their own build. Nothing is skipped: a test that needs something this
@@ -104,6 +105,14 @@ fn provision() -> Result<(), String> {
     // The browser test loads the example reports in Debian's Chromium, headless.
     if std::env::var_os("LEASESIM_CHROMIUM").is_none() && !present("chromium", &["--version"]) {
         apt_install(&["chromium"])?;
+    }
+    // The process examples: a Python worker and a Node.js payments service (the helpers need
+    // nothing beyond each language's standard library).
+    if !present("python3", &["--version"]) {
+        apt_install(&["python3"])?;
+    }
+    if !present("node", &["--version"]) {
+        apt_install(&["nodejs"])?;
     }
     // `bench --instructions` counts a seed's instructions under callgrind; its test runs it.
     if !present("valgrind", &["--version"]) {
