@@ -212,6 +212,8 @@ pub mod guide {
     pub struct Readme;
     #[doc = include_str!("../../docs/your-implementation.md")]
     pub struct YourImplementation;
+    #[doc = include_str!("../../docs/process-protocol.md")]
+    pub struct ProcessProtocol;
     #[doc = include_str!("../../docs/async-worker.md")]
     pub struct AsyncWorker;
     #[doc = include_str!("../../docs/sql-queue.md")]

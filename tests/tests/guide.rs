@@ -489,6 +489,7 @@ page_tests! {
     protocol_commands_run_as_written => "docs/protocol.md",
     performance_commands_run_as_written => "docs/performance.md",
     async_worker_commands_run_as_written => "docs/async-worker.md",
+    process_protocol_commands_run_as_written => "docs/process-protocol.md",
 }
 
 #[test]

@@ -760,6 +760,10 @@ pub(crate) struct RunCli {
     /// Output format.
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
+    /// Writes every line exchanged with the run's processes (`--worker exec:...`) to this
+    /// file: `worker 0 > INPUT`, `worker 0 < OUTPUT`.
+    #[arg(long, value_name = "FILE")]
+    pub exec_log: Option<PathBuf>,
     #[command(flatten)]
     pub sql: sql::SqlArgs,
 }
@@ -786,9 +790,18 @@ pub(super) fn run_cli(
         check_determinism,
         engine,
         format,
+        exec_log,
         sql,
     } = a;
-    run_cmd(
+    if exec_log.is_some() {
+        if !sql.any_exec() {
+            return Err(UsageError(
+                "--exec-log records a process's exchanges: name it with --worker, --receiver or --coordinator exec:COMMAND".into(),
+            ));
+        }
+        leasesim_exec::record_exchanges();
+    }
+    let code = run_cmd(
         out,
         &name,
         seed,
@@ -809,5 +822,12 @@ pub(super) fn run_cli(
             program: program.to_string(),
         },
         scen,
-    )
+    );
+    if let Some(path) = exec_log {
+        let mut text = leasesim_exec::take_exchanges().join("\n");
+        text.push('\n');
+        leasesim::files::write(&path, text)
+            .map_err(|e| UsageError(format!("cannot write {}: {e}", path.display())))?;
+    }
+    code
 }

@@ -110,6 +110,35 @@ fn runnable(program: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
+/// The exchanges recorded since [`record_exchanges`], if it was called.
+static LOG: Mutex<Option<Vec<String>>> = Mutex::new(None);
+
+/// The most lines [`record_exchanges`] keeps: a transcript for reading, not a sweep's worth.
+pub const LOG_LINES_MAX: usize = 1 << 20;
+
+/// Starts recording every line leasesim writes to a process and every line it reads back, as
+/// `ROLE INDEX > INPUT` and `ROLE INDEX < OUTPUT` (for one run's transcript: `run --exec-log`).
+pub fn record_exchanges() {
+    *LOG.lock().unwrap_or_else(|p| p.into_inner()) = Some(Vec::new());
+}
+
+/// The lines recorded since [`record_exchanges`], which stops recording.
+pub fn take_exchanges() -> Vec<String> {
+    LOG.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .unwrap_or_default()
+}
+
+fn log(who: &str, dir: &str, v: &Value) {
+    let mut log = LOG.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(lines) = log.as_mut() {
+        if lines.len() < LOG_LINES_MAX {
+            lines.push(format!("{who} {dir} {v}"));
+        }
+    }
+}
+
 /// A slot's process, and whether a run has used it since its last reset.
 struct Held {
     process: Option<Process>,
@@ -152,6 +181,7 @@ fn slot(key: String) -> Slot {
 struct Core {
     exec: Arc<Exec>,
     role: &'static str,
+    index: usize,
     slot: Slot,
     config: Value,
     started: bool,
@@ -173,6 +203,7 @@ impl Core {
             slot: slot(format!("{}#{role}{index}", exec.part_name())),
             exec: exec.clone(),
             role,
+            index,
             config,
             started: false,
             claimed: false,
@@ -199,7 +230,13 @@ impl Core {
         let mut held = slot.lock().unwrap_or_else(|p| p.into_inner());
         if held.process.is_none() {
             match Process::start(&self.exec.cmd, self.exec.timeout) {
-                Ok(p) => held.process = Some(p),
+                Ok(p) => {
+                    let who = format!("{} {}", self.role, self.index);
+                    log(&who, ">", &process::hello());
+                    log(&who, "<", &json!({"output": "hello", "version": VERSION}));
+                    log(&who, "<", &json!({"output": "done"}));
+                    held.process = Some(p);
+                }
                 Err(why) => self.fail(&mut held, why),
             }
             held.dirty = false;
@@ -237,9 +274,17 @@ impl Core {
     }
 
     fn exchange(&self, held: &mut Held, input: &Value) -> Vec<Value> {
+        let who = format!("{} {}", self.role, self.index);
+        log(&who, ">", input);
         let p = held.process.as_mut().expect("started above");
         match p.exchange(input, self.exec.timeout) {
-            Ok(out) => out,
+            Ok(out) => {
+                for v in &out {
+                    log(&who, "<", v);
+                }
+                log(&who, "<", &json!({"output": "done"}));
+                out
+            }
             Err(why) => self.fail(held, why),
         }
     }
@@ -418,4 +463,24 @@ impl ExecMachines for Machines {
             ExecCoordinator(Core::new(&e, "coordinator", 0, config))
         })
     }
+}
+
+/// What one input costs a process of `command`, in seconds: it is started and started as a
+/// worker node, then given `inputs` timer inputs one after the other, and the mean time from
+/// writing an input to reading its `done` is returned (the cost of the pipe and of the process's
+/// own framing; `examples/round_trip.rs` prints it).
+pub fn round_trip_seconds(command: &str, config: Value, inputs: u64) -> Result<f64, String> {
+    let exec = Exec::new(command)?;
+    let mut p = Process::start(&exec.cmd, exec.timeout)?;
+    let start = json!({"input": "start", "role": "worker", "now": 0, "wall": 0, "config": config, "durable": {}, "incarnation": 0});
+    p.exchange(&start, exec.timeout)?;
+    #[allow(clippy::disallowed_methods)] // the benchmark's own duration
+    let began = std::time::Instant::now();
+    for i in 0..inputs {
+        p.exchange(
+            &json!({"input": "timer", "now": i + 1, "wall": 0}),
+            exec.timeout,
+        )?;
+    }
+    Ok(began.elapsed().as_secs_f64() / inputs.max(1) as f64)
 }

@@ -41,6 +41,11 @@ pub fn processes_started() -> u64 {
     STARTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// The first input of every process.
+pub fn hello() -> Value {
+    serde_json::json!({"input": "hello", "protocol": "leasesim", "version": VERSION})
+}
+
 /// A command line: the program and its arguments, split at spaces (quotes group words); no
 /// shell runs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,9 +156,7 @@ impl Process {
             command: cmd.text.clone(),
             _cleanup: cleanup,
         };
-        let hello =
-            serde_json::json!({"input": "hello", "protocol": "leasesim", "version": VERSION});
-        let out = p.exchange(&hello, timeout)?;
+        let out = p.exchange(&hello(), timeout)?;
         match out.first() {
             Some(h) if h["output"] == "hello" && h["version"] == VERSION => Ok(p),
             Some(h) if h["output"] == "hello" => Err(p.failure(&format!(
