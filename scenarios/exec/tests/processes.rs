@@ -204,3 +204,35 @@ fn the_node_payments_service_holds_and_without_its_fence_is_caught_as_a_double_e
         r.findings
     );
 }
+
+#[test]
+fn a_python_lease_table_holds_as_the_coordinator_and_accepting_any_commit_is_caught() {
+    let table = |flag: &str| {
+        let exec = Exec::new(&format!("python3 {}{flag}", example("lease_table.py"))).unwrap();
+        Machines::new("python-lease-table").with_exec_coordinator(&exec)
+    };
+    let w = find("w1-w2").unwrap();
+    let m = table("");
+    for seed in 0..100 {
+        let r = run(&w.build(seed, Variant::Reference), seed, &m);
+        assert_eq!(
+            r.verdict(),
+            Verdict::Held,
+            "seed {seed}: {:?} {:?}",
+            r.findings.first(),
+            r.machine_fault
+        );
+    }
+    let r = run(
+        &w.build(1, Variant::Reference),
+        1,
+        &table(" --accept-any-commit"),
+    );
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.invariant == Invariant::NoStaleCommit),
+        "{:?}",
+        r.findings
+    );
+}
