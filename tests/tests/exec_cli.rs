@@ -217,3 +217,56 @@ fn ctrl_c_stops_a_sweep_of_processes_and_ends_every_process_it_started() {
     }
     assert_eq!(running(&path), Vec::<String>::new());
 }
+
+#[test]
+fn every_command_takes_a_process() {
+    let dir = TempDir::new("exec-cli-every");
+    let payments = root().join("tests/exec-examples/payments.js");
+    let held = format!("exec:node {}", payments.display());
+    let unfenced = format!("{held} --forget-fence");
+    let bin = leasesim_bin().display().to_string();
+    let cases: &[(&str, i32, &str)] = &[
+        (
+            &format!("{bin} explore w1-w2 --faults 1 --receiver '{held}'"),
+            0,
+            "breaks I1-I8",
+        ),
+        (
+            &format!("{bin} matrix --seeds 5 --out m --receiver '{held}'"),
+            0,
+            "matrix written to m/matrix.md",
+        ),
+        (
+            &format!("{bin} bench --seeds 100 --shell-seeds 10 --receiver '{held}'"),
+            0,
+            "ratio sim/tokio",
+        ),
+        (
+            &format!("{bin} run w1-w2 --seed 1 --save s.json --receiver '{unfenced}'"),
+            1,
+            "no-double-effect (I2)",
+        ),
+        (
+            &format!("{bin} report s.json --html s.html --receiver '{unfenced}'"),
+            1,
+            "wrote s.html",
+        ),
+        (
+            &format!("{bin} shrink s.json --receiver '{unfenced}'"),
+            1,
+            "--receiver 'exec:node",
+        ),
+        (
+            &format!("{bin} replay s.shrunk.json --receiver '{unfenced}'"),
+            1,
+            "no-double-effect (I2)",
+        ),
+    ];
+    for (line, code, says) in cases {
+        let (got, out) = sh(&dir.0, line);
+        assert_eq!(got, *code, "{line}\n{out}");
+        assert!(out.contains(says), "{line}: {says}\n{out}");
+    }
+    let matrix = std::fs::read_to_string(dir.join("m/matrix.md")).unwrap();
+    assert!(matrix.contains("exec:node"), "{matrix}");
+}
