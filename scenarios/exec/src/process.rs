@@ -11,8 +11,8 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,10 +24,6 @@ pub const OUTPUTS_MAX: usize = 4096;
 
 /// The lines of its standard error kept for a failure's report.
 const STDERR_KEPT: usize = 20;
-
-/// Answers read ahead of the exchange that waits for them (a process answers one input at a
-/// time; more is a process that writes without being asked).
-const BATCHES_AHEAD: usize = 4;
 
 /// The process protocol's version, which `hello` names.
 pub const VERSION: u64 = 1;
@@ -98,7 +94,7 @@ impl CommandLine {
     }
 }
 
-/// What the reader thread hands over: one input's outputs (up to `done`), or why it cannot.
+/// One input's outputs (up to `done`), or why there are none.
 enum Batch {
     Outputs(Vec<Value>),
     NotJson(String),
@@ -111,7 +107,8 @@ enum Batch {
 pub struct Process {
     child: Arc<Mutex<Child>>,
     stdin: Option<ChildStdin>,
-    batches: Receiver<Batch>,
+    stdout: BufReader<ChildStdout>,
+    watch: Arc<Watch>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     command: String,
     _cleanup: leasesim::interrupt::Registered,
@@ -138,12 +135,13 @@ impl Process {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("piped");
         let stderr_pipe = child.stderr.take().expect("piped");
-        let (tx, batches) = sync_channel(BATCHES_AHEAD);
-        std::thread::spawn(move || read_batches(stdout, tx));
+        let watch = Arc::new(Watch::default());
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let kept = stderr.clone();
         std::thread::spawn(move || keep_tail(stderr_pipe, kept));
         let child = Arc::new(Mutex::new(child));
+        let (w, c) = (watch.clone(), child.clone());
+        std::thread::spawn(move || watchdog(&w, &c));
         let on_signal = child.clone();
         let cleanup = leasesim::interrupt::while_alive(move || {
             let _ = on_signal.lock().unwrap_or_else(|p| p.into_inner()).kill();
@@ -151,7 +149,8 @@ impl Process {
         let mut p = Process {
             child,
             stdin,
-            batches,
+            stdout: BufReader::new(stdout),
+            watch,
             stderr,
             command: cmd.text.clone(),
             _cleanup: cleanup,
@@ -180,26 +179,27 @@ impl Process {
         if let Err(e) = written {
             return Err(self.failure(&format!("cannot be written to ({e}): it has exited")));
         }
-        match self.batches.recv_timeout(timeout) {
-            Ok(Batch::Outputs(out)) => Ok(out),
-            Ok(Batch::NotJson(text)) => Err(self.failure(&format!(
+        self.watch.arm(timeout);
+        let batch = read_batch(&mut self.stdout);
+        self.watch.disarm();
+        match batch {
+            Batch::Outputs(out) => Ok(out),
+            Batch::NotJson(text) => Err(self.failure(&format!(
                 "wrote a line that is not a JSON object: {}",
                 clip(&text)
             ))),
-            Ok(Batch::TooMany) => Err(self.failure(&format!(
+            Batch::TooMany => Err(self.failure(&format!(
                 "wrote more than {OUTPUTS_MAX} outputs for one input"
             ))),
-            Ok(Batch::TooLong) => {
+            Batch::TooLong => {
                 Err(self.failure(&format!("wrote a line longer than {LINE_MAX} bytes")))
             }
-            Ok(Batch::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                Err(self.failure(&format!("exited {}", self.exit_status())))
-            }
-            Err(RecvTimeoutError::Timeout) => Err(self.failure(&format!(
-                "wrote nothing for {:.1}s after the input {}",
+            Batch::Eof if self.watch.fired.load(Ordering::SeqCst) => Err(self.failure(&format!(
+                "wrote nothing for {:.1}s after the input {} (it was ended)",
                 timeout.as_secs_f64(),
                 input_name(input)
             ))),
+            Batch::Eof => Err(self.failure(&format!("exited {}", self.exit_status()))),
         }
     }
 
@@ -234,6 +234,7 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
+        self.watch.gone.store(true, Ordering::SeqCst);
         // Closing its input asks it to end; it is killed in any case.
         self.stdin.take();
         let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
@@ -258,36 +259,79 @@ fn clip(s: &str) -> String {
     cut
 }
 
-/// Reads the process's lines and hands them over an input's answer at a time (one wake-up of
-/// the run per input, however many outputs it has).
-fn read_batches(stdout: impl Read, tx: std::sync::mpsc::SyncSender<Batch>) {
-    let mut r = BufReader::new(stdout);
+/// The time limit of the exchange under way, kept by a thread of the process's own that ends a
+/// process that stays silent past it (the run reads the process's output itself, one read per
+/// line, with no hand-over between threads).
+struct Watch {
+    epoch: std::time::Instant,
+    /// When the exchange under way must be answered by, in ns since `epoch`; 0 when idle.
+    deadline: AtomicU64,
+    fired: AtomicBool,
+    gone: AtomicBool,
+}
+
+impl Default for Watch {
+    fn default() -> Watch {
+        Watch {
+            #[allow(clippy::disallowed_methods)] // a real-time limit on a real process
+            epoch: std::time::Instant::now(),
+            deadline: AtomicU64::new(0),
+            fired: AtomicBool::new(false),
+            gone: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Watch {
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+    fn arm(&self, timeout: Duration) {
+        let at = self.now().saturating_add(timeout.as_nanos() as u64).max(1);
+        self.deadline.store(at, Ordering::SeqCst);
+    }
+    fn disarm(&self) {
+        self.deadline.store(0, Ordering::SeqCst);
+    }
+}
+
+/// How often the watchdog looks at the time limit.
+const WATCH_EVERY: Duration = Duration::from_millis(20);
+
+fn watchdog(w: &Watch, child: &Mutex<Child>) {
+    // Bounded: it ends with its process (dropped, or ended here).
+    while !w.gone.load(Ordering::SeqCst) {
+        std::thread::sleep(WATCH_EVERY);
+        let d = w.deadline.load(Ordering::SeqCst);
+        if d != 0 && w.now() > d {
+            w.fired.store(true, Ordering::SeqCst);
+            let _ = child.lock().unwrap_or_else(|p| p.into_inner()).kill();
+            return;
+        }
+    }
+}
+
+/// Reads one input's answer: the lines up to `done`.
+fn read_batch(r: &mut BufReader<ChildStdout>) -> Batch {
     let mut out = Vec::new();
-    // Bounded: each line is at most LINE_MAX bytes, each batch OUTPUTS_MAX lines; the loop
-    // ends with the pipe.
+    // Bounded: each line is at most LINE_MAX bytes, the batch OUTPUTS_MAX lines; a silent
+    // process is ended by its watchdog, which ends this read.
     loop {
         let mut buf = Vec::new();
-        let batch = match r
+        match r
             .by_ref()
             .take(LINE_MAX as u64 + 1)
             .read_until(b'\n', &mut buf)
         {
-            Ok(0) | Err(_) => Batch::Eof,
-            Ok(_) if buf.len() > LINE_MAX => Batch::TooLong,
+            Ok(0) | Err(_) => return Batch::Eof,
+            Ok(_) if buf.len() > LINE_MAX => return Batch::TooLong,
             Ok(_) if buf.iter().all(u8::is_ascii_whitespace) => continue,
             Ok(_) => match serde_json::from_slice::<Value>(&buf) {
-                Ok(v) if v["output"] == "done" => Batch::Outputs(std::mem::take(&mut out)),
-                Ok(v @ Value::Object(_)) if out.len() < OUTPUTS_MAX => {
-                    out.push(v);
-                    continue;
-                }
-                Ok(Value::Object(_)) => Batch::TooMany,
-                _ => Batch::NotJson(String::from_utf8_lossy(&buf).trim_end().to_string()),
+                Ok(v) if v["output"] == "done" => return Batch::Outputs(out),
+                Ok(v @ Value::Object(_)) if out.len() < OUTPUTS_MAX => out.push(v),
+                Ok(Value::Object(_)) => return Batch::TooMany,
+                _ => return Batch::NotJson(String::from_utf8_lossy(&buf).trim_end().to_string()),
             },
-        };
-        let last = !matches!(batch, Batch::Outputs(_));
-        if tx.send(batch).is_err() || last {
-            return;
         }
     }
 }
