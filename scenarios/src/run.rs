@@ -571,10 +571,39 @@ pub fn check_same(a: &RunResult, b: &RunResult) -> Result<(), String> {
         })
     };
     Err(format!(
-        "traces diverge at event {i}: first run `{}`, second run `{}`",
+        "traces diverge at event {i}: first run `{}`, second run `{}`{}",
         show(&a.trace),
-        show(&b.trace)
+        show(&b.trace),
+        answer_to(a, i, &names)
     ))
+}
+
+/// Which input of its node the diverging event `i` answers: the message delivered to that node
+/// in the same step, or else its timer or start (neither is a trace event).
+fn answer_to(r: &RunResult, i: usize, names: &leasesim_reports::Names<'_>) -> String {
+    use leasesim_sim::EventKind;
+    let Some(e) = r.trace.get(i) else {
+        return String::new();
+    };
+    if !matches!(e.kind, EventKind::Send { .. } | EventKind::Note { .. }) || e.node == WORLD {
+        return String::new();
+    }
+    let who = names.nodes.get(e.node as usize).map_or("?", String::as_str);
+    let input = r.trace[..i]
+        .iter()
+        .rev()
+        .take_while(|x| x.t == e.t)
+        .find(|x| x.node == e.node && matches!(x.kind, EventKind::Deliver { .. }));
+    match input {
+        Some(d) => format!(
+            "; the first answer that differs is {who}'s to its input `{}`",
+            leasesim_reports::line(names, d).trim()
+        ),
+        None => format!(
+            "; the first answer that differs is {who}'s to its timer or its start at its local {:.6}s",
+            e.local as f64 / 1e9
+        ),
+    }
 }
 
 /// The command that reproduces one seed of a named scenario on `machines`: leasesim's own

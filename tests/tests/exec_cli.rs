@@ -208,6 +208,16 @@ fn ctrl_c_stops_a_sweep_of_processes_and_ends_every_process_it_started() {
     );
     assert_eq!(status.code(), Some(130), "{all}");
     assert!(all.contains("sweep:"), "it reports what it ran: {all}");
+    // The command it prints to repeat exactly what ran names the process, and runs.
+    let repeat = all
+        .lines()
+        .find_map(|l| l.strip_prefix("repeat exactly these runs: "))
+        .unwrap_or_else(|| panic!("a repeat command in:\n{all}"));
+    let first = repeat.split("; ").next().unwrap();
+    assert!(first.contains("--worker 'exec:python3"), "{first}");
+    let (code, again) = sh(&dir.0, first);
+    assert!(code == 0 || code == 1, "{first}\n{again}");
+    assert!(again.contains("sweep: "), "{first}\n{again}");
     // Every process it started has ended (they leave with leasesim, within a moment).
     for _ in 0..50 {
         if running(&path).is_empty() {

@@ -128,6 +128,8 @@ impl Process {
             .stderr(Stdio::piped())
             // Python's string hashes (set order) drawn at start would differ per process.
             .env("PYTHONHASHSEED", "0")
+            // Nor does it write compiled files beside the user's scripts.
+            .env("PYTHONDONTWRITEBYTECODE", "1")
             .process_group(0)
             .spawn()
             .map_err(|e| format!("exec:{}: cannot start it: {e}", cmd.text))?;

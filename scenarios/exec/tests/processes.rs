@@ -130,6 +130,11 @@ fn a_process_that_keeps_state_from_one_run_to_the_next_is_reported_by_the_determ
     assert!(o.nondeterministic > 0, "the leak is seen");
     let (_, why) = &o.nondeterministic_seeds[0];
     assert!(why.starts_with("traces diverge at event"), "{why}");
+    // The leak shows in the claim it sends at its start: the input is named.
+    assert!(
+        why.contains("the first answer that differs is W1's to its timer or its start"),
+        "{why}"
+    );
 }
 
 #[test]

@@ -310,7 +310,9 @@ impl Results {
 
     /// The command that starts this program's sweep.
     fn program(&self) -> String {
-        command_prefix(self.config.machines.is_stock() && self.program_scenarios.1)
+        let m = &self.config.machines;
+        // Machines leasesim's own command line selects (a SQL file, a process) run there too.
+        command_prefix((m.is_stock() || m.command_line().is_some()) && self.program_scenarios.1)
     }
 
     /// Commands that run exactly the seeds that ran, one per group of scenarios that ran the
@@ -332,8 +334,12 @@ impl Results {
                     c.push_str(&names.join(" "));
                 }
                 c.push_str(&format!(" --seeds {}..{}", r.start, r.end));
-                if !(m.is_stock() && m.name() == "reference") {
-                    c.push_str(&format!(" --variant {}", m.name()));
+                match m.command_line() {
+                    Some(args) => c.push_str(&format!(" {args}")),
+                    None if !(m.is_stock() && m.name() == "reference") => {
+                        c.push_str(&format!(" --variant {}", m.name()))
+                    }
+                    None => {}
                 }
                 if self.config.allow_unsafe_timing {
                     c.push_str(" --allow-unsafe-timing");
