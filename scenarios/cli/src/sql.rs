@@ -317,8 +317,8 @@ fn open_sql(args: &SqlArgs) -> Result<(Vec<Machines>, Option<Database>), UsageEr
         let queue: Arc<SqlQueue> =
             SqlQueue::open_path_with(f, &db, isolation).map_err(UsageError)?;
         machines.push(queue.machines().with_command_line(&format!(
-            "--coordinator {PART_PREFIX}{}{level}",
-            f.display()
+            "--coordinator {}{level}",
+            quoted(&format!("{PART_PREFIX}{}", f.display()))
         )));
     }
     let mut names: Vec<&str> = machines.iter().map(Machines::name).collect();
@@ -369,6 +369,10 @@ pub(super) fn replay_needs_exec(
         let Some(body) = was.strip_prefix(leasesim_exec::PART_PREFIX) else {
             continue;
         };
+        if now == Some(was) {
+            // This part was given as recorded; another is what is missing.
+            continue;
+        }
         let cmd = body.rsplit_once('@').map_or(body, |(c, _)| c);
         return Some(UsageError(match now {
             Some(now) if now.starts_with(leasesim_exec::PART_PREFIX) => format!(

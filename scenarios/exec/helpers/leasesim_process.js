@@ -28,22 +28,52 @@ const UNSOLICITED_MAX = 64;
 
 const realSetImmediate = setImmediate;
 
+// The protocol's own stream; the node's `console.log` goes to standard error instead.
+const protocolOut = process.stdout;
+console.log = console.error;
+console.info = console.error;
+
+// `Math.random` from a seed set at each start (the node's incarnation): the same draws in every
+// run. (`new Date()` without arguments still reads the real clock: use `Date.now()`.)
+let randomState = 1;
+Math.random = () => {
+  randomState = (randomState * 1103515245 + 12345) % 2147483648;
+  return randomState / 2147483648;
+};
+
 // The simulated timers of the current run: [at_ns, seq, fn, args, every_ns].
 let timers = new Map();
 let seq = 0;
 let nowNs = 0;
 let wallNs = 0;
 
+// A timer handle, as Node's: `ref`, `unref`, `hasRef`, `refresh` (refs mean nothing here: the
+// run decides when the node is done).
+class Timeout {
+  constructor(id) { this.id = id; }
+  ref() { return this; }
+  unref() { return this; }
+  hasRef() { return true; }
+  refresh() {
+    const t = timers.get(this.id);
+    if (t) t.at = nowNs + t.delay;
+    return this;
+  }
+  [Symbol.toPrimitive]() { return this.id; }
+}
+
 function addTimer(fn, ms, args, repeat) {
-  const delay = Math.max(0, Math.round((Number(ms) || 0) * 1e6));
+  // As Node: a delay below 1 ms (or not a number) is 1 ms.
+  const n = Number(ms);
+  const delay = Math.round((n >= 1 ? n : 1) * 1e6);
   const id = ++seq;
-  timers.set(id, { at: nowNs + delay, seq: id, fn, args, every: repeat ? Math.max(1e6, delay) : 0 });
-  return id;
+  timers.set(id, { at: nowNs + delay, seq: id, fn, args, delay, every: repeat ? delay : 0 });
+  return new Timeout(id);
 }
 
 globalThis.setTimeout = (fn, ms, ...args) => addTimer(fn, ms, args, false);
 globalThis.setInterval = (fn, ms, ...args) => addTimer(fn, ms, args, true);
-globalThis.clearTimeout = (id) => { timers.delete(id); };
+globalThis.clearTimeout = (t) => { if (t !== undefined && t !== null) timers.delete(Number(t)); };
 globalThis.clearInterval = globalThis.clearTimeout;
 Date.now = () => Math.floor(wallNs / 1e6);
 if (globalThis.performance) {
@@ -140,7 +170,7 @@ class Node {
 }
 
 function write(line) {
-  process.stdout.write(JSON.stringify(line) + '\n');
+  protocolOut.write(JSON.stringify(line) + '\n');
 }
 
 function fail(what) {
@@ -167,11 +197,14 @@ async function run(start) {
         timer = null;
         break;
       case 'start':
+        // A process starts its node once a run: a restart is a new process.
+        if (node !== null) fail('a second start without a reset between them');
         timers = new Map();
         timer = null;
         nowNs = inp.now;
         wallNs = inp.wall || 0;
         node = new Node(inp);
+        randomState = (inp.incarnation || 0) + 1;
         Promise.resolve(start(node)).catch((e) => { failed = e; });
         break;
       case 'message':

@@ -15,7 +15,10 @@ no longer be a function of its seed.
 
     lp.run(start)
 
-Standard library only; one file, to be copied beside the user's code.
+Standard library only (Python 3.10 or later); one file, to be copied beside the user's code.
+The node's `print()` goes to standard error; `random` is seeded at each start (with the
+node's incarnation). Sets of tasks (`asyncio.wait`'s `done`, `asyncio.all_tasks()`) iterate
+in memory order, which differs from one process to the next: do not act in their order.
 """
 
 import asyncio
@@ -24,6 +27,7 @@ import gc
 import heapq
 import json
 import math
+import random
 import sys
 import traceback
 
@@ -80,7 +84,8 @@ class SimLoop(asyncio.BaseEventLoop):
     def _due(self):
         while self._scheduled and self._scheduled[0]._cancelled:
             heapq.heappop(self._scheduled)
-        return bool(self._scheduled) and self._scheduled[0].when() <= self._sim_s + self._clock_resolution
+        # asyncio's own rule in `_run_once`: a timer runs when it is before now + resolution.
+        return bool(self._scheduled) and self._scheduled[0].when() < self._sim_s + self._clock_resolution
 
     def settle(self, now_ns):
         """Runs everything due by `now_ns`, until nothing is ready."""
@@ -96,9 +101,22 @@ class SimLoop(asyncio.BaseEventLoop):
         raise RuntimeError("the node's tasks never settle: %d rounds at one instant" % ROUNDS_MAX)
 
     def next_timer_ns(self):
-        """The earliest armed timer, in ns on the node's clock (rounded up), or None."""
-        live = [h.when() for h in self._scheduled if not h._cancelled]
-        return math.ceil(min(live) * 1e9) if live else None
+        """The earliest armed timer, in ns on the node's clock, rounded up to an instant at
+        which it is due by asyncio's rule (floats are coarser than 1 ns far from zero), or
+        None (a timer at infinity never fires)."""
+        live = [h.when() for h in self._scheduled if not h._cancelled and math.isfinite(h.when())]
+        if not live:
+            return None
+        when = min(live)
+        t = math.ceil(when * 1e9)
+        step = 1
+        # Bounded: the step doubles, so a few dozen rounds reach any float's spacing.
+        for _ in range(128):
+            if when < t / 1e9 + self._clock_resolution:
+                break
+            t += step
+            step *= 2
+        return min(t, 2**63 - 1)
 
 
 class Node:
@@ -186,9 +204,15 @@ class Node:
             self._inbox.put_nowait((frm, msg))
 
 
+# The protocol's own stream; the node's `print()` goes to standard error instead, where
+# leasesim keeps the last lines for a failure's report.
+_PROTOCOL = sys.stdout
+sys.stdout = sys.stderr
+
+
 def _write(line):
-    sys.stdout.write(json.dumps(line, separators=(",", ":")))
-    sys.stdout.write("\n")
+    _PROTOCOL.write(json.dumps(line, separators=(",", ":")))
+    _PROTOCOL.write("\n")
 
 
 def _fail(what):
@@ -224,7 +248,12 @@ def run(start):
             _drop(loop)
             loop, node, main, timer = None, None, None, None
         elif kind == "start":
+            if node is not None:
+                # A process starts its node once a run: a restart is a new process.
+                _fail("a second start without a reset between them")
             _drop(loop)
+            # `random` draws from the operating system at import: the same draws at every start.
+            random.seed(inp.get("incarnation", 0))
             loop = SimLoop()
             node = Node(inp, loop)
             timer = None
@@ -252,4 +281,4 @@ def run(start):
         for o in out:
             _write(o)
         _write({"output": "done"})
-        sys.stdout.flush()
+        _PROTOCOL.flush()

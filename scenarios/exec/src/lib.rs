@@ -247,8 +247,9 @@ impl Core {
                 self.exchange(&mut held, &json!({"input": "reset"}));
             }
             self.claimed = true;
-            held.dirty = true;
         }
+        // Whatever process serves the slot now (a restart's new one too) has served a run.
+        held.dirty = true;
         if !self.started {
             self.started = true;
             let start = json!({
@@ -309,6 +310,9 @@ impl Core {
             Some("journal") => {
                 let e = wire::event(&v["event"]).map_err(|e| format!("a journal 'event' ({e})"))?;
                 self.out.push_back(Output::Journal(e));
+            }
+            Some("timer") if self.role == "receiver" => {
+                return Err("a timer, which a receiver has not (it answers requests only)".into())
             }
             Some("timer") => {
                 self.timer = match &v["at"] {

@@ -146,7 +146,7 @@ impl Process {
         std::thread::spawn(move || watchdog(&w, &c));
         let on_signal = child.clone();
         let cleanup = leasesim::interrupt::while_alive(move || {
-            let _ = on_signal.lock().unwrap_or_else(|p| p.into_inner()).kill();
+            end_group(&mut on_signal.lock().unwrap_or_else(|p| p.into_inner()));
         });
         let mut p = Process {
             child,
@@ -174,14 +174,16 @@ impl Process {
     pub fn exchange(&mut self, input: &Value, timeout: Duration) -> Result<Vec<Value>, Failure> {
         let mut line = input.to_string();
         line.push('\n');
+        // The limit covers the write too: a process that reads nothing blocks it.
+        self.watch.arm(timeout);
         let written = match self.stdin.as_mut() {
             Some(w) => w.write_all(line.as_bytes()).and_then(|_| w.flush()),
             None => Err(std::io::Error::other("its input is closed")),
         };
         if let Err(e) = written {
+            self.watch.disarm();
             return Err(self.failure(&format!("cannot be written to ({e}): it has exited")));
         }
-        self.watch.arm(timeout);
         let batch = read_batch(&mut self.stdout);
         self.watch.disarm();
         match batch {
@@ -240,7 +242,7 @@ impl Drop for Process {
         // Closing its input asks it to end; it is killed in any case.
         self.stdin.take();
         let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = child.kill();
+        end_group(&mut child);
         let _ = child.wait();
     }
 }
@@ -297,6 +299,23 @@ impl Watch {
     }
 }
 
+/// Ends the process and everything it started (its process group is its own): a wrapper such
+/// as `uv run` or `npx` would otherwise leave the real worker holding the pipe open. The group
+/// is ended with the system's `kill` (leasesim has no unsafe code to call `killpg` itself),
+/// then the child directly, in case `kill` is missing.
+fn end_group(child: &mut Child) {
+    if let Ok(None) = child.try_wait() {
+        let group = format!("-{}", child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    let _ = child.kill();
+}
+
 /// How often the watchdog looks at the time limit.
 const WATCH_EVERY: Duration = Duration::from_millis(20);
 
@@ -307,7 +326,7 @@ fn watchdog(w: &Watch, child: &Mutex<Child>) {
         let d = w.deadline.load(Ordering::SeqCst);
         if d != 0 && w.now() > d {
             w.fired.store(true, Ordering::SeqCst);
-            let _ = child.lock().unwrap_or_else(|p| p.into_inner()).kill();
+            end_group(&mut child.lock().unwrap_or_else(|p| p.into_inner()));
             return;
         }
     }

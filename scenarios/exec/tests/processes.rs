@@ -58,8 +58,16 @@ fn a_process_that_breaks_the_protocol_ends_its_run_naming_the_node_and_the_comma
         ("long-line", "wrote a line longer than 1048576 bytes"),
         ("no-hello", "did not answer hello"),
         ("wrong-message", "a send's 'msg' (missing field `req`)"),
+        // Behind a wrapper that keeps the pipe open: the whole process group is ended.
+        (
+            "wrapped silent",
+            "wrote nothing for 1.0s after the input 'start'",
+        ),
     ] {
-        let cmd = format!("python3 {} {mode}", example("faulty.py"));
+        let cmd = match mode.strip_prefix("wrapped ") {
+            Some(m) => format!("sh -c 'python3 {} {m}; sleep 600'", example("faulty.py")),
+            None => format!("python3 {} {mode}", example("faulty.py")),
+        };
         let exec = Exec::new(&cmd)
             .unwrap()
             .with_timeout(Duration::from_secs(1));
