@@ -44,6 +44,7 @@ pub struct Builder {
     threads: Option<usize>,
     allow_skipped: Vec<String>,
     started_with: Option<String>,
+    check_determinism: bool,
 }
 
 impl Default for Builder {
@@ -63,6 +64,7 @@ impl Builder {
             threads: None,
             allow_skipped: Vec::new(),
             started_with: None,
+            check_determinism: false,
         }
     }
 
@@ -112,6 +114,13 @@ impl Builder {
     /// Threads to sweep on (every core unless told).
     pub fn threads(mut self, threads: usize) -> Builder {
         self.threads = Some(threads);
+        self
+    }
+
+    /// Runs every seed twice and compares the traces ([`SweepConfig::check_determinism`]): a
+    /// seed whose two runs differ is reported with the first event where they diverge.
+    pub fn check_determinism(mut self) -> Builder {
+        self.check_determinism = true;
         self
     }
 
@@ -247,6 +256,7 @@ impl Builder {
             config.threads = t;
         }
         config.allow_skipped = self.allow_skipped.clone();
+        config.check_determinism = self.check_determinism;
         Ok(config)
     }
 

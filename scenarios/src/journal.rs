@@ -2,8 +2,8 @@
 //! [`leasesim_checkers::journal`] (docs/journal-format.md), written from a [`RunResult`].
 
 use crate::run::RunResult;
-pub use leasesim_checkers::journal::node_file_name;
 use leasesim_checkers::journal::{self as format, Recorded};
+pub use leasesim_checkers::journal::{node_file_name, snake};
 pub use leasesim_checkers::metrics::{Metrics, ToolMetrics};
 use std::io::Write;
 use std::path::{Path, PathBuf};

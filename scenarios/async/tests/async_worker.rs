@@ -328,19 +328,14 @@ async fn leaky(io: WorkerIo) {
 #[test]
 fn a_worker_that_reads_state_outside_its_node_is_reported_with_where_its_runs_diverge() {
     let m = Machines::new("leaky").with_async_worker("leaky", leaky);
-    let mut config = leasesim::Builder::new()
+    let report = leasesim::Builder::new()
         .machines(m)
         .scenarios([find("w1-w2").unwrap().clone()])
         .seeds(0..20)
         .threads(1)
-        .sweep_config()
+        .check_determinism()
+        .sweep()
         .unwrap();
-    config.check_determinism = true;
-    let report = leasesim::sweep::sweep(
-        &config,
-        &std::sync::atomic::AtomicBool::new(false),
-        &leasesim::sweep::Quiet,
-    );
     let o = &report.scenarios[0];
     assert!(o.nondeterministic > 0, "the leak is seen");
     let (_, why) = &o.nondeterministic_seeds[0];

@@ -34,6 +34,7 @@ use process::Process;
 use serde_json::{json, Map, Value};
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -120,17 +121,26 @@ pub const LOG_LINES_MAX: usize = 1 << 20;
 /// `ROLE INDEX > INPUT` and `ROLE INDEX < OUTPUT` (for one run's transcript: `run --exec-log`).
 pub fn record_exchanges() {
     *LOG.lock().unwrap_or_else(|p| p.into_inner()) = Some(Vec::new());
+    RECORDING.store(true, Ordering::SeqCst);
 }
 
 /// The lines recorded since [`record_exchanges`], which stops recording.
 pub fn take_exchanges() -> Vec<String> {
+    RECORDING.store(false, Ordering::SeqCst);
     LOG.lock()
         .unwrap_or_else(|p| p.into_inner())
         .take()
         .unwrap_or_default()
 }
 
-fn log(who: &str, dir: &str, v: &Value) {
+/// Whether [`record_exchanges`] is on: without it, an exchange takes no lock of the log's.
+static RECORDING: AtomicBool = AtomicBool::new(false);
+
+fn log(role: &str, index: usize, dir: &str, v: &Value) {
+    if !RECORDING.load(Ordering::Relaxed) {
+        return;
+    }
+    let who = format!("{role} {index}");
     let mut log = LOG.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(lines) = log.as_mut() {
         if lines.len() < LOG_LINES_MAX {
@@ -231,10 +241,15 @@ impl Core {
         if held.process.is_none() {
             match Process::start(&self.exec.cmd, self.exec.timeout) {
                 Ok(p) => {
-                    let who = format!("{} {}", self.role, self.index);
-                    log(&who, ">", &process::hello());
-                    log(&who, "<", &json!({"output": "hello", "version": VERSION}));
-                    log(&who, "<", &json!({"output": "done"}));
+                    let (role, i) = (self.role, self.index);
+                    log(role, i, ">", &process::hello());
+                    log(
+                        role,
+                        i,
+                        "<",
+                        &json!({"output": "hello", "version": VERSION}),
+                    );
+                    log(role, i, "<", &json!({"output": "done"}));
                     held.process = Some(p);
                 }
                 Err(why) => self.fail(&mut held, why),
@@ -275,15 +290,15 @@ impl Core {
     }
 
     fn exchange(&self, held: &mut Held, input: &Value) -> Vec<Value> {
-        let who = format!("{} {}", self.role, self.index);
-        log(&who, ">", input);
+        let (role, i) = (self.role, self.index);
+        log(role, i, ">", input);
         let p = held.process.as_mut().expect("started above");
         match p.exchange(input, self.exec.timeout) {
             Ok(out) => {
                 for v in &out {
-                    log(&who, "<", v);
+                    log(role, i, "<", v);
                 }
-                log(&who, "<", &json!({"output": "done"}));
+                log(role, i, "<", &json!({"output": "done"}));
                 out
             }
             Err(why) => self.fail(held, why),

@@ -3,6 +3,7 @@
 //! (`{"type": "claim_granted", ...}`, `"outcome": {"success": {"result": 7}}`,
 //! `"to": "coordinator"` or `{"receiver": 0}`).
 
+pub use leasesim::journal::snake;
 use leasesim_protocol::{Event, Msg, Peer};
 use serde_json::Value;
 
@@ -11,23 +12,7 @@ use serde_json::Value;
 /// destination.
 const VARIANT_FIELDS: &[&str] = &["type", "outcome", "answer", "error", "to"];
 
-/// `ClaimGranted` -> `claim_granted`.
-pub fn snake(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 4);
-    for (i, c) in s.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// `claim_granted` -> `ClaimGranted`.
+/// `claim_granted` -> `ClaimGranted` (the inverse of [`snake`], the journal's own naming).
 pub fn camel(s: &str) -> String {
     s.split('_')
         .map(|w| {
@@ -98,7 +83,8 @@ pub fn event(v: &Value) -> Result<Event, String> {
 
 /// A destination in the wire's form.
 pub fn peer_to_wire(p: Peer) -> Value {
-    to_wire(&serde_json::json!({ "to": to_wire(&p) }))["to"].clone()
+    // Wrapped, so that it is renamed as a destination field is.
+    to_wire(&serde_json::json!({ "to": p }))["to"].take()
 }
 
 /// A destination from the wire: `"coordinator"`, `"tool"`, `{"receiver": i}` or `{"addr": n}`.

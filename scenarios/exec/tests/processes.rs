@@ -121,19 +121,14 @@ fn the_python_worker_holds_on_every_named_scenario_for_seeds_0_to_100() {
 fn a_process_that_keeps_state_from_one_run_to_the_next_is_reported_by_the_determinism_check() {
     let exec = Exec::new(&format!("python3 {} leaky", example("faulty.py"))).unwrap();
     let m = Machines::new("leaky").with_exec_worker(&exec);
-    let mut config = Builder::new()
+    let report = Builder::new()
         .machines(m)
         .scenarios([find("w1-w2").unwrap().clone()])
         .seeds(0..5)
         .threads(1)
-        .sweep_config()
+        .check_determinism()
+        .sweep()
         .unwrap();
-    config.check_determinism = true;
-    let report = leasesim::sweep::sweep(
-        &config,
-        &std::sync::atomic::AtomicBool::new(false),
-        &leasesim::sweep::Quiet,
-    );
     let o = &report.scenarios[0];
     assert!(o.nondeterministic > 0, "the leak is seen");
     let (_, why) = &o.nondeterministic_seeds[0];

@@ -17,7 +17,7 @@ fn python_worker() -> Machines {
 #[test]
 fn the_python_worker_repeats_its_runs_and_one_process_serves_each_slot() {
     let before = processes_started();
-    let mut config = Builder::new()
+    let report = Builder::new()
         .machines(python_worker())
         .scenarios([
             find("w1-w2").unwrap().clone(),
@@ -25,14 +25,9 @@ fn the_python_worker_repeats_its_runs_and_one_process_serves_each_slot() {
         ])
         .seeds(0..30)
         .threads(1)
-        .sweep_config()
+        .check_determinism()
+        .sweep()
         .unwrap();
-    config.check_determinism = true;
-    let report = leasesim::sweep::sweep(
-        &config,
-        &std::sync::atomic::AtomicBool::new(false),
-        &leasesim::sweep::Quiet,
-    );
     for o in &report.scenarios {
         assert_eq!(o.failing, 0, "{:?}", o.failures.first());
         assert_eq!(

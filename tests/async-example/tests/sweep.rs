@@ -12,15 +12,11 @@ fn the_worker_holds_on_every_named_scenario_for_seeds_0_to_100() {
     let testbed = Builder::new()
         .machines(machines(Bug::None))
         .without("swarm")
-        .seeds(0..100);
-    let mut config = testbed.sweep_config().expect("a valid testbed");
-    // Every seed twice: the async worker's runs repeat, trace for trace.
-    config.check_determinism = true;
-    let report = leasesim::sweep::sweep(
-        &config,
-        &std::sync::atomic::AtomicBool::new(false),
-        &leasesim::sweep::Quiet,
-    );
+        .seeds(0..100)
+        // Every seed twice: the async worker's runs repeat, trace for trace.
+        .check_determinism();
+    let config = testbed.sweep_config().expect("a valid testbed");
+    let report = testbed.sweep().expect("a valid testbed");
     assert_eq!(report.runs, 100 * (ALL.len() as u64 - 1));
     for (def, outcome) in config.scenarios.iter().zip(&report.scenarios) {
         assert_eq!(

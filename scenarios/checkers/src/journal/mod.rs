@@ -9,8 +9,8 @@ pub mod write;
 
 pub use read::{header, read, Journal, Keep, Place, Problem, Reader, Record, FORMAT, VERSION};
 pub use write::{
-    journal_per_node, node_file_name, write_journal, write_journal_with_payload_hashes, Recorded,
-    TARGET,
+    journal_per_node, node_file_name, snake, write_journal, write_journal_with_payload_hashes,
+    Recorded, TARGET,
 };
 
 use leasesim_protocol::IdemKey;

@@ -57,7 +57,7 @@ fn node_name<'a>(result: &Recorded<'a>, id: NodeId) -> &'a str {
 // Codes, as snake_case words.
 
 /// `ToolTimeout` -> `tool_timeout`; snake_case stays as it is.
-fn snake(s: &str) -> String {
+pub fn snake(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 4);
     for (i, c) in s.chars().enumerate() {
         if c.is_ascii_uppercase() {
